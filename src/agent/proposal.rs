@@ -1,0 +1,153 @@
+//! Strict parsing of a model's proposal: `{action: call|finish, tool, arguments, answer,
+//! sources}`. Anything else is refused with a named code, never guessed at.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Largest proposal text accepted, in bytes.
+pub const MAX_PROPOSAL_BYTES: usize = 16 * 1024;
+
+/// What a model may propose.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Proposal {
+    /// Run a tool.
+    Call {
+        /// The tool name (may not exist).
+        tool: String,
+        /// The arguments object.
+        arguments: Value,
+    },
+    /// Finish with an answer and the observations it rests on.
+    Finish {
+        /// The answer.
+        answer: String,
+        /// Cited observation ids.
+        sources: Vec<String>,
+    },
+}
+
+impl Proposal {
+    /// `call` or `finish`.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Proposal::Call { .. } => "call",
+            Proposal::Finish { .. } => "finish",
+        }
+    }
+
+    /// The tool, for a call.
+    pub fn tool(&self) -> &str {
+        match self {
+            Proposal::Call { tool, .. } => tool,
+            Proposal::Finish { .. } => "",
+        }
+    }
+}
+
+/// Why a proposal text was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalError {
+    /// Not a JSON object (prose, truncated JSON, an array, …).
+    NotJson,
+    /// JSON, but not a proposal: unknown action or field, wrong types, too large.
+    InvalidProposal,
+}
+
+impl ProposalError {
+    /// The code as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotJson => "not_json",
+            Self::InvalidProposal => "invalid_proposal",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    action: String,
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(default)]
+    answer: Option<String>,
+    #[serde(default)]
+    sources: Option<Vec<String>>,
+}
+
+/// Parses a proposal strictly.
+///
+/// # Errors
+/// [`ProposalError::NotJson`] when the text is not a JSON object;
+/// [`ProposalError::InvalidProposal`] when it is one but not a valid proposal.
+pub fn parse_proposal(text: &str) -> Result<Proposal, ProposalError> {
+    if text.len() > MAX_PROPOSAL_BYTES {
+        return Err(ProposalError::InvalidProposal);
+    }
+    let value: Value = serde_json::from_str(text).map_err(|_| ProposalError::NotJson)?;
+    if !value.is_object() {
+        return Err(ProposalError::NotJson);
+    }
+    let raw: Raw = serde_json::from_value(value).map_err(|_| ProposalError::InvalidProposal)?;
+    match raw.action.as_str() {
+        "call" => {
+            let tool = raw.tool.filter(|t| !t.is_empty() && t.len() <= 64).ok_or(ProposalError::InvalidProposal)?;
+            let arguments = raw.arguments.unwrap_or_else(|| Value::Object(Default::default()));
+            let no_finish_fields =
+                raw.answer.as_deref().unwrap_or("").is_empty() && raw.sources.as_ref().is_none_or(Vec::is_empty);
+            if !arguments.is_object() || !no_finish_fields {
+                return Err(ProposalError::InvalidProposal);
+            }
+            Ok(Proposal::Call { tool, arguments })
+        }
+        "finish" => {
+            let no_call_fields = raw.tool.as_deref().unwrap_or("").is_empty()
+                && raw.arguments.as_ref().is_none_or(|a| a.as_object().is_some_and(|o| o.is_empty()));
+            let sources = raw.sources.unwrap_or_default();
+            if !no_call_fields || sources.len() > 20 {
+                return Err(ProposalError::InvalidProposal);
+            }
+            Ok(Proposal::Finish { answer: raw.answer.unwrap_or_default(), sources })
+        }
+        _ => Err(ProposalError::InvalidProposal),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proposals_parse_strictly() {
+        assert!(matches!(
+            parse_proposal(r#"{"action":"call","tool":"get_ticket","arguments":{"ticket_id":"T-601"}}"#),
+            Ok(Proposal::Call { .. })
+        ));
+        assert!(matches!(
+            parse_proposal(r#"{"action":"finish","answer":"x","sources":["o1"]}"#),
+            Ok(Proposal::Finish { .. })
+        ));
+        let cases = [
+            ("Sure, I can help.", ProposalError::NotJson),
+            (r#"{"action":"call","tool":"get_ti"#, ProposalError::NotJson),
+            ("[1,2]", ProposalError::NotJson),
+            ("", ProposalError::NotJson),
+            (r#"{"action":"call","tool":"get_ticket","arguments":{},"grant":true}"#, ProposalError::InvalidProposal),
+            (r#"{"action":"delegate","tool":"x"}"#, ProposalError::InvalidProposal),
+            (r#"{"action":"call"}"#, ProposalError::InvalidProposal),
+            (r#"{"action":"call","tool":"t","arguments":[1]}"#, ProposalError::InvalidProposal),
+            (r#"{"action":"finish","answer":"x","tool":"get_ticket"}"#, ProposalError::InvalidProposal),
+            (r#"{"action":7}"#, ProposalError::InvalidProposal),
+        ];
+        for (text, code) in cases {
+            assert_eq!(parse_proposal(text), Err(code), "{text}");
+        }
+        let huge = format!(r#"{{"action":"finish","answer":"{}"}}"#, "a".repeat(MAX_PROPOSAL_BYTES));
+        assert_eq!(parse_proposal(&huge), Err(ProposalError::InvalidProposal));
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert_eq!(parse_proposal(&deep), Err(ProposalError::InvalidProposal));
+    }
+}

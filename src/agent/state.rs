@@ -1,0 +1,495 @@
+//! `AgentState`: the durable facts of one run, as a value. Every transition returns a
+//! new state that has been validated again; illegal moves are errors.
+//!
+//! ```compile_fail,E0616
+//! # use rolegate::agent::AgentState;
+//! let mut state = AgentState::new("r1", "kwame", "triage", "Check T-601.").unwrap();
+//! state.step = 9; // fields are private: a state cannot be changed in place
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+use crate::security::clip;
+
+/// Most characters of a goal.
+pub const MAX_GOAL_CHARS: usize = 300;
+/// Most characters of a final answer.
+pub const MAX_ANSWER_CHARS: usize = 600;
+/// Most characters kept of an observation's text.
+pub const MAX_OBSERVATION_CHARS: usize = 400;
+
+macro_rules! reasons {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal ),+ $(,)?) => {
+        /// Why a run ended (or paused). A closed set: the state refuses any other reason.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum StopReason {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant, )+
+        }
+
+        impl StopReason {
+            /// Every reason, in a fixed order.
+            pub const ALL: &'static [StopReason] = &[$(StopReason::$variant),+];
+
+            /// The reason as text.
+            pub fn as_str(self) -> &'static str {
+                match self { $( StopReason::$variant => $name, )+ }
+            }
+        }
+
+        impl FromStr for StopReason {
+            type Err = StateError;
+
+            fn from_str(s: &str) -> Result<Self, StateError> {
+                match s {
+                    $( $name => Ok(StopReason::$variant), )+
+                    other => Err(StateError::UnknownReason(other.to_string())),
+                }
+            }
+        }
+    };
+}
+
+reasons! {
+    /// Finished with an answer backed by observations.
+    Done => "done",
+    /// The model proposed a call that already ran.
+    RepeatedCall => "repeated_call",
+    /// The step budget ran out.
+    StepBudget => "step_budget",
+    /// The time budget ran out.
+    TimeBudget => "time_budget",
+    /// The next call could cross the cost budget.
+    CostBudget => "cost_budget",
+    /// Too many rejected or failed steps in a row.
+    Stuck => "stuck",
+    /// Parked: a person must decide on a pending action.
+    NeedsApproval => "needs_approval",
+    /// A tool's per-run call limit was hit.
+    CallLimit => "call_limit",
+    /// No signed-in user.
+    Unauthenticated => "unauthenticated",
+    /// The session may not run this task.
+    ForbiddenTask => "forbidden_task",
+    /// A person refused the pending action.
+    Denied => "denied",
+    /// Cancelled from outside.
+    Cancelled => "cancelled",
+    /// The model server failed (the trace names how) and the run stopped cleanly.
+    ModelError => "model_error",
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A state rule that was broken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// A move the transition table does not allow.
+    #[error("bad transition: {from} -> {to}")]
+    BadTransition {
+        /// From status.
+        from: &'static str,
+        /// To status (or a description of the move).
+        to: String,
+    },
+    /// A reason that is not in the closed set.
+    #[error("a stopped run needs a known reason, got {0:?}")]
+    UnknownReason(String),
+    /// The fields do not fit the status or the rules.
+    #[error("invalid state: {0}")]
+    Invalid(&'static str),
+}
+
+/// What came back from a tool or a check. Its text is untrusted data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    /// `o1`, `o2`, … in order.
+    pub id: String,
+    /// The step it was made in.
+    pub step: u32,
+    /// The tool (or `rejected` for a refused proposal).
+    pub tool: String,
+    /// True when the tool succeeded.
+    pub ok: bool,
+    /// Result text, clipped.
+    pub text: String,
+}
+
+/// Where a run stands. Each variant carries exactly the data it needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Working.
+    Running,
+    /// Parked until a person decides on `pending_id`.
+    AwaitingApproval {
+        /// The parked action.
+        pending_id: String,
+    },
+    /// Finished with an answer and its sources.
+    Done {
+        /// The answer.
+        answer: String,
+        /// Ids of successful observations that support it.
+        sources: Vec<String>,
+    },
+    /// Ended for a reason other than done or needs_approval.
+    Stopped {
+        /// Why.
+        reason: StopReason,
+    },
+}
+
+impl Status {
+    /// `running`, `awaiting_approval`, `done` or `stopped`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::AwaitingApproval { .. } => "awaiting_approval",
+            Status::Done { .. } => "done",
+            Status::Stopped { .. } => "stopped",
+        }
+    }
+
+    fn may_go_to(&self, to: &Status) -> bool {
+        matches!(
+            (self, to),
+            (Status::Running, _) | (Status::AwaitingApproval { .. }, Status::Running | Status::Stopped { .. })
+        )
+    }
+}
+
+/// The flat, serialised shape of a state; every load goes through [`AgentState::try_from`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawState {
+    /// Run id.
+    pub run_id: String,
+    /// The user the run acts for ("" when nobody signed in).
+    pub user_id: String,
+    /// The task.
+    pub task: String,
+    /// The goal.
+    pub goal: String,
+    /// Status name.
+    pub status: String,
+    /// Step counter.
+    pub step: u32,
+    /// Observations so far.
+    pub observations: Vec<Observation>,
+    /// Answer (done only).
+    #[serde(default)]
+    pub answer: String,
+    /// Sources (done only).
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Reason (done, awaiting and stopped).
+    #[serde(default)]
+    pub reason: String,
+    /// Pending action (awaiting only).
+    #[serde(default)]
+    pub pending_id: String,
+}
+
+/// The durable facts of one run. Raw chat is not in here.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawState", into = "RawState")]
+pub struct AgentState {
+    run_id: String,
+    user_id: String,
+    task: String,
+    goal: String,
+    status: Status,
+    step: u32,
+    observations: Vec<Observation>,
+}
+
+fn valid_run_id(id: &str) -> bool {
+    (1..=40).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+impl TryFrom<RawState> for AgentState {
+    type Error = StateError;
+
+    fn try_from(raw: RawState) -> Result<Self, StateError> {
+        let invalid = |m| Err(StateError::Invalid(m));
+        if !valid_run_id(&raw.run_id) {
+            return invalid("run_id must be 1 to 40 of a-z, 0-9 and -");
+        }
+        if raw.goal.trim().is_empty() || raw.goal.chars().count() > MAX_GOAL_CHARS {
+            return invalid("the goal must be 1 to 300 characters");
+        }
+        if raw.answer.chars().count() > MAX_ANSWER_CHARS {
+            return invalid("the answer must be at most 600 characters");
+        }
+        for (i, o) in raw.observations.iter().enumerate() {
+            if o.id != format!("o{}", i + 1) || o.step > raw.step {
+                return invalid("observations must be numbered o1, o2, … and come from past steps");
+            }
+            if o.text.chars().count() > MAX_OBSERVATION_CHARS {
+                return invalid("an observation's text is too long");
+            }
+        }
+        let good: Vec<&str> = raw.observations.iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
+        if !raw.sources.iter().all(|s| good.contains(&s.as_str())) {
+            return invalid("every source must be a successful observation of this run");
+        }
+        let status = match raw.status.as_str() {
+            "running" => {
+                if !raw.reason.is_empty()
+                    || !raw.pending_id.is_empty()
+                    || !raw.answer.is_empty()
+                    || !raw.sources.is_empty()
+                {
+                    return invalid("a running state has no reason, answer, sources or pending action");
+                }
+                Status::Running
+            }
+            "done" => {
+                if raw.reason != "done"
+                    || raw.answer.trim().is_empty()
+                    || raw.sources.is_empty()
+                    || !raw.pending_id.is_empty()
+                {
+                    return invalid("done needs an answer and the observations that support it");
+                }
+                Status::Done { answer: raw.answer, sources: raw.sources }
+            }
+            "stopped" => {
+                let reason: StopReason = raw.reason.parse()?;
+                if matches!(reason, StopReason::Done | StopReason::NeedsApproval) {
+                    return Err(StateError::UnknownReason(raw.reason));
+                }
+                if !raw.answer.is_empty() || !raw.sources.is_empty() || !raw.pending_id.is_empty() {
+                    return invalid("a stopped state has no answer, sources or pending action");
+                }
+                Status::Stopped { reason }
+            }
+            "awaiting_approval" => {
+                if raw.reason != "needs_approval"
+                    || raw.pending_id.is_empty()
+                    || !raw.answer.is_empty()
+                    || !raw.sources.is_empty()
+                {
+                    return invalid("awaiting_approval needs a pending action id");
+                }
+                Status::AwaitingApproval { pending_id: raw.pending_id }
+            }
+            _ => return invalid("status must be running, awaiting_approval, done or stopped"),
+        };
+        Ok(AgentState {
+            run_id: raw.run_id,
+            user_id: raw.user_id,
+            task: raw.task,
+            goal: raw.goal,
+            status,
+            step: raw.step,
+            observations: raw.observations,
+        })
+    }
+}
+
+impl From<AgentState> for RawState {
+    fn from(s: AgentState) -> RawState {
+        let status = s.status.name().to_string();
+        let (answer, sources, reason, pending_id) = match s.status {
+            Status::Running => (String::new(), Vec::new(), String::new(), String::new()),
+            Status::AwaitingApproval { pending_id } => (String::new(), Vec::new(), "needs_approval".into(), pending_id),
+            Status::Done { answer, sources } => (answer, sources, "done".into(), String::new()),
+            Status::Stopped { reason } => (String::new(), Vec::new(), reason.as_str().into(), String::new()),
+        };
+        RawState {
+            run_id: s.run_id,
+            user_id: s.user_id,
+            task: s.task,
+            goal: s.goal,
+            status,
+            step: s.step,
+            observations: s.observations,
+            answer,
+            sources,
+            reason,
+            pending_id,
+        }
+    }
+}
+
+impl AgentState {
+    /// A new running state at step 0.
+    ///
+    /// # Errors
+    /// [`StateError::Invalid`] for a bad run id or goal.
+    pub fn new(run_id: &str, user_id: &str, task: &str, goal: &str) -> Result<Self, StateError> {
+        Self::try_from(RawState {
+            run_id: run_id.into(),
+            user_id: user_id.into(),
+            task: task.into(),
+            goal: goal.into(),
+            status: "running".into(),
+            step: 0,
+            observations: Vec::new(),
+            answer: String::new(),
+            sources: Vec::new(),
+            reason: String::new(),
+            pending_id: String::new(),
+        })
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    /// The user.
+    pub fn user_id(&self) -> &str {
+        &self.user_id
+    }
+    /// The task.
+    pub fn task(&self) -> &str {
+        &self.task
+    }
+    /// The goal.
+    pub fn goal(&self) -> &str {
+        &self.goal
+    }
+    /// The status.
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+    /// The step counter.
+    pub fn step(&self) -> u32 {
+        self.step
+    }
+    /// The observations so far.
+    pub fn observations(&self) -> &[Observation] {
+        &self.observations
+    }
+
+    /// The reason of a run that is not running: done, needs_approval or the stop reason.
+    pub fn reason(&self) -> Option<StopReason> {
+        match &self.status {
+            Status::Running => None,
+            Status::AwaitingApproval { .. } => Some(StopReason::NeedsApproval),
+            Status::Done { .. } => Some(StopReason::Done),
+            Status::Stopped { reason } => Some(*reason),
+        }
+    }
+
+    /// The answer, when done.
+    pub fn answer(&self) -> Option<&str> {
+        match &self.status {
+            Status::Done { answer, .. } => Some(answer),
+            _ => None,
+        }
+    }
+
+    /// The cited sources, when done.
+    pub fn sources(&self) -> &[String] {
+        match &self.status {
+            Status::Done { sources, .. } => sources,
+            _ => &[],
+        }
+    }
+
+    /// The parked action, when awaiting approval.
+    pub fn pending_id(&self) -> Option<&str> {
+        match &self.status {
+            Status::AwaitingApproval { pending_id } => Some(pending_id),
+            _ => None,
+        }
+    }
+
+    /// True for done and stopped, which no transition leaves.
+    pub fn is_final(&self) -> bool {
+        matches!(self.status, Status::Done { .. } | Status::Stopped { .. })
+    }
+
+    fn to(&self, status: Status, step: u32, observations: Vec<Observation>) -> Result<Self, StateError> {
+        if !self.status.may_go_to(&status) {
+            return Err(StateError::BadTransition { from: self.status.name(), to: status.name().into() });
+        }
+        let next = AgentState {
+            run_id: self.run_id.clone(),
+            user_id: self.user_id.clone(),
+            task: self.task.clone(),
+            goal: self.goal.clone(),
+            status,
+            step,
+            observations,
+        };
+        // checked again, through the same rules a loaded state passes
+        Self::try_from(RawState::from(next))
+    }
+
+    /// The next step (running → running).
+    ///
+    /// # Errors
+    /// [`StateError::BadTransition`] unless running.
+    pub fn next_step(&self) -> Result<Self, StateError> {
+        if self.status != Status::Running {
+            return Err(StateError::BadTransition { from: self.status.name(), to: "running (next step)".into() });
+        }
+        self.to(Status::Running, self.step + 1, self.observations.clone())
+    }
+
+    /// Records an observation; returns the new state and the observation.
+    ///
+    /// # Errors
+    /// [`StateError::BadTransition`] unless running.
+    pub fn observe(&self, ok: bool, tool: &str, text: &str) -> Result<(Self, Observation), StateError> {
+        let obs = Observation {
+            id: format!("o{}", self.observations.len() + 1),
+            step: self.step,
+            tool: clip(tool, 40).to_string(),
+            ok,
+            text: clip(text, MAX_OBSERVATION_CHARS).to_string(),
+        };
+        let mut all = self.observations.clone();
+        all.push(obs.clone());
+        Ok((self.to(Status::Running, self.step, all)?, obs))
+    }
+
+    /// Finishes with an answer backed by successful observations.
+    ///
+    /// # Errors
+    /// [`StateError::Invalid`] without an answer, without sources or with a source that is
+    /// not a successful observation; [`StateError::BadTransition`] unless running.
+    pub fn finish(&self, answer: &str, sources: &[String]) -> Result<Self, StateError> {
+        let done = Status::Done { answer: answer.to_string(), sources: sources.to_vec() };
+        self.to(done, self.step, self.observations.clone())
+    }
+
+    /// Stops for `reason`.
+    ///
+    /// # Errors
+    /// [`StateError::UnknownReason`] for `done` and `needs_approval` (they have their own
+    /// moves); [`StateError::BadTransition`] from a final state.
+    pub fn stop(&self, reason: StopReason) -> Result<Self, StateError> {
+        self.to(Status::Stopped { reason }, self.step, self.observations.clone())
+    }
+
+    /// Parks the run until a person decides on `pending_id`.
+    ///
+    /// # Errors
+    /// [`StateError::Invalid`] for an empty id; [`StateError::BadTransition`] unless running.
+    pub fn wait(&self, pending_id: &str) -> Result<Self, StateError> {
+        let s = Status::AwaitingApproval { pending_id: pending_id.to_string() };
+        self.to(s, self.step, self.observations.clone())
+    }
+
+    /// Resumes a parked run (awaiting_approval → running); legal from no other status.
+    ///
+    /// # Errors
+    /// [`StateError::BadTransition`] unless awaiting approval.
+    pub fn resume(&self) -> Result<Self, StateError> {
+        if !matches!(self.status, Status::AwaitingApproval { .. }) {
+            return Err(StateError::BadTransition { from: self.status.name(), to: "running by resume".into() });
+        }
+        self.to(Status::Running, self.step, self.observations.clone())
+    }
+}

@@ -1,0 +1,148 @@
+//! The trace: one redacted line per decision (step, kind, code, clipped detail). The same
+//! inputs give the same lines, byte for byte. Every line is also a `tracing` event.
+
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::security::{clip, redact};
+
+/// Most characters of a line's detail.
+pub const DETAIL_CHARS: usize = 60;
+
+/// What a trace line is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TraceKind {
+    /// A model call and the parse of its proposal.
+    Model,
+    /// The loop's check of a proposal.
+    Check,
+    /// A gate decision.
+    Tool,
+    /// A memory write.
+    Memory,
+    /// A human decision.
+    Human,
+    /// The end of a run.
+    Stop,
+    /// A message between roles (accepted or rejected by the coordinator).
+    Message,
+    /// A plan check.
+    Plan,
+}
+
+impl TraceKind {
+    /// The kind as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Model => "model",
+            Self::Check => "check",
+            Self::Tool => "tool",
+            Self::Memory => "memory",
+            Self::Human => "human",
+            Self::Stop => "stop",
+            Self::Message => "message",
+            Self::Plan => "plan",
+        }
+    }
+}
+
+impl fmt::Display for TraceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// One decision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceLine {
+    /// The step.
+    pub step: u32,
+    /// The kind.
+    pub kind: TraceKind,
+    /// The code (`ok` or a named rejection).
+    pub code: Cow<'static, str>,
+    /// Redacted, clipped detail.
+    pub detail: String,
+}
+
+impl fmt::Display for TraceLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let line = format!("{:>2} {:<6} {:<18} {}", self.step, self.kind, self.code, self.detail);
+        f.write_str(line.trim_end())
+    }
+}
+
+/// The decisions of one run, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trace {
+    /// The run the lines belong to.
+    pub run_id: String,
+    /// The role that made them, for multi-agent runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The lines.
+    pub lines: Vec<TraceLine>,
+}
+
+impl Trace {
+    /// An empty trace for `run_id`.
+    pub fn new(run_id: &str) -> Self {
+        Self { run_id: run_id.to_string(), role: None, lines: Vec::new() }
+    }
+
+    /// Adds a line; `detail` is redacted, then clipped.
+    pub fn add(&mut self, step: u32, kind: TraceKind, code: impl Into<Cow<'static, str>>, detail: &str) {
+        let code = code.into();
+        let red = redact(detail);
+        let detail = clip(&red, DETAIL_CHARS).to_string();
+        tracing::info!(
+            target: "rolegate::trace",
+            run = %self.run_id,
+            role = self.role.as_deref().unwrap_or(""),
+            step,
+            kind = kind.as_str(),
+            code = %code,
+            detail = %detail,
+        );
+        self.lines.push(TraceLine { step, kind, code, detail });
+    }
+
+    /// The printable lines.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.iter().map(ToString::to_string).collect()
+    }
+
+    /// The codes of one kind, in order.
+    pub fn codes(&self, kind: TraceKind) -> Vec<&str> {
+        self.lines.iter().filter(|l| l.kind == kind).map(|l| l.code.as_ref()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_redacted_clipped_and_aligned() {
+        let mut t = Trace::new("r1");
+        t.add(
+            1,
+            TraceKind::Model,
+            "ok",
+            r#"{"action": "call", "tool": "send_email_draft", "arguments": {"to": "kwame@gmail.com"}}"#,
+        );
+        t.add(1, TraceKind::Memory, "ok", "");
+        t.add(3, TraceKind::Stop, "done", "status=done");
+        let lines = t.lines();
+        assert_eq!(lines[1], " 1 memory ok");
+        assert_eq!(lines[2], " 3 stop   done               status=done");
+        assert!(!lines[0].contains("gmail"));
+        assert_eq!(t.lines[0].detail.chars().count(), DETAIL_CHARS);
+        assert_eq!(t.codes(TraceKind::Model), ["ok"]);
+    }
+}

@@ -1,0 +1,64 @@
+//! The usage ledger: one record per model call, and the totals a budget reads.
+
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+/// One model call's usage and cost.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageRecord {
+    /// The run that made the call.
+    pub run_id: String,
+    /// The model that answered.
+    pub model: String,
+    /// Tokens sent.
+    pub input_tokens: u64,
+    /// Tokens received.
+    pub output_tokens: u64,
+    /// Credits, from the price table.
+    pub cost: Decimal,
+}
+
+/// Totals over a ledger.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of model calls.
+    pub calls: u64,
+    /// Sum of input tokens.
+    pub input_tokens: u64,
+    /// Sum of output tokens.
+    pub output_tokens: u64,
+    /// Sum of costs.
+    pub cost: Decimal,
+}
+
+/// The records of one run, in call order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ledger {
+    /// One record per paid model call.
+    pub records: Vec<UsageRecord>,
+}
+
+impl Ledger {
+    /// Appends a record.
+    pub fn add(&mut self, record: UsageRecord) {
+        self.records.push(record);
+    }
+
+    /// The totals.
+    pub fn summary(&self) -> Summary {
+        self.records.iter().fold(Summary::default(), |mut s, r| {
+            s.calls += 1;
+            s.input_tokens += r.input_tokens;
+            s.output_tokens += r.output_tokens;
+            s.cost += r.cost;
+            s
+        })
+    }
+
+    /// Input tokens per call, in order.
+    pub fn input_tokens(&self) -> Vec<u64> {
+        self.records.iter().map(|r| r.input_tokens).collect()
+    }
+}

@@ -1,0 +1,74 @@
+//! Cost and time: the usage ledger, the price table (`rust_decimal`, never `f64`), the
+//! token estimate and injected clocks.
+
+mod clock;
+mod ledger;
+mod prices;
+
+pub use clock::{Clock, ManualClock, SharedClock, TokioClock, secs};
+pub use ledger::{Ledger, Summary, UsageRecord};
+pub use prices::{Price, PriceTable};
+
+/// Errors of the cost module.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CostError {
+    /// A model with no entry in the price table.
+    #[error("model {0:?} has no price in the price table (add it to data/prices.json)")]
+    UnknownModel(String),
+    /// The price table did not parse.
+    #[error("price table: {0}")]
+    BadPriceTable(String),
+}
+
+/// Estimated tokens for a text: about four characters a token, at least one for any
+/// non-empty text. The same estimate is used before a call (budgets) and by fakes.
+pub fn estimate_tokens(text: &str) -> u64 {
+    let chars = text.chars().count() as u64;
+    chars.div_ceil(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rust_decimal::Decimal;
+    use std::time::Duration;
+
+    #[test]
+    fn price_and_ledger_add_up_in_decimal() {
+        let p = Price { input_per_1k: Decimal::new(8, 3), output_per_1k: Decimal::new(24, 3) };
+        assert_eq!(p.cost(1000, 500), Decimal::new(20, 3));
+        let mut l = Ledger::default();
+        for i in [100, 200] {
+            l.add(UsageRecord {
+                run_id: "r".into(),
+                model: "m".into(),
+                input_tokens: i,
+                output_tokens: 10,
+                cost: p.cost(i, 10),
+            });
+        }
+        let s = l.summary();
+        assert_eq!((s.calls, s.input_tokens, s.output_tokens), (2, 300, 20));
+        assert_eq!(s.cost, p.cost(300, 20));
+    }
+
+    #[test]
+    fn unknown_model_is_an_error_not_free() {
+        let t = PriceTable::from_json(r#"{"models": {}}"#).unwrap();
+        assert_eq!(t.price("gpt-x"), Err(CostError::UnknownModel("gpt-x".into())));
+        assert!(PriceTable::from_json(r#"{"models": {}, "extra": 1}"#).is_err());
+    }
+
+    #[test]
+    fn manual_clock_moves_only_when_told() {
+        let c = ManualClock::new();
+        let shared = c.shared();
+        c.advance_secs(1.5);
+        c.advance_secs(-3.0);
+        assert_eq!(shared.now(), Duration::from_millis(1500));
+        assert_eq!(secs(shared.now()), "1.50");
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens(""), 0);
+    }
+}

@@ -1,0 +1,162 @@
+//! The environment a run is built in (world, policy, prices) and [`LabConfig`], which
+//! builds a single agent the way the scenario tables and the examples need it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::agent::{Agent, CheckMode, RunBudget, Session};
+use crate::cost::{ManualClock, PriceTable};
+use crate::gate::{Policy, ToolGate};
+use crate::memory::SessionMemory;
+use crate::model::{Decider, FakeKind, FakeModel, ModelDecider, SlowClient};
+use crate::world::{World, WorldData};
+
+/// The bundled price table, `data/prices.json`.
+pub const BUNDLED_PRICES: &str = include_str!("../../data/prices.json");
+
+/// Errors building an environment.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EnvError {
+    /// The world did not load.
+    #[error(transparent)]
+    World(#[from] crate::world::WorldError),
+    /// The policy did not load.
+    #[error(transparent)]
+    Policy(#[from] crate::gate::GateError),
+    /// The prices did not load.
+    #[error(transparent)]
+    Prices(#[from] crate::cost::CostError),
+}
+
+/// World data, policy and prices: what every run of a suite shares (read-only).
+#[derive(Clone, Debug)]
+pub struct Env {
+    /// Tickets, documents, users.
+    pub world: Arc<WorldData>,
+    /// The base policy.
+    pub policy: Policy,
+    /// Prices.
+    pub prices: Arc<PriceTable>,
+}
+
+impl Env {
+    /// The bundled environment.
+    ///
+    /// # Errors
+    /// Only if a bundled file were broken (tests guard them).
+    pub fn bundled() -> Result<Self, EnvError> {
+        Ok(Self {
+            world: Arc::new(WorldData::bundled()?),
+            policy: Policy::bundled()?,
+            prices: Arc::new(PriceTable::from_json(BUNDLED_PRICES)?),
+        })
+    }
+}
+
+/// What decides the next step of a lab agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeciderSpec {
+    /// A fake model.
+    Fake(FakeKind),
+    /// A fixed plan.
+    Fixed(crate::model::FixedPlan),
+}
+
+/// How to build one single agent for a test, an example or a scenario row.
+#[derive(Debug, Clone)]
+pub struct LabConfig {
+    /// The decider.
+    pub decider: DeciderSpec,
+    /// The signed-in user ("" for none).
+    pub user: String,
+    /// The task.
+    pub task: String,
+    /// Tasks the session may run (defaults to the task).
+    pub session_tasks: Option<Vec<String>>,
+    /// Write tools granted.
+    pub grants: Vec<String>,
+    /// Per-run call limits overriding the policy's.
+    pub call_limits: BTreeMap<String, u32>,
+    /// Limits.
+    pub budget: RunBudget,
+    /// Simulated seconds per model call (the slow wrapper), if any.
+    pub slow: Option<Duration>,
+    /// Keep a session memory (60 s notes).
+    pub memory: bool,
+    /// Loop checks.
+    pub checks: CheckMode,
+}
+
+impl Default for LabConfig {
+    fn default() -> Self {
+        Self {
+            decider: DeciderSpec::Fake(FakeKind::Sensible),
+            user: "kwame".into(),
+            task: "triage".into(),
+            session_tasks: None,
+            grants: Vec::new(),
+            call_limits: BTreeMap::new(),
+            budget: RunBudget::default(),
+            slow: None,
+            memory: true,
+            checks: CheckMode::Full,
+        }
+    }
+}
+
+/// A built lab: the agent and handles on what it acts on.
+#[derive(Debug)]
+pub struct Lab {
+    /// The agent.
+    pub agent: Agent,
+    /// The world (its outbox shows what was sent).
+    pub world: World,
+    /// The clock the agent and the slow wrapper share.
+    pub clock: ManualClock,
+}
+
+impl LabConfig {
+    /// A config using fake model `kind`.
+    pub fn fake(kind: FakeKind) -> Self {
+        Self { decider: DeciderSpec::Fake(kind), ..Self::default() }
+    }
+
+    /// Builds the agent over a fresh world (empty outbox) from `env`.
+    pub fn build(&self, env: &Env) -> Lab {
+        let clock = ManualClock::new();
+        let world = World::new(env.world.clone());
+        let mut policy = env.policy.clone();
+        for g in &self.grants {
+            policy = policy.with_grant(g);
+        }
+        for (tool, n) in &self.call_limits {
+            policy = policy.with_limit(tool, *n);
+        }
+        let gate = ToolGate::new(policy, world.clone());
+        let decider: Box<dyn Decider> = match &self.decider {
+            DeciderSpec::Fixed(plan) => Box::new(plan.clone()),
+            DeciderSpec::Fake(kind) => match self.slow {
+                Some(per_call) => Box::new(ModelDecider::new(SlowClient {
+                    inner: FakeModel::new(*kind),
+                    clock: clock.clone(),
+                    per_call,
+                })),
+                None => Box::new(ModelDecider::new(FakeModel::new(*kind))),
+            },
+        };
+        let tasks: Vec<&str> = match &self.session_tasks {
+            Some(t) => t.iter().map(String::as_str).collect(),
+            None => vec![self.task.as_str()],
+        };
+        let mut agent =
+            Agent::new(decider, gate, Session::new(&self.user, &tasks), &self.task, clock.shared(), env.prices.clone());
+        agent.budget = self.budget.clone();
+        agent.checks = self.checks;
+        if self.memory && !self.user.is_empty() {
+            agent.memory = Some(SessionMemory::new(&self.user, clock.shared(), Duration::from_secs(60)));
+        }
+        Lab { agent, world, clock }
+    }
+}

@@ -1,0 +1,322 @@
+//! Scenario tables: each row names a model, a user, a task, a goal, limits and the
+//! expected outcome. Users add rows without writing Rust; a malformed row is refused with
+//! file, line and field named.
+
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{DeciderSpec, Env, LabConfig};
+use crate::agent::{AgentError, StopReason};
+use crate::model::FakeKind;
+
+/// The bundled single-agent table, `data/scenarios.jsonl`.
+pub const BUNDLED_SINGLE: &str = include_str!("../../data/scenarios.jsonl");
+
+/// Most bytes of one row.
+pub const MAX_ROW_BYTES: usize = 64 * 1024;
+
+/// Errors loading or running a table.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScenarioError {
+    /// A row that does not fit the schema.
+    #[error("{file}:{line}: field `{field}`: {message}")]
+    Row {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// The field path (`expect.reason`), or `(row)` for the whole row.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The file could not be read.
+    #[error("{file}: {message}")]
+    Io {
+        /// The file.
+        file: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A run could not be carried out.
+    #[error("row {id}: {source}")]
+    Run {
+        /// Row id.
+        id: String,
+        /// Why.
+        source: AgentError,
+    },
+}
+
+/// Limits a row may set; anything unset keeps the default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Most model calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    /// Most working seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
+    /// Most credits (a decimal string, e.g. "0.006").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<Decimal>,
+    /// Consecutive bad steps before stuck.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_stuck: Option<u32>,
+    /// Per-run call limits by tool.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub call_limits: BTreeMap<String, u32>,
+}
+
+/// What a single-agent row expects.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SingleExpect {
+    /// `running`, `awaiting_approval`, `done` or `stopped`.
+    pub status: String,
+    /// The reason.
+    pub reason: StopReason,
+    /// Tool names sent to the gate, in order.
+    pub calls: Vec<String>,
+    /// E-mails sent.
+    pub emails: usize,
+}
+
+/// One single-agent row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SingleRow {
+    /// Row id, e.g. `s01`.
+    pub id: String,
+    /// What the row shows.
+    #[serde(default)]
+    pub note: String,
+    /// Fake model kind.
+    pub model: String,
+    /// Signed-in user; "" for nobody.
+    pub user: String,
+    /// The task.
+    pub task: String,
+    /// Tasks the session may run; defaults to the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_tasks: Option<Vec<String>>,
+    /// The goal.
+    pub goal: String,
+    /// Write tools granted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<String>,
+    /// Simulated seconds per model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_seconds: Option<f64>,
+    /// Limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// The expectation.
+    pub expect: SingleExpect,
+}
+
+const STATUSES: [&str; 4] = ["running", "awaiting_approval", "done", "stopped"];
+
+/// Parses one row; `file` and `line` go into the error.
+///
+/// # Errors
+/// [`ScenarioError::Row`] naming the field.
+pub fn parse_single_row(text: &str, file: &str, line: usize) -> Result<SingleRow, ScenarioError> {
+    let err =
+        |field: &str, message: String| ScenarioError::Row { file: file.into(), line, field: field.into(), message };
+    if text.len() > MAX_ROW_BYTES {
+        return Err(err("(row)", format!("longer than {MAX_ROW_BYTES} bytes")));
+    }
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let row: SingleRow = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "(row)".to_string() } else { path };
+        err(&field, e.into_inner().to_string())
+    })?;
+    if row.id.is_empty()
+        || row.id.len() > 32
+        || !row.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(err("id", "must be 1 to 32 of letters, digits, - and _".into()));
+    }
+    row.model.parse::<FakeKind>().map_err(|m| err("model", m))?;
+    if row.goal.trim().is_empty() || row.goal.chars().count() > crate::agent::MAX_GOAL_CHARS {
+        return Err(err("goal", "must be 1 to 300 characters".into()));
+    }
+    if let Some(s) = row.slow_seconds {
+        if Duration::try_from_secs_f64(s).is_err() {
+            return Err(err("slow_seconds", "must be a finite, non-negative number".into()));
+        }
+    }
+    if let Some(s) = row.limits.max_seconds {
+        if Duration::try_from_secs_f64(s).is_err() {
+            return Err(err("limits.max_seconds", "must be a finite, non-negative number".into()));
+        }
+    }
+    if !STATUSES.contains(&row.expect.status.as_str()) {
+        return Err(err("expect.status", format!("must be one of {}", STATUSES.join(", "))));
+    }
+    Ok(row)
+}
+
+/// Parses a whole table (JSON Lines; blank lines and lines starting with `#` are skipped).
+///
+/// # Errors
+/// The first bad row, or a repeated id.
+pub fn parse_single_table(text: &str, file: &str) -> Result<Vec<SingleRow>, ScenarioError> {
+    let mut rows: Vec<SingleRow> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let row = parse_single_row(trimmed, file, i + 1)?;
+        if rows.iter().any(|r| r.id == row.id) {
+            return Err(ScenarioError::Row {
+                file: file.into(),
+                line: i + 1,
+                field: "id".into(),
+                message: format!("{} is used twice", row.id),
+            });
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// The bundled single-agent table.
+///
+/// # Errors
+/// Only if the bundled file were broken (a test guards it).
+pub fn bundled_single() -> Result<Vec<SingleRow>, ScenarioError> {
+    parse_single_table(BUNDLED_SINGLE, "data/scenarios.jsonl")
+}
+
+/// What a row did, and whether that is what it expected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SingleOutcome {
+    /// Always `single`.
+    pub table: &'static str,
+    /// Row id.
+    pub id: String,
+    /// Final status.
+    pub status: String,
+    /// Reason.
+    pub reason: StopReason,
+    /// Tool names sent to the gate.
+    pub calls: Vec<String>,
+    /// E-mails sent.
+    pub emails: usize,
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Steps taken.
+    pub steps: u32,
+    /// True when every expectation holds.
+    pub matches: bool,
+    /// What differs, one entry per field.
+    pub mismatches: Vec<String>,
+}
+
+impl SingleRow {
+    /// The lab config this row describes.
+    ///
+    /// # Errors
+    /// [`ScenarioError::Row`] for a model name that is not a fake.
+    pub fn lab_config(&self) -> Result<LabConfig, ScenarioError> {
+        let kind = self.model.parse::<FakeKind>().map_err(|m| ScenarioError::Row {
+            file: "(row)".into(),
+            line: 0,
+            field: "model".into(),
+            message: m,
+        })?;
+        let mut cfg = LabConfig {
+            decider: DeciderSpec::Fake(kind),
+            user: self.user.clone(),
+            task: self.task.clone(),
+            session_tasks: self.session_tasks.clone(),
+            grants: self.grants.clone(),
+            call_limits: self.limits.call_limits.clone(),
+            slow: self.slow_seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()),
+            ..LabConfig::default()
+        };
+        let b = &mut cfg.budget;
+        if let Some(v) = self.limits.max_steps {
+            b.max_steps = v;
+        }
+        if let Some(v) = self.limits.max_seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+            b.max_seconds = v;
+        }
+        if let Some(v) = self.limits.max_cost {
+            b.max_cost = v;
+        }
+        if let Some(v) = self.limits.max_stuck {
+            b.max_stuck = v;
+        }
+        Ok(cfg)
+    }
+
+    /// The run id used for this row.
+    pub fn run_id(&self) -> String {
+        format!("run-{}", self.id.to_ascii_lowercase().replace('_', "-"))
+    }
+}
+
+/// Runs one row in a fresh world and compares it with its expectation.
+///
+/// # Errors
+/// [`ScenarioError::Run`] when the run cannot be carried out.
+pub async fn run_single(row: &SingleRow, env: &Env) -> Result<SingleOutcome, ScenarioError> {
+    let mut lab = row.lab_config()?.build(env);
+    let run = lab
+        .agent
+        .run(&row.goal, &row.run_id())
+        .await
+        .map_err(|source| ScenarioError::Run { id: row.id.clone(), source })?;
+    let status = run.state.status().name().to_string();
+    let emails = lab.world.outbox.len();
+    let mut mismatches = Vec::new();
+    let e = &row.expect;
+    if status != e.status {
+        mismatches.push(format!("status: expected {}, got {status}", e.status));
+    }
+    if run.reason() != e.reason {
+        mismatches.push(format!("reason: expected {}, got {}", e.reason, run.reason()));
+    }
+    if run.calls() != e.calls.as_slice() {
+        mismatches.push(format!("calls: expected {:?}, got {:?}", e.calls, run.calls()));
+    }
+    if emails != e.emails {
+        mismatches.push(format!("emails: expected {}, got {emails}", e.emails));
+    }
+    Ok(SingleOutcome {
+        table: "single",
+        id: row.id.clone(),
+        status,
+        reason: run.reason(),
+        calls: run.calls().to_vec(),
+        emails,
+        model_calls: run.ledger().summary().calls,
+        steps: run.state.step(),
+        matches: mismatches.is_empty(),
+        mismatches,
+    })
+}
+
+impl SingleOutcome {
+    /// One table line.
+    pub fn table_line(&self) -> String {
+        format!(
+            "{:<5} {:<17} {:<16} calls={} emails={} {}",
+            self.id,
+            self.status,
+            self.reason.as_str(),
+            self.calls.len(),
+            self.emails,
+            if self.matches { "matches".to_string() } else { format!("MISMATCH: {}", self.mismatches.join("; ")) }
+        )
+    }
+}

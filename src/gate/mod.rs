@@ -1,0 +1,349 @@
+//! The gate: the only place a tool runs. [`ToolGate::run`] checks the allowlist again,
+//! the arguments, the per-run call limit and the access; a granted write is parked as a
+//! [`PendingAction`] (`pa-1`, `pa-2`, …) instead of running; every call leaves exactly one
+//! [`AuditEvent`].
+
+mod policy;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+use crate::tools::{ArgError, Registry, ToolCall};
+use crate::world::World;
+
+pub use policy::{Access, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
+
+/// Errors of the gate module.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GateError {
+    /// The policy did not parse.
+    #[error("policy: {0}")]
+    BadPolicy(String),
+    /// No pending action with that id.
+    #[error("no pending action {0:?}")]
+    UnknownPending(String),
+    /// The pending action is not in a state that allows this.
+    #[error("pending action {id:?} is {status:?}")]
+    NotRunnable {
+        /// The id.
+        id: String,
+        /// Its status.
+        status: PendingStatus,
+    },
+}
+
+/// Why the gate refused to run a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// Not in this task's allowlist, or no such tool (the two look the same).
+    NotAllowed,
+    /// The arguments do not fit the schema.
+    InvalidArguments,
+    /// The per-run limit for this tool is used up.
+    CallLimit,
+    /// A write tool that is not granted.
+    NotGranted,
+}
+
+impl Refusal {
+    /// The code as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotAllowed => "not_allowed",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::CallLimit => "call_limit",
+            Self::NotGranted => "not_granted",
+        }
+    }
+}
+
+/// What the gate did with a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GateOutcome {
+    /// The tool ran and returned data.
+    Ok(Value),
+    /// The gate refused; nothing ran.
+    Refused {
+        /// Why.
+        code: Refusal,
+        /// A short message for the observation.
+        message: String,
+    },
+    /// The tool ran and failed.
+    Failed {
+        /// The tool's failure code, e.g. `not_found`.
+        code: &'static str,
+        /// A short message.
+        message: String,
+    },
+    /// A granted write, parked until a person decides; nothing ran.
+    NeedsApproval {
+        /// The pending action's id, `pa-N`.
+        pending_id: String,
+    },
+}
+
+impl GateOutcome {
+    /// The outcome code: `ok`, a refusal, a failure code or `needs_approval`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ok(_) => "ok",
+            Self::Refused { code, .. } => code.as_str(),
+            Self::Failed { code, .. } => code,
+            Self::NeedsApproval { .. } => "needs_approval",
+        }
+    }
+}
+
+/// One line of the gate's audit log: who asked, for what, and what happened. Never the
+/// arguments, only their fingerprint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditEvent {
+    /// The run.
+    pub run_id: String,
+    /// The user or role the call was made for.
+    pub caller: String,
+    /// The tool as named in the call.
+    pub tool: String,
+    /// The outcome code.
+    pub outcome: String,
+    /// Fingerprint of tool and arguments.
+    pub fingerprint: String,
+}
+
+/// Where a parked action stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingStatus {
+    /// Waiting for a person.
+    Pending,
+    /// Approved, not yet run.
+    Approved,
+    /// Refused by a person.
+    Denied,
+    /// Withdrawn.
+    Cancelled,
+    /// Approved and run; its result is stored.
+    Executed,
+}
+
+/// A granted write waiting for a human decision. Its call carries exactly the arguments
+/// that will run, with the idempotency key replaced by one the application derives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PendingAction {
+    /// `pa-N`.
+    pub id: String,
+    /// The run that asked.
+    pub run_id: String,
+    /// The user the run acts for.
+    pub caller: String,
+    /// The task.
+    pub task: String,
+    /// The call that will run.
+    pub call: ToolCall,
+    /// Status.
+    pub status: PendingStatus,
+    /// The stored result once executed (replayed on a retry).
+    pub result: Option<Value>,
+}
+
+/// The key the application uses for an effect of `pending_id` in `run_id`. A model
+/// cannot choose it, so it cannot mint a fresh key to repeat an effect.
+pub fn derived_idempotency_key(run_id: &str, pending_id: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(run_id.as_bytes());
+    h.update([0u8]);
+    h.update(pending_id.as_bytes());
+    let hex: String = h.finalize()[..10].iter().map(|b| format!("{b:02x}")).collect();
+    format!("ak-{hex}")
+}
+
+/// The authority over tool execution for one agent (or one role).
+#[derive(Debug, Clone)]
+pub struct ToolGate {
+    /// The policy this gate enforces.
+    pub policy: Policy,
+    /// The tools.
+    pub registry: Registry,
+    /// What the tools act on.
+    pub world: World,
+    /// One event per call, in order.
+    pub audit: Vec<AuditEvent>,
+    /// Parked actions by id.
+    pub pending: BTreeMap<String, PendingAction>,
+    /// Calls that passed the allowlist per (run, tool).
+    counts: BTreeMap<(String, String), u32>,
+}
+
+impl ToolGate {
+    /// A gate over `world` enforcing `policy`.
+    pub fn new(policy: Policy, world: World) -> Self {
+        Self { policy, registry: Registry, world, audit: Vec::new(), pending: BTreeMap::new(), counts: BTreeMap::new() }
+    }
+
+    /// How many calls of `tool` `run_id` has made through this gate.
+    pub fn count(&self, run_id: &str, tool: &str) -> u32 {
+        self.counts.get(&(run_id.to_string(), tool.to_string())).copied().unwrap_or(0)
+    }
+
+    /// Sets the counters of `run_id` (used when a run resumes from a checkpoint).
+    pub fn restore_counts(&mut self, run_id: &str, counts: &BTreeMap<String, u32>) {
+        for (tool, n) in counts {
+            self.counts.insert((run_id.to_string(), tool.clone()), *n);
+        }
+    }
+
+    /// The counters of `run_id`, by tool.
+    pub fn counts_of(&self, run_id: &str) -> BTreeMap<String, u32> {
+        self.counts.iter().filter(|((r, _), _)| r == run_id).map(|((_, t), n)| (t.clone(), *n)).collect()
+    }
+
+    fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: &str) {
+        tracing::debug!(target: "rolegate::gate", run = run_id, caller, tool = %call.name, outcome, "gate");
+        self.audit.push(AuditEvent {
+            run_id: run_id.to_string(),
+            caller: caller.to_string(),
+            tool: call.name.clone(),
+            outcome: outcome.to_string(),
+            fingerprint: call.fingerprint(),
+        });
+    }
+
+    /// Runs `call` for `caller` in `task` of `run_id`, if the policy allows it.
+    pub fn run(&mut self, call: &ToolCall, task: &str, run_id: &str, caller: &str) -> GateOutcome {
+        let outcome = self.decide(call, task, run_id, caller);
+        self.record(call, run_id, caller, outcome.code());
+        outcome
+    }
+
+    fn decide(&mut self, call: &ToolCall, task: &str, run_id: &str, caller: &str) -> GateOutcome {
+        let refuse = |code: Refusal, message: String| GateOutcome::Refused { code, message };
+        if !self.policy.allows(task, &call.name) || !self.registry.has(&call.name) {
+            return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
+        }
+        let args = match self.registry.validate(&call.name, &call.arguments) {
+            Ok(a) => a,
+            Err(ArgError::UnknownTool) => {
+                return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
+            }
+            Err(ArgError::Invalid(m)) => return refuse(Refusal::InvalidArguments, m),
+        };
+        let key = (run_id.to_string(), call.name.clone());
+        let used = self.counts.get(&key).copied().unwrap_or(0);
+        if used >= self.policy.limit_of(&call.name) {
+            return refuse(Refusal::CallLimit, format!("{} may run {} times per run", call.name, used));
+        }
+        self.counts.insert(key, used + 1);
+        if self.policy.access_of(&call.name) == Access::Write {
+            if !self.policy.grants.contains(&call.name) {
+                return refuse(Refusal::NotGranted, format!("{} is not granted", call.name));
+            }
+            let id = format!("pa-{}", self.pending.len() + 1);
+            let mut parked = call.clone();
+            if let Some(obj) = parked.arguments.as_object_mut() {
+                if obj.contains_key("idempotency_key") {
+                    obj.insert("idempotency_key".into(), Value::String(derived_idempotency_key(run_id, &id)));
+                }
+            }
+            self.pending.insert(
+                id.clone(),
+                PendingAction {
+                    id: id.clone(),
+                    run_id: run_id.to_string(),
+                    caller: caller.to_string(),
+                    task: task.to_string(),
+                    call: parked,
+                    status: PendingStatus::Pending,
+                    result: None,
+                },
+            );
+            return GateOutcome::NeedsApproval { pending_id: id };
+        }
+        match self.registry.execute(&self.world, caller, &args) {
+            Ok(v) => GateOutcome::Ok(v),
+            Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::WorldData;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn gate(policy: Policy) -> ToolGate {
+        ToolGate::new(policy, World::new(Arc::new(WorldData::bundled().unwrap())))
+    }
+
+    fn mail() -> ToolCall {
+        ToolCall::new(
+            "c1",
+            "send_email_draft",
+            json!({"to": "x@example.org", "subject": "s", "body": "b", "idempotency_key": "model-key"}),
+        )
+    }
+
+    #[test]
+    fn the_gate_refuses_outside_the_allowlist_and_audits_every_call() {
+        let mut g = gate(Policy::bundled().unwrap());
+        let read = ToolCall::new("c1", "get_ticket", json!({"ticket_id": "T-601"}));
+        assert_eq!(g.run(&read, "triage", "r1", "kwame").code(), "ok");
+        assert_eq!(g.run(&mail(), "triage", "r1", "kwame").code(), "not_allowed");
+        assert_eq!(g.run(&ToolCall::new("c", "made_up", json!({})), "triage", "r1", "kwame").code(), "not_allowed");
+        assert_eq!(g.run(&read, "no-such-task", "r1", "kwame").code(), "not_allowed");
+        let outcomes: Vec<_> = g.audit.iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("get_ticket", "ok"),
+                ("send_email_draft", "not_allowed"),
+                ("made_up", "not_allowed"),
+                ("get_ticket", "not_allowed")
+            ]
+        );
+        assert!(g.world.outbox.is_empty());
+    }
+
+    #[test]
+    fn a_write_needs_a_grant_and_then_parks_with_a_derived_key() {
+        let mut g = gate(Policy::bundled().unwrap());
+        assert_eq!(g.run(&mail(), "reply", "r1", "kwame").code(), "not_granted");
+        let mut g = gate(Policy::bundled().unwrap().with_grant("send_email_draft"));
+        assert_eq!(g.run(&mail(), "reply", "r1", "kwame"), GateOutcome::NeedsApproval { pending_id: "pa-1".into() });
+        let pa = &g.pending["pa-1"];
+        assert_eq!(pa.status, PendingStatus::Pending);
+        assert_eq!(pa.call.arguments["idempotency_key"], json!(derived_idempotency_key("r1", "pa-1")));
+        assert!(g.world.outbox.is_empty(), "parking sends nothing");
+    }
+
+    #[test]
+    fn a_tool_missing_from_the_access_table_counts_as_write() {
+        let mut p = Policy::bundled().unwrap();
+        p.access.remove("calculator");
+        assert_eq!(p.access_of("calculator"), Access::Write);
+        let mut g = gate(p);
+        let calc = ToolCall::new("c", "calculator", json!({"expression": "1+1"}));
+        assert_eq!(g.run(&calc, "triage", "r1", "kwame").code(), "not_granted");
+    }
+
+    #[test]
+    fn call_limits_are_per_run_and_per_tool() {
+        let mut g = gate(Policy::bundled().unwrap().with_limit("lookup_document", 2));
+        let doc = |d: &str| ToolCall::new("c", "lookup_document", json!({ "doc_id": d }));
+        let codes: Vec<_> = ["kc-returns-v3", "kc-warranty-v2", "kc-battery-v1"]
+            .iter()
+            .map(|d| g.run(&doc(d), "triage", "r1", "kwame").code())
+            .collect();
+        assert_eq!(codes, ["ok", "ok", "call_limit"]);
+        assert_eq!(g.run(&doc("kc-returns-v3"), "triage", "r2", "kwame").code(), "ok");
+        assert_eq!(g.count("r1", "lookup_document"), 2);
+    }
+}

@@ -1,0 +1,91 @@
+//! The policy: which tools each task may use, read or write access per tool, grants for
+//! write tools, and per-run call limits. Loaded from `data/policy.json`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::GateError;
+
+/// The bundled policy, `data/policy.json`.
+pub const BUNDLED_POLICY: &str = include_str!("../../data/policy.json");
+
+/// Call limit for a tool the policy gives no limit.
+pub const DEFAULT_CALL_LIMIT: u32 = 10;
+
+/// Whether a tool only reads or has an effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Reads only; runs without a person.
+    Read,
+    /// Has an effect; needs a grant and then a human approval.
+    Write,
+}
+
+/// Tasks, access, grants and limits.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Task name → the tools it may use.
+    pub tasks: BTreeMap<String, BTreeSet<String>>,
+    /// Tool → access. A tool missing here counts as `write` (fail closed).
+    pub access: BTreeMap<String, Access>,
+    /// Write tools granted for this deployment or session.
+    #[serde(default)]
+    pub grants: BTreeSet<String>,
+    /// Tool → most calls per run.
+    #[serde(default)]
+    pub call_limits: BTreeMap<String, u32>,
+}
+
+impl Policy {
+    /// Parses the JSON form.
+    ///
+    /// # Errors
+    /// [`GateError::BadPolicy`] on bad JSON or unknown fields.
+    pub fn from_json(text: &str) -> Result<Self, GateError> {
+        serde_json::from_str(text).map_err(|e| GateError::BadPolicy(e.to_string()))
+    }
+
+    /// The bundled policy.
+    ///
+    /// # Errors
+    /// Only if the bundled file were broken (a test guards it).
+    pub fn bundled() -> Result<Self, GateError> {
+        Self::from_json(BUNDLED_POLICY)
+    }
+
+    /// The tools `task` may use; empty for an unknown task.
+    pub fn tools_for(&self, task: &str) -> impl Iterator<Item = &str> {
+        self.tasks.get(task).into_iter().flatten().map(String::as_str)
+    }
+
+    /// True when `task` may use `tool`.
+    pub fn allows(&self, task: &str, tool: &str) -> bool {
+        self.tasks.get(task).is_some_and(|t| t.contains(tool))
+    }
+
+    /// The access of `tool`; unknown tools are writes.
+    pub fn access_of(&self, tool: &str) -> Access {
+        self.access.get(tool).copied().unwrap_or(Access::Write)
+    }
+
+    /// The per-run call limit of `tool`.
+    pub fn limit_of(&self, tool: &str) -> u32 {
+        self.call_limits.get(tool).copied().unwrap_or(DEFAULT_CALL_LIMIT)
+    }
+
+    /// This policy with `tool` granted.
+    #[must_use]
+    pub fn with_grant(mut self, tool: &str) -> Self {
+        self.grants.insert(tool.to_string());
+        self
+    }
+
+    /// This policy with a different call limit for `tool`.
+    #[must_use]
+    pub fn with_limit(mut self, tool: &str, limit: u32) -> Self {
+        self.call_limits.insert(tool.to_string(), limit);
+        self
+    }
+}

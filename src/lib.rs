@@ -1,0 +1,66 @@
+//! rolegate: agents whose every safeguard is deterministic code outside the model.
+//!
+//! The model proposes, the code decides. Every model output — a proposed tool call, a
+//! finish, a message to another role — is untrusted text that passes a check in code
+//! before anything happens, and every run ends with a named reason.
+//!
+//! # Layout
+//! - [`world`]: the synthetic environment (tickets, documents, users, outbox).
+//! - [`tools`]: tool specs, typed arguments, the registry and execution.
+//! - [`gate`]: the policy and [`gate::ToolGate`], the authority over tool execution.
+//! - [`model`]: requests, responses, the `Decider`/`LlmClient` traits and fake models.
+//! - [`agent`]: run state, proposal parsing, checks, budgets, the trace and the loop.
+//! - [`memory`]: session memory and its write rules.
+//! - [`security`]: instruction-like text, secrets, personal data, redaction.
+//! - [`cost`]: usage ledger, price table, token estimate, clocks.
+//! - [`eval`]: the environment runs are built in and the scenario tables.
+//! - [`cli`]: the `rolegate` command line (thin: it parses and calls the library).
+//!
+//! See `ARCHITECTURE.md` for the codemap and the invariants.
+
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod agent;
+pub mod cli;
+pub mod cost;
+pub mod eval;
+pub mod gate;
+pub mod memory;
+pub mod model;
+pub mod security;
+pub mod tools;
+pub mod world;
+
+pub use agent::{Agent, AgentState, Run, StopReason};
+pub use gate::{Policy, ToolGate};
+
+/// Any error of the library.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// From the agent loop.
+    #[error(transparent)]
+    Agent(#[from] agent::AgentError),
+    /// From run state.
+    #[error(transparent)]
+    State(#[from] agent::StateError),
+    /// From cost.
+    #[error(transparent)]
+    Cost(#[from] cost::CostError),
+    /// From the gate.
+    #[error(transparent)]
+    Gate(#[from] gate::GateError),
+    /// From the world.
+    #[error(transparent)]
+    World(#[from] world::WorldError),
+    /// From memory.
+    #[error(transparent)]
+    Memory(#[from] memory::MemoryError),
+    /// From building an environment.
+    #[error(transparent)]
+    Env(#[from] eval::EnvError),
+    /// From the scenario tables.
+    #[error(transparent)]
+    Scenario(#[from] eval::scenarios::ScenarioError),
+}

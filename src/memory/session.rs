@@ -1,0 +1,228 @@
+//! The session memory store and its write rules.
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use crate::cost::SharedClock;
+use crate::security::{has_personal_data, has_secret, is_instruction_like};
+
+/// The outcome of a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteCode {
+    /// Stored.
+    Ok,
+    /// The key is not a short slug, or the source is not a tool observation or user turn.
+    BadKeyOrSource,
+    /// About someone other than the memory's owner.
+    OtherUser,
+    /// Nothing to store.
+    Empty,
+    /// Longer than the note limit.
+    TooLong,
+    /// Holds a secret or key.
+    Secret,
+    /// Holds personal data (contact details, account numbers).
+    PersonalData,
+    /// Reads like an instruction to the model.
+    InstructionLike,
+    /// The store is full (it refuses instead of evicting).
+    MemoryFull,
+}
+
+impl WriteCode {
+    /// The code as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::BadKeyOrSource => "bad_key_or_source",
+            Self::OtherUser => "other_user",
+            Self::Empty => "empty",
+            Self::TooLong => "too_long",
+            Self::Secret => "secret",
+            Self::PersonalData => "personal_data",
+            Self::InstructionLike => "instruction_like",
+            Self::MemoryFull => "memory_full",
+        }
+    }
+}
+
+/// Errors loading a saved memory.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// The saved text is not a memory file.
+    #[error("not a memory file: {0}")]
+    NotAMemory(String),
+    /// Reading or writing the file failed.
+    #[error("memory file: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// One stored fact.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Note {
+    /// Short slug, e.g. `ticket-t-601`.
+    pub key: String,
+    /// The fact.
+    pub text: String,
+    /// Where it came from, e.g. `tool:get_ticket:o1`.
+    pub source: String,
+    /// Whose memory it is.
+    pub owner: String,
+    /// Expiry, in clock seconds.
+    pub expires_at: f64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Saved {
+    owner: String,
+    ttl_s: f64,
+    max_notes: usize,
+    max_chars: usize,
+    notes: Vec<Note>,
+}
+
+static KEY: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // literal pattern
+    Regex::new(r"^[a-z0-9][a-z0-9-]{0,39}$").expect("literal")
+});
+static SOURCE: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // literal pattern
+    Regex::new(r"^(tool:[a-z_]{1,40}:o\d{1,4}|user:turn-\d{1,4})$").expect("literal")
+});
+
+/// A bounded, expiring store of facts about one user.
+#[derive(Clone, Debug)]
+pub struct SessionMemory {
+    /// The user the memory belongs to.
+    owner: String,
+    /// The clock expiry is read from.
+    clock: SharedClock,
+    /// Lifetime of a note.
+    ttl: Duration,
+    /// Most live notes.
+    max_notes: usize,
+    /// Most characters of a note.
+    max_chars: usize,
+    notes: BTreeMap<String, Note>,
+}
+
+impl SessionMemory {
+    /// An empty memory for `owner`: 4 notes of at most 120 characters, each living `ttl`.
+    pub fn new(owner: &str, clock: SharedClock, ttl: Duration) -> Self {
+        Self { owner: owner.to_string(), clock, ttl, max_notes: 4, max_chars: 120, notes: BTreeMap::new() }
+    }
+
+    /// The owner.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Writes a note if every rule passes. `about` names the user the fact is about, when
+    /// it is not the owner.
+    pub fn write(&mut self, key: &str, text: &str, source: &str, about: Option<&str>) -> WriteCode {
+        let expires = self.clock.now() + self.ttl;
+        self.write_until(key, text, source, about, expires.as_secs_f64())
+    }
+
+    fn write_until(&mut self, key: &str, text: &str, source: &str, about: Option<&str>, expires_at: f64) -> WriteCode {
+        let text = text.trim();
+        let now = self.clock.now().as_secs_f64();
+        let live = self.notes.values().filter(|n| n.expires_at > now).count();
+        let key_live = self.notes.get(key).is_some_and(|n| n.expires_at > now);
+        let code = if !KEY.is_match(key) || !SOURCE.is_match(source) {
+            WriteCode::BadKeyOrSource
+        } else if about.unwrap_or(&self.owner) != self.owner {
+            WriteCode::OtherUser
+        } else if text.is_empty() {
+            WriteCode::Empty
+        } else if text.chars().count() > self.max_chars {
+            WriteCode::TooLong
+        } else if has_secret(text) {
+            WriteCode::Secret
+        } else if has_personal_data(text) {
+            WriteCode::PersonalData
+        } else if is_instruction_like(text) {
+            WriteCode::InstructionLike
+        } else if !key_live && live >= self.max_notes {
+            WriteCode::MemoryFull
+        } else {
+            WriteCode::Ok
+        };
+        if code == WriteCode::Ok {
+            self.notes.insert(
+                key.to_string(),
+                Note {
+                    key: key.into(),
+                    text: text.into(),
+                    source: source.into(),
+                    owner: self.owner.clone(),
+                    expires_at,
+                },
+            );
+        }
+        code
+    }
+
+    /// The live notes, ordered by key.
+    pub fn notes(&self) -> Vec<&Note> {
+        let now = self.clock.now().as_secs_f64();
+        self.notes.values().filter(|n| n.expires_at > now).collect()
+    }
+
+    /// The JSON form of this memory (live notes only).
+    pub fn to_json(&self) -> String {
+        let saved = Saved {
+            owner: self.owner.clone(),
+            ttl_s: self.ttl.as_secs_f64(),
+            max_notes: self.max_notes,
+            max_chars: self.max_chars,
+            notes: self.notes().into_iter().cloned().collect(),
+        };
+        serde_json::to_string_pretty(&saved).unwrap_or_default()
+    }
+
+    /// Loads a memory; every note passes the write rules again (a tampered file cannot
+    /// smuggle in what a write would refuse) and keeps its original expiry.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotAMemory`] when the text is not a memory file.
+    pub fn from_json(text: &str, clock: SharedClock) -> Result<Self, MemoryError> {
+        let saved: Saved = serde_json::from_str(text).map_err(|e| MemoryError::NotAMemory(e.to_string()))?;
+        let ttl = Duration::try_from_secs_f64(saved.ttl_s).map_err(|e| MemoryError::NotAMemory(e.to_string()))?;
+        let mut m = SessionMemory::new(&saved.owner, clock, ttl);
+        m.max_notes = saved.max_notes.min(64);
+        m.max_chars = saved.max_chars.min(1000);
+        for n in saved.notes {
+            if !n.expires_at.is_finite() {
+                continue;
+            }
+            // a note about someone else fails `other_user`, like a fresh write would
+            m.write_until(&n.key, &n.text, &n.source, Some(&n.owner), n.expires_at);
+        }
+        Ok(m)
+    }
+
+    /// Saves to a file.
+    ///
+    /// # Errors
+    /// [`MemoryError::Io`].
+    pub fn save(&self, path: &std::path::Path) -> Result<(), MemoryError> {
+        std::fs::write(path, self.to_json())?;
+        Ok(())
+    }
+
+    /// Loads from a file, see [`SessionMemory::from_json`].
+    ///
+    /// # Errors
+    /// [`MemoryError`].
+    pub fn load(path: &std::path::Path, clock: SharedClock) -> Result<Self, MemoryError> {
+        Self::from_json(&std::fs::read_to_string(path)?, clock)
+    }
+}

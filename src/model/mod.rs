@@ -1,0 +1,196 @@
+//! Models: the request and response types, the [`LlmClient`] and [`Decider`] traits,
+//! fake models that misbehave on purpose, [`FixedPlan`] and the slow wrapper.
+//!
+//! A model only ever returns text. Nothing a model says runs until the agent loop has
+//! parsed and checked it and the gate has allowed it.
+
+pub mod blocks;
+mod fake;
+mod fixed;
+
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::agent::AgentState;
+use crate::cost::ManualClock;
+use crate::tools::ToolSpec;
+
+pub use fake::{FAKE_KINDS, FakeKind, FakeModel};
+pub use fixed::FixedPlan;
+
+/// A boxed, sendable future: what the async traits of this module return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    /// Trusted instructions written by the application.
+    System,
+    /// The untrusted blocks.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One chat message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Author.
+    pub role: MessageRole,
+    /// Text.
+    pub content: String,
+}
+
+/// What the application asks a model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LlmRequest {
+    /// Model name (the price table key).
+    pub model: String,
+    /// System message first, then the untrusted blocks.
+    pub messages: Vec<Message>,
+    /// The tools this task allows (for clients with native tool calling).
+    pub tools: Vec<ToolSpec>,
+    /// The output allowance in tokens.
+    pub max_tokens: u32,
+}
+
+impl LlmRequest {
+    /// The text of the last user message (where the untrusted blocks are).
+    pub fn user_text(&self) -> &str {
+        self.messages.iter().rev().find(|m| m.role == MessageRole::User).map_or("", |m| m.content.as_str())
+    }
+
+    /// The estimated input tokens of this request.
+    pub fn estimated_input_tokens(&self) -> u64 {
+        self.messages.iter().map(|m| crate::cost::estimate_tokens(&m.content) + 4).sum()
+    }
+}
+
+/// Token counts reported by a model server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens read.
+    pub input_tokens: u64,
+    /// Tokens written.
+    pub output_tokens: u64,
+}
+
+/// What a model answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmResponse {
+    /// The text (for the agent loop: a proposal in JSON).
+    pub text: String,
+    /// The model that answered.
+    pub model: String,
+    /// Usage as the server reported it; `None` means "estimate from the text".
+    pub usage: Option<Usage>,
+}
+
+/// Why a model call produced no response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The process running the decider died (used to test crash recovery).
+    #[error("process died: {0}")]
+    Crashed(String),
+    /// The call failed with a named code (transport, server or protocol failure).
+    #[error("{code}: {message}")]
+    Failed {
+        /// A stable code such as `timeout` or `server_error`.
+        code: &'static str,
+        /// Details.
+        message: String,
+    },
+}
+
+/// Anything that answers chat requests: fake models, scripted models, HTTP clients.
+pub trait LlmClient: Send {
+    /// The model name used for prices and traces.
+    fn model(&self) -> &str;
+    /// Answers one request.
+    fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>>;
+}
+
+/// What the agent loop asks for the next proposal.
+pub trait Decider: Send {
+    /// The model name written into requests.
+    fn model(&self) -> &str;
+    /// True when calls cost nothing and are not recorded in the ledger (e.g. a fixed plan).
+    fn is_free(&self) -> bool {
+        false
+    }
+    /// Proposes the next step as text.
+    fn decide<'a>(
+        &'a mut self,
+        state: &'a AgentState,
+        request: &'a LlmRequest,
+    ) -> BoxFuture<'a, Result<LlmResponse, ModelError>>;
+}
+
+/// A decider that asks a model client.
+pub struct ModelDecider {
+    /// The client; owned by this decider and dropped with it.
+    pub client: Box<dyn LlmClient>,
+}
+
+impl ModelDecider {
+    /// Wraps a client.
+    pub fn new(client: impl LlmClient + 'static) -> Self {
+        Self { client: Box::new(client) }
+    }
+}
+
+impl std::fmt::Debug for ModelDecider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelDecider").field("model", &self.client.model()).finish()
+    }
+}
+
+impl Decider for ModelDecider {
+    fn model(&self) -> &str {
+        self.client.model()
+    }
+
+    fn decide<'a>(
+        &'a mut self,
+        _state: &'a AgentState,
+        request: &'a LlmRequest,
+    ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        self.client.complete(request)
+    }
+}
+
+/// A client wrapper that makes every call take simulated time on a [`ManualClock`], so a
+/// time budget can be tested without waiting.
+pub struct SlowClient<C> {
+    /// The wrapped client.
+    pub inner: C,
+    /// The clock the delay is added to.
+    pub clock: ManualClock,
+    /// Simulated seconds per call.
+    pub per_call: Duration,
+}
+
+impl<C: LlmClient> LlmClient for SlowClient<C> {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        self.clock.advance(self.per_call);
+        self.inner.complete(request)
+    }
+}
+
+impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
+    fn model(&self) -> &str {
+        (**self).model()
+    }
+
+    fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        (**self).complete(request)
+    }
+}

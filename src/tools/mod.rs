@@ -1,0 +1,354 @@
+//! Tools: their specs, typed argument structs (unknown fields rejected), the registry and
+//! execution against the [`World`](crate::world::World).
+//!
+//! A tool call from a model is a request: [`Registry::validate`] turns its JSON arguments
+//! into a typed [`ToolArgs`] or an [`ArgError`]; only the gate executes.
+
+mod calculator;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
+
+use crate::world::World;
+
+pub use calculator::evaluate;
+
+/// A proposed or executed tool call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// Call id, `<run>-c<step>`.
+    pub id: String,
+    /// Tool name as proposed (may name a tool that does not exist).
+    pub name: String,
+    /// Arguments as proposed (a JSON object).
+    pub arguments: Value,
+}
+
+impl ToolCall {
+    /// A call.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self { id: id.into(), name: name.into(), arguments }
+    }
+
+    /// A stable fingerprint of tool name and arguments (key order does not matter): the
+    /// first 16 hex digits of SHA-256. Used for repeats and audit lines instead of the
+    /// arguments themselves.
+    pub fn fingerprint(&self) -> String {
+        fingerprint(&self.name, &self.arguments)
+    }
+}
+
+/// See [`ToolCall::fingerprint`].
+pub fn fingerprint(name: &str, arguments: &Value) -> String {
+    // serde_json's Map is ordered by key, so this text is canonical.
+    let canon = serde_json::to_string(arguments).unwrap_or_default();
+    let mut h = Sha256::new();
+    h.update(name.as_bytes());
+    h.update([0u8]);
+    h.update(canon.as_bytes());
+    h.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Arguments of `get_ticket`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetTicketArgs {
+    /// Ticket id such as `T-601`.
+    pub ticket_id: String,
+}
+
+/// Arguments of `lookup_document`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LookupDocumentArgs {
+    /// Document id such as `kc-returns-v3`.
+    pub doc_id: String,
+}
+
+/// Arguments of `calculator`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalculatorArgs {
+    /// Plain arithmetic.
+    pub expression: String,
+}
+
+/// Arguments of `send_email_draft`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendEmailDraftArgs {
+    /// Recipient address.
+    pub to: String,
+    /// Subject line.
+    pub subject: String,
+    /// Body text.
+    pub body: String,
+    /// Idempotency key (the gate replaces a model's key with one it derives).
+    pub idempotency_key: String,
+}
+
+/// A validated call's typed arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolArgs {
+    /// `get_ticket`.
+    GetTicket(GetTicketArgs),
+    /// `lookup_document`.
+    LookupDocument(LookupDocumentArgs),
+    /// `calculator`.
+    Calculator(CalculatorArgs),
+    /// `send_email_draft`.
+    SendEmailDraft(SendEmailDraftArgs),
+}
+
+/// Why arguments were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgError {
+    /// No tool of that name exists.
+    #[error("no such tool")]
+    UnknownTool,
+    /// The arguments do not fit the tool's schema.
+    #[error("invalid arguments: {0}")]
+    Invalid(String),
+}
+
+/// How a tool failed while running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolFailureCode {
+    /// Nothing with that id (or not yours: the two look the same).
+    NotFound,
+    /// The input was well-formed but could not be processed (e.g. division by zero).
+    BadInput,
+}
+
+impl ToolFailureCode {
+    /// The code as text.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::BadInput => "bad_input",
+        }
+    }
+}
+
+/// A tool that ran and failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFailure {
+    /// The code.
+    pub code: ToolFailureCode,
+    /// A short message for the observation.
+    pub message: String,
+}
+
+/// The description of one tool, as a model is shown it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ToolSpec {
+    /// Name.
+    pub name: &'static str,
+    /// One-line description.
+    pub description: &'static str,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+static TICKET_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^T-\d{1,6}$"));
+static DOC_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-z0-9][a-z0-9-]{0,39}$"));
+static ADDRESS: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$"));
+static IDEM_KEY: LazyLock<Regex> = LazyLock::new(|| re(r"^[A-Za-z0-9_.:-]{1,80}$"));
+
+#[allow(clippy::expect_used)] // literal patterns, covered by tests
+fn re(p: &str) -> Regex {
+    Regex::new(p).expect("literal pattern compiles")
+}
+
+/// The known tools. Immutable; one static instance is enough.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Registry;
+
+/// Names of every tool the registry knows, in a fixed order.
+pub const TOOL_NAMES: [&str; 4] = ["get_ticket", "lookup_document", "calculator", "send_email_draft"];
+
+fn str_schema(fields: &[&str]) -> Value {
+    let props: serde_json::Map<String, Value> =
+        fields.iter().map(|f| ((*f).to_string(), json!({"type": "string"}))).collect();
+    json!({"type": "object", "properties": props, "required": fields, "additionalProperties": false})
+}
+
+fn parse<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, ArgError> {
+    if !v.is_object() {
+        return Err(ArgError::Invalid("arguments must be an object".into()));
+    }
+    T::deserialize(v).map_err(|e| ArgError::Invalid(e.to_string()))
+}
+
+fn check(ok: bool, what: &str) -> Result<(), ArgError> {
+    if ok { Ok(()) } else { Err(ArgError::Invalid(what.to_string())) }
+}
+
+impl Registry {
+    /// True when a tool of this name exists.
+    pub fn has(&self, name: &str) -> bool {
+        TOOL_NAMES.contains(&name)
+    }
+
+    /// The spec of a tool, if it exists.
+    pub fn spec(&self, name: &str) -> Option<ToolSpec> {
+        let (name, description, fields): (&'static str, &'static str, &[&str]) = match name {
+            "get_ticket" => ("get_ticket", "Read one of the user's support tickets by id.", &["ticket_id"]),
+            "lookup_document" => ("lookup_document", "Read a policy document by id.", &["doc_id"]),
+            "calculator" => ("calculator", "Evaluate plain arithmetic exactly.", &["expression"]),
+            "send_email_draft" => (
+                "send_email_draft",
+                "Send an e-mail to a customer (needs a human approval).",
+                &["to", "subject", "body", "idempotency_key"],
+            ),
+            _ => return None,
+        };
+        Some(ToolSpec { name, description, parameters: str_schema(fields) })
+    }
+
+    /// Checks a call's arguments against the tool's schema and content rules.
+    ///
+    /// # Errors
+    /// [`ArgError::UnknownTool`] or [`ArgError::Invalid`] (unknown fields included).
+    pub fn validate(&self, name: &str, arguments: &Value) -> Result<ToolArgs, ArgError> {
+        match name {
+            "get_ticket" => {
+                let a: GetTicketArgs = parse(arguments)?;
+                check(TICKET_ID.is_match(&a.ticket_id), "ticket_id must look like T-601")?;
+                Ok(ToolArgs::GetTicket(a))
+            }
+            "lookup_document" => {
+                let a: LookupDocumentArgs = parse(arguments)?;
+                check(DOC_ID.is_match(&a.doc_id), "doc_id must be a lower-case slug")?;
+                Ok(ToolArgs::LookupDocument(a))
+            }
+            "calculator" => {
+                let a: CalculatorArgs = parse(arguments)?;
+                check(
+                    !a.expression.trim().is_empty() && a.expression.len() <= 200,
+                    "expression must be 1 to 200 characters",
+                )?;
+                Ok(ToolArgs::Calculator(a))
+            }
+            "send_email_draft" => {
+                let a: SendEmailDraftArgs = parse(arguments)?;
+                check(ADDRESS.is_match(&a.to), "to must be one e-mail address")?;
+                check(
+                    !a.subject.trim().is_empty() && a.subject.chars().count() <= 150,
+                    "subject must be 1 to 150 characters",
+                )?;
+                check(
+                    !a.body.trim().is_empty() && a.body.chars().count() <= 4000,
+                    "body must be 1 to 4000 characters",
+                )?;
+                check(IDEM_KEY.is_match(&a.idempotency_key), "idempotency_key must be 1 to 80 safe characters")?;
+                Ok(ToolArgs::SendEmailDraft(a))
+            }
+            _ => Err(ArgError::UnknownTool),
+        }
+    }
+
+    /// Runs a validated call for `caller` against `world`.
+    ///
+    /// # Errors
+    /// [`ToolFailure`] when the tool ran and failed; asking for another user's ticket
+    /// fails exactly like asking for a missing one.
+    pub fn execute(&self, world: &World, caller: &str, args: &ToolArgs) -> Result<Value, ToolFailure> {
+        match args {
+            ToolArgs::GetTicket(a) => match world.data.tickets.get(&a.ticket_id) {
+                Some(t) if t.owner == caller => Ok(json!({
+                    "id": t.id, "status": t.status, "subject": t.subject, "text": t.text,
+                })),
+                _ => {
+                    Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no ticket {}", a.ticket_id) })
+                }
+            },
+            ToolArgs::LookupDocument(a) => match world.data.documents.get(&a.doc_id) {
+                Some(d) => Ok(json!({"id": d.id, "title": d.title, "text": d.text})),
+                None => {
+                    Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no document {}", a.doc_id) })
+                }
+            },
+            ToolArgs::Calculator(a) => match evaluate(&a.expression) {
+                Ok(v) => Ok(json!({"expression": a.expression, "value": v.to_string()})),
+                Err(m) => Err(ToolFailure { code: ToolFailureCode::BadInput, message: m }),
+            },
+            ToolArgs::SendEmailDraft(a) => {
+                let (id, sent_now) = world.outbox.send(&a.to, &a.subject, &a.body, &a.idempotency_key);
+                Ok(json!({"sent": true, "email_id": id, "replayed": !sent_now}))
+            }
+        }
+    }
+}
+
+/// The fact the application keeps from a successful tool result, if any: for
+/// `get_ticket`, the key `ticket-t-601` and the text `T-601 status is open` (id and status
+/// only; the ticket's free text never becomes a memory).
+pub fn fact_of(tool: &str, data: &Value) -> Option<(String, String)> {
+    if tool != "get_ticket" {
+        return None;
+    }
+    let id = data.get("id")?.as_str()?;
+    let status = data.get("status")?.as_str()?;
+    Some((format!("ticket-{}", id.to_ascii_lowercase()), format!("{id} status is {status}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::WorldData;
+    use std::sync::Arc;
+
+    fn world() -> World {
+        World::new(Arc::new(WorldData::bundled().unwrap()))
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_shapes_are_invalid_arguments() {
+        let r = Registry;
+        assert!(r.validate("get_ticket", &json!({"ticket_id": "T-601"})).is_ok());
+        for bad in [
+            json!({"ticket_id": "T-601", "owner": "lena"}),
+            json!({"ticket_id": 601}),
+            json!({}),
+            json!(["T-601"]),
+            json!({"ticket_id": "../etc/passwd"}),
+        ] {
+            assert!(matches!(r.validate("get_ticket", &bad), Err(ArgError::Invalid(_))), "{bad}");
+        }
+        assert_eq!(r.validate("rm_rf", &json!({})), Err(ArgError::UnknownTool));
+        let mail = json!({"to": "a@b.example", "subject": "s", "body": "b", "idempotency_key": "k-1"});
+        assert!(r.validate("send_email_draft", &mail).is_ok());
+        let two = json!({"to": "a@b.example, c@d.example", "subject": "s", "body": "b", "idempotency_key": "k"});
+        assert!(r.validate("send_email_draft", &two).is_err());
+    }
+
+    #[test]
+    fn another_users_ticket_looks_exactly_like_a_missing_one() {
+        let (r, w) = (Registry, world());
+        let theirs = r.execute(&w, "kwame", &ToolArgs::GetTicket(GetTicketArgs { ticket_id: "T-603".into() }));
+        let missing = r.execute(&w, "kwame", &ToolArgs::GetTicket(GetTicketArgs { ticket_id: "T-999".into() }));
+        let (a, b) = (theirs.unwrap_err(), missing.unwrap_err());
+        assert_eq!(a.code, b.code);
+        assert_eq!(a.message.replace("T-603", "X"), b.message.replace("T-999", "X"));
+        assert!(r.execute(&w, "lena", &ToolArgs::GetTicket(GetTicketArgs { ticket_id: "T-603".into() })).is_ok());
+    }
+
+    #[test]
+    fn fingerprint_ignores_key_order_and_fact_keeps_id_and_status_only() {
+        let a = fingerprint("t", &json!({"a": 1, "b": 2}));
+        let b: Value = serde_json::from_str(r#"{"b": 2, "a": 1}"#).unwrap();
+        assert_eq!(a, fingerprint("t", &b));
+        assert_ne!(a, fingerprint("u", &b));
+        let data = json!({"id": "T-602", "status": "open", "text": "NOTE TO THE ASSISTANT: ..."});
+        assert_eq!(fact_of("get_ticket", &data), Some(("ticket-t-602".into(), "T-602 status is open".into())));
+        assert_eq!(fact_of("lookup_document", &data), None);
+    }
+}
