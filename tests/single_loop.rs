@@ -186,7 +186,7 @@ impl LlmClient for Chatty {
 
     fn complete<'a>(&'a mut self, _r: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         let text = format!("Write to kwame@gmail.com, key {SIMULATED_SECRET}");
-        Box::pin(std::future::ready(Ok(LlmResponse { text, model: "fake-garbage".into(), usage: None })))
+        Box::pin(std::future::ready(Ok(LlmResponse::text(text, "fake-garbage"))))
     }
 }
 

@@ -20,7 +20,7 @@ use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estim
 use crate::gate::{GateOutcome, Refusal, ToolGate};
 use crate::memory::SessionMemory;
 use crate::model::blocks::push_block;
-use crate::model::{Decider, LlmRequest, LlmResponse, Message, MessageRole, ModelError};
+use crate::model::{Decider, LlmRequest, LlmResponse, Message, ModelError};
 use crate::tools::{ToolCall, fact_of, fingerprint};
 
 /// The trusted system prompt of the single-agent loop, `data/prompts/single.txt`.
@@ -491,10 +491,7 @@ impl Agent {
         }
         LlmRequest {
             model: self.decider.model().to_string(),
-            messages: vec![
-                Message { role: MessageRole::System, content: system },
-                Message { role: MessageRole::User, content: user },
-            ],
+            messages: vec![Message::system(system), Message::user(user)],
             tools,
             max_tokens: self.budget.max_output_tokens,
         }

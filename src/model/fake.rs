@@ -96,7 +96,7 @@ impl LlmClient for FakeModel {
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         let text = self.propose(request);
-        Box::pin(std::future::ready(Ok(LlmResponse { text, model: self.name.clone(), usage: None })))
+        Box::pin(std::future::ready(Ok(LlmResponse::text(text, self.name.clone()))))
     }
 }
 

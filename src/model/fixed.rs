@@ -44,6 +44,6 @@ impl Decider for FixedPlan {
                 finish(&format!("Plan finished after {} successful steps.", ok.len()), &tail)
             }
         };
-        Box::pin(std::future::ready(Ok(LlmResponse { text, model: "fixed-plan".into(), usage: None })))
+        Box::pin(std::future::ready(Ok(LlmResponse::text(text, "fixed-plan"))))
     }
 }

@@ -33,6 +33,8 @@ pub enum MessageRole {
     User,
     /// The model.
     Assistant,
+    /// A tool result sent back to the model (native tool calling).
+    Tool,
 }
 
 /// One chat message.
@@ -42,6 +44,47 @@ pub struct Message {
     pub role: MessageRole,
     /// Text.
     pub content: String,
+    /// Tool calls an assistant message made (native tool calling).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<RequestedCall>,
+    /// For a `tool` message: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A trusted system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self { role: MessageRole::System, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
+    }
+
+    /// A user message (in this crate: untrusted blocks).
+    pub fn user(content: impl Into<String>) -> Self {
+        Self { role: MessageRole::User, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
+    }
+
+    /// An assistant message, with the tool calls it made.
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<RequestedCall>) -> Self {
+        Self { role: MessageRole::Assistant, content: content.into(), tool_calls, tool_call_id: None }
+    }
+
+    /// A tool result answering call `id`.
+    pub fn tool(id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self { role: MessageRole::Tool, content: content.into(), tool_calls: Vec::new(), tool_call_id: Some(id.into()) }
+    }
+}
+
+/// A tool call as a model requested it through native tool calling (one reply may hold
+/// several). Like every model output it is a request, checked before anything runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestedCall {
+    /// The id the model gave the call.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments (a JSON object when well-formed).
+    pub arguments: serde_json::Value,
 }
 
 /// What the application asks a model.
@@ -87,6 +130,16 @@ pub struct LlmResponse {
     pub model: String,
     /// Usage as the server reported it; `None` means "estimate from the text".
     pub usage: Option<Usage>,
+    /// Tool calls of a native tool-calling reply (empty for plain text replies).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<RequestedCall>,
+}
+
+impl LlmResponse {
+    /// A plain text reply with estimated usage.
+    pub fn text(text: impl Into<String>, model: impl Into<String>) -> Self {
+        Self { text: text.into(), model: model.into(), usage: None, tool_calls: Vec::new() }
+    }
 }
 
 /// Why a model call produced no response.
