@@ -11,6 +11,7 @@
 //! - [`model`]: requests, responses, the `Decider`/`LlmClient` traits and fake models.
 //! - [`agent`]: run state, proposal parsing, checks, budgets, the trace and the loop.
 //! - [`memory`]: session memory and its write rules.
+//! - [`human`]: risk classes (and, as it grows, approvals and checkpoints).
 //! - [`security`]: instruction-like text, secrets, personal data, redaction.
 //! - [`cost`]: usage ledger, price table, token estimate, clocks.
 //! - [`eval`]: the environment runs are built in and the scenario tables.
@@ -26,6 +27,7 @@ pub mod cli;
 pub mod cost;
 pub mod eval;
 pub mod gate;
+pub mod human;
 pub mod memory;
 pub mod model;
 pub mod security;

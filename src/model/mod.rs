@@ -7,6 +7,7 @@
 pub mod blocks;
 mod fake;
 mod fixed;
+mod scripted;
 
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -19,6 +20,7 @@ use crate::tools::ToolSpec;
 
 pub use fake::{FAKE_KINDS, FakeKind, FakeModel};
 pub use fixed::FixedPlan;
+pub use scripted::{ScriptedModel, research_script};
 
 /// A boxed, sendable future: what the async traits of this module return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
