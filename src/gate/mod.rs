@@ -3,6 +3,7 @@
 //! [`PendingAction`] (`pa-1`, `pa-2`, …) instead of running; every call leaves exactly one
 //! [`AuditEvent`].
 
+mod confirm;
 mod policy;
 
 use serde::{Deserialize, Serialize};

@@ -70,13 +70,14 @@ pub struct Risk {
 }
 
 /// The known tools and their effects, in a fixed order.
-pub const EFFECTS: [(&str, Effect); 6] = [
+pub const EFFECTS: [(&str, Effect); 7] = [
     ("lookup_document", Effect::Read),
     ("get_ticket", Effect::Read),
     ("calculator", Effect::Read),
     ("remember", Effect::Internal),
     ("set_ticket_status", Effect::ReversibleWrite),
     ("send_email_draft", Effect::External),
+    ("search_documents", Effect::Read),
 ];
 
 /// The effect of `tool`, if the table knows it.

@@ -5,6 +5,7 @@
 //! into a typed [`ToolArgs`] or an [`ArgError`]; only the gate executes.
 
 mod calculator;
+mod search;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,7 @@ use std::sync::LazyLock;
 use crate::world::World;
 
 pub use calculator::evaluate;
+pub use search::{MAX_HITS, SNIPPET_CHARS, search};
 
 /// A proposed or executed tool call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +93,14 @@ pub struct SendEmailDraftArgs {
     pub idempotency_key: String,
 }
 
+/// Arguments of `search_documents`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchDocumentsArgs {
+    /// Free-text query, 1 to 200 characters.
+    pub query: String,
+}
+
 /// A validated call's typed arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ToolArgs {
@@ -102,6 +112,8 @@ pub enum ToolArgs {
     Calculator(CalculatorArgs),
     /// `send_email_draft`.
     SendEmailDraft(SendEmailDraftArgs),
+    /// `search_documents`.
+    SearchDocuments(SearchDocumentsArgs),
 }
 
 /// Why arguments were refused.
@@ -172,7 +184,8 @@ fn re(p: &str) -> Regex {
 pub struct Registry;
 
 /// Names of every tool the registry knows, in a fixed order.
-pub const TOOL_NAMES: [&str; 4] = ["get_ticket", "lookup_document", "calculator", "send_email_draft"];
+pub const TOOL_NAMES: [&str; 5] =
+    ["get_ticket", "lookup_document", "calculator", "send_email_draft", "search_documents"];
 
 fn str_schema(fields: &[&str]) -> Value {
     let props: serde_json::Map<String, Value> =
@@ -203,6 +216,7 @@ impl Registry {
             "get_ticket" => ("get_ticket", "Read one of the user's support tickets by id.", &["ticket_id"]),
             "lookup_document" => ("lookup_document", "Read a policy document by id.", &["doc_id"]),
             "calculator" => ("calculator", "Evaluate plain arithmetic exactly.", &["expression"]),
+            "search_documents" => ("search_documents", "Search the policy documents by keywords.", &["query"]),
             "send_email_draft" => (
                 "send_email_draft",
                 "Send an e-mail to a customer (needs a human approval).",
@@ -236,6 +250,14 @@ impl Registry {
                     "expression must be 1 to 200 characters",
                 )?;
                 Ok(ToolArgs::Calculator(a))
+            }
+            "search_documents" => {
+                let a: SearchDocumentsArgs = parse(arguments)?;
+                check(
+                    !a.query.trim().is_empty() && a.query.chars().count() <= 200,
+                    "query must be 1 to 200 characters",
+                )?;
+                Ok(ToolArgs::SearchDocuments(a))
             }
             "send_email_draft" => {
                 let a: SendEmailDraftArgs = parse(arguments)?;
@@ -284,6 +306,7 @@ impl Registry {
                 let (id, sent_now) = world.outbox.send(&a.to, &a.subject, &a.body, &a.idempotency_key);
                 Ok(json!({"sent": true, "email_id": id, "replayed": !sent_now}))
             }
+            ToolArgs::SearchDocuments(a) => Ok(search(&world.data, &a.query)),
         }
     }
 }
