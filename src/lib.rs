@@ -15,6 +15,7 @@
 //! - [`security`]: instruction-like text, secrets, personal data, redaction.
 //! - [`cost`]: usage ledger, price table, token estimate, clocks.
 //! - [`eval`]: the environment runs are built in and the scenario tables.
+//! - [`design`]: designs side by side (fixed, plan, ReAct, PolicyPal) and their tables.
 //! - [`cli`]: the `rolegate` command line (thin: it parses and calls the library).
 //!
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
@@ -25,6 +26,7 @@
 pub mod agent;
 pub mod cli;
 pub mod cost;
+pub mod design;
 pub mod eval;
 pub mod gate;
 pub mod human;
@@ -65,4 +67,7 @@ pub enum Error {
     /// From the scenario tables.
     #[error(transparent)]
     Scenario(#[from] eval::scenarios::ScenarioError),
+    /// From the designs.
+    #[error(transparent)]
+    Design(#[from] design::DesignError),
 }

@@ -9,3 +9,6 @@ mod single_state;
 mod single_table;
 
 mod designs_grade;
+mod designs_plans;
+mod designs_policypal;
+mod designs_table;

@@ -1,0 +1,187 @@
+//! The tables of `rolegate compare`, built from runs: the plan checks of the six fake
+//! planners, the design table (tasks × designs; the columns come from a list, so a design
+//! joins by being added to it), and the PolicyPal section (parallel against sequential
+//! calls with their median steps, and the flailing search with and without its guard).
+
+use rust_decimal::Decimal;
+use serde::Serialize;
+
+use super::policypal::{PalConfig, PalKind, PalReply, PalRun};
+use super::{Design, DesignCode, DesignConfig, DesignError, DesignTask, PLANNER_KINDS, PlannerKind, run_design};
+use crate::eval::Env;
+
+/// The designs of the design table, in column order. The three-role design joins here.
+pub const DESIGN_TABLE_COLUMNS: [Design; 3] = [Design::Fixed, Design::Plan, Design::React];
+
+/// One row of the plan-check table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlanCheckRow {
+    /// The planner's name.
+    pub planner: &'static str,
+    /// `done` or `plan_rejected`.
+    pub code: DesignCode,
+    /// Tools that ran.
+    pub calls: Vec<String>,
+    /// Problems (`step 3: not_allowed`).
+    pub problems: Vec<String>,
+    /// Model calls (always one: the planner's).
+    pub model_calls: u64,
+}
+
+impl PlanCheckRow {
+    /// One aligned line.
+    pub fn table_line(&self) -> String {
+        let tail = if self.problems.is_empty() { format!("{:?}", self.calls) } else { format!("{:?}", self.problems) };
+        format!("{:<9} {:<14} {tail}", self.planner, self.code)
+    }
+}
+
+/// Runs the six fake planners on `goal`.
+///
+/// # Errors
+/// [`DesignError`] when a run cannot be carried out.
+pub async fn plan_checks(env: &Env, goal: &str) -> Result<Vec<PlanCheckRow>, DesignError> {
+    let mut rows = Vec::new();
+    for (name, kind) in PLANNER_KINDS {
+        let cfg = DesignConfig { fake: PlannerKind::name(kind).to_string(), ..DesignConfig::default() };
+        let out = run_design(Design::Plan, goal, env, &cfg).await?;
+        rows.push(PlanCheckRow {
+            planner: name,
+            code: out.code,
+            calls: out.calls,
+            problems: out.problems,
+            model_calls: out.model_calls,
+        });
+    }
+    Ok(rows)
+}
+
+/// One cell of the design table: one design on one task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DesignRow {
+    /// Task id.
+    pub task: String,
+    /// The design.
+    pub design: Design,
+    /// How it ended.
+    pub code: DesignCode,
+    /// Paid model calls.
+    pub model_calls: u64,
+    /// Input tokens over those calls.
+    pub input_tokens: u64,
+    /// Every tool the task needs was called.
+    pub covered: bool,
+    /// Tools called, in order.
+    pub calls: Vec<String>,
+}
+
+impl DesignRow {
+    /// One aligned line.
+    pub fn table_line(&self) -> String {
+        format!(
+            "{} {:<9} {:<14} model_calls={} input_tokens={:>4} covered={}",
+            self.task, self.design, self.code, self.model_calls, self.input_tokens, self.covered
+        )
+    }
+}
+
+/// Runs every design of `designs` on every task of `tasks`, task by task.
+///
+/// # Errors
+/// [`DesignError`] when a run cannot be carried out.
+pub async fn design_table(env: &Env, tasks: &[DesignTask], designs: &[Design]) -> Result<Vec<DesignRow>, DesignError> {
+    let mut rows = Vec::new();
+    for task in tasks {
+        for design in designs {
+            let cfg = DesignConfig { run_id: format!("run-{}", task.id), ..DesignConfig::default() };
+            let out = run_design(*design, &task.goal, env, &cfg).await?;
+            rows.push(DesignRow {
+                task: task.id.clone(),
+                design: *design,
+                code: out.code,
+                model_calls: out.model_calls,
+                input_tokens: out.input_tokens,
+                covered: task.covered(&out.calls),
+                calls: out.calls,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// One PolicyPal run on one task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PalRow {
+    /// Task id.
+    pub task: String,
+    /// The fake model.
+    pub model: &'static str,
+    /// Whether the search guard was on.
+    pub guard: bool,
+    /// How it ended (`needs_approval` when it shows a card).
+    pub code: DesignCode,
+    /// Model calls (= steps).
+    pub model_calls: u64,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Every tool the task needs was called.
+    pub covered: bool,
+    /// Tools sent to the gate, in order.
+    pub calls: Vec<String>,
+    /// `answer`, `confirm` or `gave_up`.
+    pub reply: &'static str,
+}
+
+impl PalRow {
+    /// One aligned line.
+    pub fn table_line(&self) -> String {
+        format!(
+            "{} {:<10} guard={:<5} {:<14} model_calls={} input_tokens={:>4} covered={:<5} reply={}",
+            self.task, self.model, self.guard, self.code, self.model_calls, self.input_tokens, self.covered, self.reply
+        )
+    }
+
+    fn of(task: &DesignTask, kind: PalKind, guard: bool, run: &PalRun) -> Self {
+        let s = run.run.ledger().summary();
+        Self {
+            task: task.id.clone(),
+            model: kind.name(),
+            guard,
+            code: DesignCode::Run(run.run.reason()),
+            model_calls: s.calls,
+            input_tokens: s.input_tokens,
+            covered: task.covered(run.run.calls()),
+            calls: run.run.calls().to_vec(),
+            reply: match run.reply {
+                PalReply::Answer { .. } => "answer",
+                PalReply::Confirm(_) => "confirm",
+                PalReply::GaveUp { .. } => "gave_up",
+            },
+        }
+    }
+}
+
+/// Runs PolicyPal with fake `kind` on `task`, with the search guard on or off.
+///
+/// # Errors
+/// [`DesignError`] when the run cannot be carried out.
+pub async fn pal_row(env: &Env, task: &DesignTask, kind: PalKind, guard: bool) -> Result<PalRow, DesignError> {
+    let mut cfg = PalConfig::new(kind);
+    if !guard {
+        cfg.search_guard = None;
+    }
+    let mut lab = cfg.build(env);
+    let run = lab.pal.run(&task.goal, &format!("run-{}", task.id)).await?;
+    Ok(PalRow::of(task, kind, guard, &run))
+}
+
+/// The median of `values` (the mean of the middle two for an even count); zero when empty.
+pub fn median(values: &[u64]) -> Decimal {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    match v.len() {
+        0 => Decimal::ZERO,
+        n if n % 2 == 1 => Decimal::from(v[n / 2]),
+        n => (Decimal::from(v[n / 2 - 1]) + Decimal::from(v[n / 2])) / Decimal::from(2),
+    }
+}

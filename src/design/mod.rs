@@ -1,0 +1,347 @@
+//! Agent designs side by side, on the same tasks, through the same gate:
+//!
+//! - [`Design::Fixed`]: routing rules written by a person, no model ([`fixed`]).
+//! - [`Design::Plan`]: one model call writes a [`Plan`], code checks it, [`FixedPlan`]
+//!   executes it ([`plan`]).
+//! - [`Design::React`]: the single-agent loop, where the model picks each next step from
+//!   the last observation ([`Agent`](crate::agent::Agent) with a fake model).
+//! - [`Design::PolicyPal`]: the bounded loop with parallel tool calls, soft repeats, a
+//!   search guard, confirmation cards and an honest give-up ([`policypal`]).
+//!
+//! [`run_design`] runs any of them on one goal; [`compare`] builds the tables of
+//! `rolegate compare`. The three-role design joins as one more [`Design`] variant and one
+//! more arm in [`run_design`]; the tables take their columns from a list.
+//!
+//! [`FixedPlan`]: crate::model::FixedPlan
+
+pub mod compare;
+pub mod fixed;
+mod goal;
+pub mod plan;
+pub mod planners;
+pub mod policypal;
+pub mod tasks;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+use crate::agent::{AgentError, Run, StateError, StopReason, Trace};
+use crate::cost::{CostError, Ledger};
+use crate::eval::{DeciderSpec, Env, LabConfig};
+use crate::gate::GateError;
+use crate::model::{FakeKind, FixedPlan};
+
+pub use compare::{DESIGN_TABLE_COLUMNS, DesignRow, PalRow, PlanCheckRow, design_table, median, pal_row, plan_checks};
+pub use fixed::{Route, Trigger, default_routes, route};
+pub use plan::{Plan, PlanCode, PlanOutcome, PlanProblem, PlanStep, check_plan, parse_plan, plan_then_execute};
+pub use planners::{FakePlanner, PLANNER_KINDS, PlannerKind};
+pub use policypal::{Card, GIVE_UP, Pal, PalBudget, PalConfig, PalKind, PalLab, PalReply, PalRun};
+pub use tasks::{DesignTask, TaskGroup, bundled_tasks, parse_tasks};
+
+/// Errors of the design module.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DesignError {
+    /// A run could not be carried out.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// A state rule was broken.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// A model has no price.
+    #[error(transparent)]
+    Cost(#[from] CostError),
+    /// The gate refused a decision on a parked action.
+    #[error(transparent)]
+    Gate(#[from] GateError),
+    /// A task table row that does not fit the schema.
+    #[error("{file}:{line}: {message}")]
+    Tasks {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A design name that is not known (or not built yet).
+    #[error("unknown design {0:?} (known: single, fixed, plan, policypal)")]
+    UnknownDesign(String),
+    /// A fake model name this design does not know.
+    #[error("{0}")]
+    UnknownFake(String),
+    /// A decision on a run that shows no confirmation card.
+    #[error("this run is not waiting for a confirmation")]
+    NoCard,
+    /// Somebody other than the run's user tried to decide on its card.
+    #[error("only the run's user may decide on its card, not {0:?}")]
+    NotYourCard(String),
+}
+
+/// An agent design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Design {
+    /// Routing rules written by a person; no model.
+    Fixed,
+    /// One model call writes a plan; code checks it; a fixed executor runs it.
+    Plan,
+    /// The single-agent loop: the model picks each next step (`single` on the command line).
+    React,
+    /// The PolicyPal loop.
+    #[serde(rename = "policypal")]
+    PolicyPal,
+}
+
+impl Design {
+    /// Every single-agent design, in a fixed order.
+    pub const SINGLE_AGENT: [Design; 4] = [Design::Fixed, Design::Plan, Design::React, Design::PolicyPal];
+
+    /// The design's name in tables and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fixed => "fixed",
+            Self::Plan => "plan",
+            Self::React => "react",
+            Self::PolicyPal => "policypal",
+        }
+    }
+
+    /// The task a design runs in unless told otherwise.
+    pub fn default_task(self) -> &'static str {
+        match self {
+            Self::PolicyPal => "helpdesk",
+            Self::Fixed | Self::Plan | Self::React => "triage",
+        }
+    }
+}
+
+impl fmt::Display for Design {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for Design {
+    type Err = DesignError;
+
+    fn from_str(s: &str) -> Result<Self, DesignError> {
+        match s {
+            "fixed" => Ok(Self::Fixed),
+            "plan" => Ok(Self::Plan),
+            "single" | "react" => Ok(Self::React),
+            "policypal" => Ok(Self::PolicyPal),
+            other => Err(DesignError::UnknownDesign(other.to_string())),
+        }
+    }
+}
+
+/// How a design's run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DesignCode {
+    /// The fixed design has no rule for the goal; nothing ran.
+    NoRoute,
+    /// The plan failed its checks; nothing ran.
+    PlanRejected,
+    /// The run ended (or paused) for this reason.
+    Run(StopReason),
+}
+
+impl DesignCode {
+    /// The code as text: `no_route`, `plan_rejected` or the run's reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoRoute => "no_route",
+            Self::PlanRejected => "plan_rejected",
+            Self::Run(r) => r.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for DesignCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl Serialize for DesignCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// What one design did with one goal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DesignOutcome {
+    /// The design.
+    pub design: Design,
+    /// How it ended.
+    pub code: DesignCode,
+    /// Tool names sent to the gate, in order.
+    pub calls: Vec<String>,
+    /// Paid model calls.
+    pub model_calls: u64,
+    /// Input tokens over all model calls.
+    pub input_tokens: u64,
+    /// Loop steps (model or plan steps the loop took).
+    pub steps: u32,
+    /// Plan problems (`step 1: not_allowed`), empty otherwise.
+    pub problems: Vec<String>,
+    /// What the user is told: the answer, the give-up message, or the card's summary.
+    pub answer: Option<String>,
+    /// The decisions, in order (planning lines first, then the run's).
+    #[serde(serialize_with = "lines")]
+    pub trace: Trace,
+    /// The run, when one started.
+    #[serde(skip)]
+    pub run: Option<Run>,
+}
+
+fn lines<S: serde::Serializer>(t: &Trace, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(t.lines())
+}
+
+impl DesignOutcome {
+    /// An outcome for a design that ran `run`, plus usage paid before it (a planner).
+    pub fn from_run(design: Design, run: Run, before: &Ledger, mut trace: Trace) -> Self {
+        let (b, r) = (before.summary(), run.ledger().summary());
+        trace.lines.extend(run.trace().lines.iter().cloned());
+        Self {
+            design,
+            code: DesignCode::Run(run.reason()),
+            calls: run.calls().to_vec(),
+            model_calls: b.calls + r.calls,
+            input_tokens: b.input_tokens + r.input_tokens,
+            steps: run.state.step(),
+            problems: Vec::new(),
+            answer: run.state.answer().map(str::to_string),
+            trace,
+            run: Some(run),
+        }
+    }
+
+    /// One line of a table: `design code model_calls input_tokens calls`.
+    pub fn table_line(&self) -> String {
+        let tail = if self.problems.is_empty() { format!("{:?}", self.calls) } else { format!("{:?}", self.problems) };
+        format!(
+            "{:<9} {:<16} model_calls={} input_tokens={:>4} {tail}",
+            self.design, self.code, self.model_calls, self.input_tokens
+        )
+    }
+}
+
+/// Who runs a design, where, and with which fake.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DesignConfig {
+    /// The signed-in user.
+    pub user: String,
+    /// The task; `None` for the design's default ([`Design::default_task`]).
+    pub task: Option<String>,
+    /// The fake for the design: a fake model kind (react), a planner kind (plan) or a
+    /// PolicyPal kind; ignored by the fixed design. `sensible` works for every design.
+    pub fake: String,
+    /// Write tools granted (PolicyPal grants `send_email_draft` itself, for its cards).
+    pub grants: Vec<String>,
+    /// The run id.
+    pub run_id: String,
+}
+
+impl Default for DesignConfig {
+    fn default() -> Self {
+        Self { user: "kwame".into(), task: None, fake: "sensible".into(), grants: Vec::new(), run_id: "run-1".into() }
+    }
+}
+
+impl DesignConfig {
+    fn lab(&self, design: Design, decider: DeciderSpec) -> LabConfig {
+        LabConfig {
+            decider,
+            user: self.user.clone(),
+            task: self.task.clone().unwrap_or_else(|| design.default_task().to_string()),
+            grants: self.grants.clone(),
+            ..LabConfig::default()
+        }
+    }
+}
+
+/// Runs `design` on `goal` in a fresh world from `env`.
+///
+/// # Errors
+/// [`DesignError`] for an unknown fake, an unpriced model or a run that could not be
+/// carried out. Every other ending is an outcome with a named code.
+pub async fn run_design(
+    design: Design,
+    goal: &str,
+    env: &Env,
+    cfg: &DesignConfig,
+) -> Result<DesignOutcome, DesignError> {
+    let empty = Ledger::default();
+    match design {
+        Design::Fixed => {
+            let calls = route(goal, &default_routes());
+            if calls.is_empty() {
+                let mut trace = Trace::new(&cfg.run_id);
+                trace.add(0, crate::agent::TraceKind::Stop, "no_route", "no routing rule matches the goal");
+                return Ok(DesignOutcome {
+                    design,
+                    code: DesignCode::NoRoute,
+                    calls: Vec::new(),
+                    model_calls: 0,
+                    input_tokens: 0,
+                    steps: 0,
+                    problems: Vec::new(),
+                    answer: None,
+                    trace,
+                    run: None,
+                });
+            }
+            let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::new(calls))).build(env);
+            let run = lab.agent.run(goal, &cfg.run_id).await?;
+            Ok(DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id)))
+        }
+        Design::React => {
+            let kind: FakeKind = cfg.fake.parse().map_err(DesignError::UnknownFake)?;
+            let mut lab = cfg.lab(design, DeciderSpec::Fake(kind)).build(env);
+            let run = lab.agent.run(goal, &cfg.run_id).await?;
+            Ok(DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id)))
+        }
+        Design::Plan => {
+            let kind: PlannerKind = cfg.fake.parse().map_err(DesignError::UnknownFake)?;
+            let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::default())).build(env);
+            let mut planner = FakePlanner::new(kind);
+            let out = plan_then_execute(&mut planner, &mut lab.agent, goal, &cfg.run_id).await?;
+            match out.run {
+                Some(run) => Ok(DesignOutcome::from_run(design, run, &out.ledger, out.trace)),
+                None => {
+                    let s = out.ledger.summary();
+                    Ok(DesignOutcome {
+                        design,
+                        code: DesignCode::PlanRejected,
+                        calls: Vec::new(),
+                        model_calls: s.calls,
+                        input_tokens: s.input_tokens,
+                        steps: 0,
+                        problems: out.problems.iter().map(ToString::to_string).collect(),
+                        answer: None,
+                        trace: out.trace,
+                        run: None,
+                    })
+                }
+            }
+        }
+        Design::PolicyPal => {
+            let kind: PalKind = cfg.fake.parse().map_err(DesignError::UnknownFake)?;
+            let mut pal_cfg = PalConfig::new(kind);
+            pal_cfg.user = cfg.user.clone();
+            if let Some(t) = &cfg.task {
+                pal_cfg.task = t.clone();
+            }
+            pal_cfg.grants.extend(cfg.grants.iter().cloned());
+            let mut lab = pal_cfg.build(env);
+            let pal_run = lab.pal.run(goal, &cfg.run_id).await?;
+            Ok(pal_run.outcome())
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Plan-then-execute: one model call writes a [`Plan`] (at most five steps, each a tool,
+//! its arguments and a short reason; unknown fields rejected), code checks every step
+//! before anything runs (allowlist, argument schema, repeats, writes), and only a clean
+//! plan reaches [`FixedPlan`] as the executor, which runs it through the ordinary loop and
+//! gate. A rejected plan ends after that one model call with nothing run.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::fmt;
+
+use super::DesignError;
+use crate::agent::{Agent, AgentState, CheckCode, Proposal, Run, Trace, TraceKind};
+use crate::cost::{Ledger, UsageRecord, estimate_tokens};
+use crate::gate::Access;
+use crate::human::{Level, classify};
+use crate::model::blocks::push_block;
+use crate::model::{FixedPlan, LlmClient, LlmRequest, Message, ModelError};
+use crate::tools::fingerprint;
+
+/// The trusted system prompt of the planner, `data/prompts/plan.txt`.
+pub const PLAN_PROMPT: &str = include_str!("../../data/prompts/plan.txt");
+/// Most steps of a plan.
+pub const MAX_PLAN_STEPS: usize = 5;
+/// Most characters of a step's reason.
+pub const MAX_REASON_CHARS: usize = 120;
+/// Largest plan text accepted, in bytes.
+pub const MAX_PLAN_BYTES: usize = 8 * 1024;
+
+/// One planned tool call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStep {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments (an object).
+    pub arguments: Value,
+    /// Why, in a few words (1 to 120 characters).
+    pub reason: String,
+}
+
+/// A plan: what will run, in order. A reviewable artefact: a person can read it before
+/// the run starts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// 1 to [`MAX_PLAN_STEPS`] steps.
+    pub steps: Vec<PlanStep>,
+}
+
+/// Why a plan, or one of its steps, was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanCode {
+    /// Not a JSON object (prose, truncated JSON, …).
+    NotJson,
+    /// JSON, but not a plan: unknown fields, no steps or too many, a bad reason, too large.
+    InvalidPlan,
+    /// A step's tool is not in the task's allowlist, or does not exist.
+    NotAllowed,
+    /// A step's arguments do not fit the tool's schema.
+    InvalidArguments,
+    /// A step repeats an earlier step exactly.
+    RepeatedCall,
+    /// A step has an effect: a plan runs unattended, so it may only read.
+    WriteStep,
+    /// The planner's model call failed with a named code (the trace names it).
+    ModelError,
+}
+
+impl PlanCode {
+    /// The code as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotJson => "not_json",
+            Self::InvalidPlan => "invalid_plan",
+            Self::NotAllowed => "not_allowed",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::RepeatedCall => "repeated_call",
+            Self::WriteStep => "write_step",
+            Self::ModelError => "model_error",
+        }
+    }
+}
+
+/// One problem: with the 1-based step it is about, or about the whole plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanProblem {
+    /// The step (1-based), or `None` for the whole plan.
+    pub step: Option<usize>,
+    /// What is wrong.
+    pub code: PlanCode,
+}
+
+impl fmt::Display for PlanProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.step {
+            Some(n) => write!(f, "step {n}: {}", self.code.as_str()),
+            None => f.write_str(self.code.as_str()),
+        }
+    }
+}
+
+impl Serialize for PlanProblem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Parses a plan strictly.
+///
+/// # Errors
+/// [`PlanCode::NotJson`] when the text is not a JSON object; [`PlanCode::InvalidPlan`]
+/// when it is one but not a valid plan.
+pub fn parse_plan(text: &str) -> Result<Plan, PlanCode> {
+    if text.len() > MAX_PLAN_BYTES {
+        return Err(PlanCode::InvalidPlan);
+    }
+    let value: Value = serde_json::from_str(text).map_err(|_| PlanCode::NotJson)?;
+    if !value.is_object() {
+        return Err(PlanCode::NotJson);
+    }
+    let plan: Plan = serde_json::from_value(value).map_err(|_| PlanCode::InvalidPlan)?;
+    let reasons_ok =
+        plan.steps.iter().all(|s| !s.reason.trim().is_empty() && s.reason.chars().count() <= MAX_REASON_CHARS);
+    if plan.steps.is_empty() || plan.steps.len() > MAX_PLAN_STEPS || !reasons_ok {
+        return Err(PlanCode::InvalidPlan);
+    }
+    Ok(plan)
+}
+
+/// Checks every step with the loop's own check ([`Agent::check`]: allowlist, schema,
+/// repeats), then refuses any step with an effect. Returns every problem, in step order;
+/// empty means the plan may run.
+pub fn check_plan(plan: &Plan, agent: &Agent, state: &AgentState) -> Vec<PlanProblem> {
+    let mut seen = BTreeSet::new();
+    let mut problems = Vec::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        let proposal = Proposal::Call { tool: step.tool.clone(), arguments: step.arguments.clone() };
+        let code = match agent.check(&proposal, state, &seen) {
+            CheckCode::NotAllowed => Some(PlanCode::NotAllowed),
+            CheckCode::InvalidArguments => Some(PlanCode::InvalidArguments),
+            CheckCode::RepeatedCall => Some(PlanCode::RepeatedCall),
+            CheckCode::Ok | CheckCode::UnsupportedFinish => {
+                let writes = agent.gate.policy.access_of(&step.tool) == Access::Write
+                    || classify(&step.tool).level == Level::Approve;
+                writes.then_some(PlanCode::WriteStep)
+            }
+        };
+        seen.insert(fingerprint(&step.tool, &step.arguments));
+        if let Some(code) = code {
+            problems.push(PlanProblem { step: Some(i + 1), code });
+        }
+    }
+    problems
+}
+
+/// The planner's request: the trusted planning prompt with the task's tools, then the
+/// goal as an untrusted block.
+pub fn plan_request(agent: &Agent, model: &str, goal: &str) -> LlmRequest {
+    let tools: Vec<_> = agent.gate.policy.tools_for(&agent.task).filter_map(|t| agent.gate.registry.spec(t)).collect();
+    let mut system = PLAN_PROMPT.to_string();
+    system.push_str("Tools:\n");
+    for t in &tools {
+        system.push_str(&format!("- {}: {}\n", t.name, t.parameters["properties"]));
+    }
+    let mut user = String::new();
+    push_block(&mut user, "goal", "user-input", &[], goal);
+    LlmRequest {
+        model: model.to_string(),
+        messages: vec![Message::system(system), Message::user(user)],
+        tools,
+        max_tokens: agent.budget.max_output_tokens,
+    }
+}
+
+/// What plan-then-execute did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanOutcome {
+    /// The plan, when it parsed.
+    pub plan: Option<Plan>,
+    /// Problems; empty when the plan ran.
+    pub problems: Vec<PlanProblem>,
+    /// The planner's usage (one record).
+    pub ledger: Ledger,
+    /// The planning lines (model, then one `plan` line per step).
+    pub trace: Trace,
+    /// The executor's run, when the plan was clean.
+    pub run: Option<Run>,
+}
+
+/// Asks `planner` for a plan for `goal`, checks it and, when clean, runs it with `agent`
+/// (whose decider is replaced by the plan as a [`FixedPlan`]).
+///
+/// # Errors
+/// [`DesignError`] when the planner has no price or crashed, or the run could not be
+/// carried out. A planner that fails with a named code is a rejected plan, not an error.
+pub async fn plan_then_execute(
+    planner: &mut dyn LlmClient,
+    agent: &mut Agent,
+    goal: &str,
+    run_id: &str,
+) -> Result<PlanOutcome, DesignError> {
+    let state = AgentState::new(run_id, &agent.session.user_id, &agent.task, goal)?;
+    let price = agent.prices.price(planner.model())?;
+    let request = plan_request(agent, planner.model(), goal);
+    let mut trace = Trace::new(run_id);
+    let mut ledger = Ledger::default();
+    let response = match planner.complete(&request).await {
+        Ok(r) => r,
+        Err(ModelError::Failed { code, message }) => {
+            trace.add(0, TraceKind::Model, code, &message);
+            let problems = vec![PlanProblem { step: None, code: PlanCode::ModelError }];
+            return Ok(PlanOutcome { plan: None, problems, ledger, trace, run: None });
+        }
+        Err(crash) => return Err(DesignError::Agent(crate::agent::AgentError::Model(crash))),
+    };
+    let (input, output) = match response.usage {
+        Some(u) => (u.input_tokens, u.output_tokens),
+        None => (request.estimated_input_tokens(), estimate_tokens(&response.text)),
+    };
+    ledger.add(UsageRecord {
+        run_id: run_id.into(),
+        model: request.model.clone(),
+        input_tokens: input,
+        output_tokens: output,
+        cost: price.cost(input, output),
+    });
+    let plan = match parse_plan(&response.text) {
+        Ok(p) => p,
+        Err(code) => {
+            trace.add(0, TraceKind::Model, code.as_str(), &response.text);
+            return Ok(PlanOutcome {
+                plan: None,
+                problems: vec![PlanProblem { step: None, code }],
+                ledger,
+                trace,
+                run: None,
+            });
+        }
+    };
+    trace.add(0, TraceKind::Model, "ok", &response.text);
+    let problems = check_plan(&plan, agent, &state);
+    for (i, step) in plan.steps.iter().enumerate() {
+        let code = problems.iter().find(|p| p.step == Some(i + 1)).map_or("ok", |p| p.code.as_str());
+        trace.add(0, TraceKind::Plan, code, &format!("step {} {}: {}", i + 1, step.tool, step.reason));
+    }
+    if !problems.is_empty() {
+        return Ok(PlanOutcome { plan: Some(plan), problems, ledger, trace, run: None });
+    }
+    let calls = plan.steps.iter().map(|s| (s.tool.clone(), s.arguments.clone())).collect();
+    agent.decider = Box::new(FixedPlan::new(calls));
+    let run = agent.run(goal, run_id).await?;
+    Ok(PlanOutcome { plan: Some(plan), problems, ledger, trace, run: Some(run) })
+}

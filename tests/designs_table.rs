@@ -1,0 +1,63 @@
+//! The design table: tasks t1–t4 under the fixed, plan and ReAct designs, from runs.
+
+use rolegate::design::{DESIGN_TABLE_COLUMNS, Design, TaskGroup, bundled_tasks, design_table, parse_tasks};
+
+use crate::util::env;
+
+#[tokio::test]
+async fn four_tasks_under_three_designs_reproduce_the_design_table() {
+    let tasks: Vec<_> = bundled_tasks().unwrap().into_iter().filter(|t| t.group == TaskGroup::Designs).collect();
+    let rows = design_table(&env(), &tasks, &DESIGN_TABLE_COLUMNS).await.unwrap();
+    let got: Vec<(&str, Design, &str, u64, bool)> =
+        rows.iter().map(|r| (r.task.as_str(), r.design, r.code.as_str(), r.model_calls, r.covered)).collect();
+    use Design::{Fixed, Plan, React};
+    assert_eq!(
+        got,
+        [
+            ("t1", Fixed, "done", 0, true),
+            ("t1", Plan, "done", 1, true),
+            ("t1", React, "done", 2, true),
+            ("t2", Fixed, "done", 0, true),
+            ("t2", Plan, "done", 1, true),
+            ("t2", React, "done", 3, true),
+            ("t3", Fixed, "no_route", 0, false),
+            ("t3", Plan, "done", 1, true),
+            ("t3", React, "done", 2, true),
+            ("t4", Fixed, "done", 0, false),
+            ("t4", Plan, "done", 1, true),
+            ("t4", React, "done", 3, true),
+        ]
+    );
+    let tokens = |task: &str, design: Design| {
+        rows.iter().find(|r| r.task == task && r.design == design).map(|r| r.input_tokens).unwrap()
+    };
+    for t in ["t1", "t2", "t3", "t4"] {
+        assert_eq!(tokens(t, Fixed), 0, "{t}: no model, no tokens");
+        assert!(tokens(t, Plan) > 0 && tokens(t, Plan) < tokens(t, React), "{t}");
+    }
+    // ReAct resends everything seen so far: three calls cost more than 1.5 times two
+    assert!(2 * tokens("t2", React) > 3 * tokens("t1", React), "{} vs {}", tokens("t2", React), tokens("t1", React));
+    assert!(2 * tokens("t4", React) > 3 * tokens("t3", React));
+    // t4 under the fixed design: done, but the battery policy was never read
+    let t4 = rows.iter().find(|r| r.task == "t4" && r.design == Fixed).unwrap();
+    assert_eq!(t4.calls, ["get_ticket"]);
+}
+
+#[test]
+fn the_task_table_refuses_bad_rows_with_file_and_line() {
+    let good = r#"{"id": "x1", "group": "designs", "goal": "Status of T-601?", "needs": ["get_ticket"]}"#;
+    assert_eq!(parse_tasks(good, "f").unwrap().len(), 1);
+    for bad in [
+        r#"{"id": "x1", "group": "designs", "goal": "g", "needs": ["get_ticket"], "extra": 1}"#,
+        r#"{"id": "x1", "group": "nope", "goal": "g", "needs": ["get_ticket"]}"#,
+        r#"{"id": "", "group": "designs", "goal": "g", "needs": ["get_ticket"]}"#,
+        r#"{"id": "x1", "group": "designs", "goal": "", "needs": ["get_ticket"]}"#,
+        r#"{"id": "x1", "group": "designs", "goal": "g", "needs": []}"#,
+        "{",
+    ] {
+        let text = format!("# comment\n{bad}\n");
+        let err = parse_tasks(&text, "tasks.jsonl").unwrap_err().to_string();
+        assert!(err.starts_with("tasks.jsonl:2:"), "{err}");
+    }
+    assert!(parse_tasks(&format!("{good}\n{good}"), "f").is_err(), "a repeated id");
+}
