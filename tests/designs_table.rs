@@ -61,3 +61,34 @@ fn the_task_table_refuses_bad_rows_with_file_and_line() {
     }
     assert!(parse_tasks(&format!("{good}\n{good}"), "f").is_err(), "a repeated id");
 }
+
+#[tokio::test]
+async fn the_compare_report_holds_every_section_and_leaves_room_for_three_roles() {
+    use clap::Parser;
+    use rolegate::cli::{Cli, Command};
+    use rolegate::design::compare_report;
+
+    let report = compare_report(&env(), &bundled_tasks().unwrap()).await.unwrap();
+    assert_eq!(report.plan_checks.len(), 6);
+    assert_eq!(report.designs.len(), 4 * DESIGN_TABLE_COLUMNS.len());
+    assert_eq!(
+        report.policypal.median_steps.iter().map(|(k, m)| format!("{k}={m}")).collect::<Vec<_>>(),
+        ["sequential=3", "parallel=2"]
+    );
+    let guard: Vec<(bool, &str, &str)> =
+        report.policypal.guard.iter().map(|r| (r.guard, r.code.as_str(), r.reply)).collect();
+    assert_eq!(guard, [(true, "done", "answer"), (false, "step_budget", "gave_up")]);
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["single_versus_roles"], serde_json::Value::Null);
+    assert_eq!(json["designs"][6]["code"], "no_route");
+    let lines = report.table_lines();
+    assert_eq!(lines[0], "== single versus three roles");
+    assert!(lines.contains(&"t3 fixed     no_route       model_calls=0 input_tokens=   0 covered=false".to_string()));
+
+    let parsed = Cli::try_parse_from(["rolegate", "compare", "--format", "json"]).unwrap();
+    assert!(matches!(parsed.command, Command::Compare { .. }));
+    let parsed =
+        Cli::try_parse_from(["rolegate", "run", "--design", "policypal", "--card", "confirm", "goal"]).unwrap();
+    assert!(matches!(parsed.command, Command::Run { ref design, card: Some(_), .. } if design == "policypal"));
+    assert!(Cli::try_parse_from(["rolegate", "compare", "--format", "yaml"]).is_err());
+}

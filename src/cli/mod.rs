@@ -1,7 +1,12 @@
 //! The command line. Subcommands only parse arguments and call the library; exit codes
 //! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
 
+mod compare;
+mod design;
 mod suite;
+
+pub use compare::CompareFormat;
+pub use design::CardChoice;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -40,18 +45,32 @@ pub enum Command {
     Run {
         /// The goal.
         goal: String,
-        /// The model, `fake:<kind>` (sensible, obey, loop, wander, hallucinate, garbage, early_finish).
+        /// The design: single (the ReAct-style loop), fixed, plan or policypal.
+        #[arg(long, default_value = "single")]
+        design: String,
+        /// The model, `fake:<kind>`. single: sensible, obey, loop, wander, hallucinate,
+        /// garbage, early_finish; plan: sensible, prose, long, bad_tool, bad_args, write;
+        /// policypal: sensible (= parallel), sequential, flail; fixed: ignored.
         #[arg(long, default_value = "fake:sensible")]
         model: String,
         /// The signed-in user.
         #[arg(long, default_value = "kwame")]
         user: String,
-        /// The task.
-        #[arg(long, default_value = "triage")]
-        task: String,
+        /// The task (default: triage; helpdesk for policypal).
+        #[arg(long)]
+        task: Option<String>,
         /// Write tools to grant (repeatable).
         #[arg(long)]
         grant: Vec<String>,
+        /// policypal: what to do with a confirmation card (default: show it and stop).
+        #[arg(long, value_enum)]
+        card: Option<design::CardChoice>,
+    },
+    /// Designs side by side on the same tasks.
+    Compare {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = compare::CompareFormat::Table)]
+        format: compare::CompareFormat,
     },
 }
 
@@ -87,9 +106,10 @@ pub fn main() -> ExitCode {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Suite { files, format } => suite::suite(&files, format).await,
-            Command::Run { goal, model, user, task, grant } => {
-                suite::run_one(&goal, &model, &user, &task, &grant).await
+            Command::Run { goal, design, model, user, task, grant, card } => {
+                design::run(design::RunArgs { goal, design, model, user, task, grants: grant, card }).await
             }
+            Command::Compare { format } => compare::compare(format).await,
         }
     });
     ExitCode::from(code)

@@ -185,3 +185,89 @@ pub fn median(values: &[u64]) -> Decimal {
         n => (Decimal::from(v[n / 2 - 1]) + Decimal::from(v[n / 2])) / Decimal::from(2),
     }
 }
+
+/// The goal of the plan-check table.
+pub const PLAN_CHECK_GOAL: &str = "Status of T-601 and our refund policy?";
+
+/// The PolicyPal section: every task with sequential and with parallel calls, the median
+/// steps of each, and the flailing search with and without its guard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PalSection {
+    /// One row per task and fake (sequential rows first).
+    pub rows: Vec<PalRow>,
+    /// Median model calls per fake, in row order.
+    pub median_steps: Vec<(&'static str, Decimal)>,
+    /// The flailing model on the first task of the PolicyPal group, guard on then off.
+    pub guard: Vec<PalRow>,
+}
+
+/// Everything `rolegate compare` prints, built from runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CompareReport {
+    /// Single agent against three roles on one task. Filled by the multi-agent
+    /// coordinator (the three-role design); `None` until it exists.
+    pub single_versus_roles: Option<Vec<String>>,
+    /// The six fake planners on [`PLAN_CHECK_GOAL`].
+    pub plan_checks: Vec<PlanCheckRow>,
+    /// Tasks of the `designs` group × [`DESIGN_TABLE_COLUMNS`].
+    pub designs: Vec<DesignRow>,
+    /// PolicyPal on every task.
+    pub policypal: PalSection,
+}
+
+/// Builds the whole comparison over `tasks`.
+///
+/// # Errors
+/// [`DesignError`] when a run cannot be carried out.
+pub async fn compare_report(env: &Env, tasks: &[DesignTask]) -> Result<CompareReport, DesignError> {
+    let plan_checks = plan_checks(env, PLAN_CHECK_GOAL).await?;
+    let seed: Vec<DesignTask> = tasks.iter().filter(|t| t.group == super::TaskGroup::Designs).cloned().collect();
+    let designs = design_table(env, &seed, &DESIGN_TABLE_COLUMNS).await?;
+    let mut rows = Vec::new();
+    let mut median_steps = Vec::new();
+    for kind in [PalKind::Sequential, PalKind::Parallel] {
+        let mut calls = Vec::new();
+        for task in tasks {
+            let row = pal_row(env, task, kind, true).await?;
+            calls.push(row.model_calls);
+            rows.push(row);
+        }
+        median_steps.push((kind.name(), median(&calls)));
+    }
+    let mut guard = Vec::new();
+    if let Some(task) = tasks.iter().find(|t| t.group == super::TaskGroup::Policypal) {
+        for on in [true, false] {
+            guard.push(pal_row(env, task, PalKind::Flail, on).await?);
+        }
+    }
+    Ok(CompareReport {
+        single_versus_roles: None,
+        plan_checks,
+        designs,
+        policypal: PalSection { rows, median_steps, guard },
+    })
+}
+
+impl CompareReport {
+    /// The report as aligned text, section by section.
+    pub fn table_lines(&self) -> Vec<String> {
+        let mut out = vec!["== single versus three roles".to_string()];
+        match &self.single_versus_roles {
+            Some(lines) => out.extend(lines.iter().cloned()),
+            None => out.push("(comes with the three-role coordinator)".into()),
+        }
+        out.push(String::new());
+        out.push(format!("== plan checks: {PLAN_CHECK_GOAL}"));
+        out.extend(self.plan_checks.iter().map(PlanCheckRow::table_line));
+        out.push(String::new());
+        out.push("== designs".into());
+        out.extend(self.designs.iter().map(DesignRow::table_line));
+        out.push(String::new());
+        out.push("== policypal".into());
+        out.extend(self.policypal.rows.iter().map(PalRow::table_line));
+        let medians: Vec<String> = self.policypal.median_steps.iter().map(|(k, m)| format!("{k}={m}")).collect();
+        out.push(format!("median steps: {}", medians.join(" ")));
+        out.extend(self.policypal.guard.iter().map(PalRow::table_line));
+        out
+    }
+}

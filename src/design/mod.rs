@@ -32,7 +32,10 @@ use crate::eval::{DeciderSpec, Env, LabConfig};
 use crate::gate::GateError;
 use crate::model::{FakeKind, FixedPlan};
 
-pub use compare::{DESIGN_TABLE_COLUMNS, DesignRow, PalRow, PlanCheckRow, design_table, median, pal_row, plan_checks};
+pub use compare::{
+    CompareReport, DESIGN_TABLE_COLUMNS, DesignRow, PLAN_CHECK_GOAL, PalRow, PalSection, PlanCheckRow, compare_report,
+    design_table, median, pal_row, plan_checks,
+};
 pub use fixed::{Route, Trigger, default_routes, route};
 pub use plan::{Plan, PlanCode, PlanOutcome, PlanProblem, PlanStep, check_plan, parse_plan, plan_then_execute};
 pub use planners::{FakePlanner, PLANNER_KINDS, PlannerKind};
@@ -189,6 +192,8 @@ pub struct DesignOutcome {
     pub steps: u32,
     /// Plan problems (`step 1: not_allowed`), empty otherwise.
     pub problems: Vec<String>,
+    /// E-mails actually sent.
+    pub emails: usize,
     /// What the user is told: the answer, the give-up message, or the card's summary.
     pub answer: Option<String>,
     /// The decisions, in order (planning lines first, then the run's).
@@ -216,6 +221,7 @@ impl DesignOutcome {
             input_tokens: b.input_tokens + r.input_tokens,
             steps: run.state.step(),
             problems: Vec::new(),
+            emails: 0,
             answer: run.state.answer().map(str::to_string),
             trace,
             run: Some(run),
@@ -292,6 +298,7 @@ pub async fn run_design(
                     input_tokens: 0,
                     steps: 0,
                     problems: Vec::new(),
+                    emails: 0,
                     answer: None,
                     trace,
                     run: None,
@@ -299,13 +306,15 @@ pub async fn run_design(
             }
             let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::new(calls))).build(env);
             let run = lab.agent.run(goal, &cfg.run_id).await?;
-            Ok(DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id)))
+            let out = DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id));
+            Ok(DesignOutcome { emails: lab.world.outbox.len(), ..out })
         }
         Design::React => {
             let kind: FakeKind = cfg.fake.parse().map_err(DesignError::UnknownFake)?;
             let mut lab = cfg.lab(design, DeciderSpec::Fake(kind)).build(env);
             let run = lab.agent.run(goal, &cfg.run_id).await?;
-            Ok(DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id)))
+            let out = DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id));
+            Ok(DesignOutcome { emails: lab.world.outbox.len(), ..out })
         }
         Design::Plan => {
             let kind: PlannerKind = cfg.fake.parse().map_err(DesignError::UnknownFake)?;
@@ -313,7 +322,10 @@ pub async fn run_design(
             let mut planner = FakePlanner::new(kind);
             let out = plan_then_execute(&mut planner, &mut lab.agent, goal, &cfg.run_id).await?;
             match out.run {
-                Some(run) => Ok(DesignOutcome::from_run(design, run, &out.ledger, out.trace)),
+                Some(run) => {
+                    let done = DesignOutcome::from_run(design, run, &out.ledger, out.trace);
+                    Ok(DesignOutcome { emails: lab.world.outbox.len(), ..done })
+                }
                 None => {
                     let s = out.ledger.summary();
                     Ok(DesignOutcome {
@@ -324,6 +336,7 @@ pub async fn run_design(
                         input_tokens: s.input_tokens,
                         steps: 0,
                         problems: out.problems.iter().map(ToString::to_string).collect(),
+                        emails: lab.world.outbox.len(),
                         answer: None,
                         trace: out.trace,
                         run: None,
@@ -341,7 +354,7 @@ pub async fn run_design(
             pal_cfg.grants.extend(cfg.grants.iter().cloned());
             let mut lab = pal_cfg.build(env);
             let pal_run = lab.pal.run(goal, &cfg.run_id).await?;
-            Ok(pal_run.outcome())
+            Ok(DesignOutcome { emails: lab.world.outbox.len(), ..pal_run.outcome() })
         }
     }
 }

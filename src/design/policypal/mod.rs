@@ -164,7 +164,8 @@ impl PalRun {
         }
     }
 
-    /// The run as a design outcome.
+    /// The run as a design outcome (`emails` is left at 0: the outbox belongs to the lab;
+    /// [`run_design`](crate::design::run_design) fills it in).
     pub fn outcome(&self) -> DesignOutcome {
         let s = self.run.ledger().summary();
         let answer = match &self.reply {
@@ -180,6 +181,7 @@ impl PalRun {
             input_tokens: s.input_tokens,
             steps: self.run.state.step(),
             problems: Vec::new(),
+            emails: 0,
             answer: Some(answer),
             trace: self.run.trace().clone(),
             run: Some(self.run.clone()),
