@@ -227,3 +227,103 @@ async fn without_a_grant_the_effect_is_refused_and_never_becomes_a_card() {
     assert!(results(&r).iter().any(|t| t.starts_with("error not_granted")), "{:?}", results(&r));
     assert!(lab.world.outbox.is_empty());
 }
+
+/// A model that answers each turn with a different kind of bad reply, then mixes a read
+/// with a side effect in one reply.
+struct Hostile;
+
+impl LlmClient for Hostile {
+    fn model(&self) -> &str {
+        "fake-sensible"
+    }
+
+    fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        use rolegate::model::RequestedCall;
+        let call = |id: &str, name: &str, arguments: serde_json::Value| RequestedCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        };
+        let doc = json!({"doc_id": "kc-returns-v3"});
+        let turn = request.messages.iter().filter(|m| m.role == MessageRole::Assistant).count();
+        let (text, calls) = match turn {
+            0 => (
+                String::new(),
+                (0..6).map(|i| call(&format!("c{i}"), "get_ticket", json!({"ticket_id": "T-601"}))).collect(),
+            ),
+            1 => (String::new(), vec![call("same", "get_ticket", json!({})), call("same", "get_ticket", json!({}))]),
+            2 => (
+                String::new(),
+                vec![
+                    call("a", "rm_rf", json!({})),
+                    call("b", "get_ticket", json!(["T-601"])),
+                    call("c", "lookup_document", json!({"doc_id": "kc-returns-v3", "extra": 1})),
+                ],
+            ),
+            3 => ("Sure! I will look into it.".to_string(), Vec::new()),
+            4 => (
+                json!({"action": "call", "tool": "get_ticket", "arguments": {"ticket_id": "T-601"}}).to_string(),
+                Vec::new(),
+            ),
+            5 => (json!({"action": "finish", "answer": "done", "sources": ["o99"]}).to_string(), Vec::new()),
+            _ => (
+                String::new(),
+                vec![
+                    call("d", "lookup_document", doc),
+                    call(
+                        "e",
+                        "send_email_draft",
+                        json!({"to": "kwame@example.com", "subject": "s", "body": "b", "idempotency_key": "k-1"}),
+                    ),
+                ],
+            ),
+        };
+        Box::pin(std::future::ready(Ok(LlmResponse {
+            text,
+            model: "fake-sensible".into(),
+            usage: None,
+            tool_calls: calls,
+        })))
+    }
+}
+
+#[tokio::test]
+async fn every_bad_reply_gets_a_named_code_and_a_mixed_reply_defers_its_read_behind_the_card() {
+    let mut cfg = PalConfig::new(PalKind::Parallel);
+    cfg.budget = PalBudget { max_steps: 10, max_stuck: 10, max_tokens: 100_000, ..PalBudget::default() };
+    let mut lab = cfg.build(&env());
+    lab.pal.client = Box::new(Hostile);
+    let r = lab.pal.run("Reply to T-601 about returns.", "run-1").await.unwrap();
+    let trace = r.run.trace();
+    assert_eq!(
+        trace.codes(TraceKind::Model),
+        ["too_many_calls", "bad_call_id", "ok", "not_json", "not_native", "unsupported_finish", "ok"]
+    );
+    assert_eq!(
+        trace.codes(TraceKind::Check),
+        ["not_allowed", "invalid_arguments", "invalid_arguments", "ok", "deferred"]
+    );
+    assert_eq!(r.run.reason(), StopReason::NeedsApproval);
+    let audit: Vec<_> = lab.pal.gate.audit.iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
+    assert_eq!(audit, [("send_email_draft", "needs_approval")], "nothing else reached the gate");
+    assert!(results(&r).last().unwrap().starts_with("not run: waiting for the user to confirm send_email_draft"));
+    assert!(lab.world.outbox.is_empty());
+}
+
+#[tokio::test]
+async fn a_model_that_only_chats_is_stuck_and_gets_the_give_up_message() {
+    struct Chatty;
+    impl LlmClient for Chatty {
+        fn model(&self) -> &str {
+            "fake-sensible"
+        }
+        fn complete<'a>(&'a mut self, _r: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+            Box::pin(std::future::ready(Ok(LlmResponse::text("Happy to help with that!", "fake-sensible"))))
+        }
+    }
+    let mut lab = PalConfig::new(PalKind::Parallel).build(&env());
+    lab.pal.client = Box::new(Chatty);
+    let r = lab.pal.run("Status of T-601?", "run-1").await.unwrap();
+    assert_eq!(r.reply, PalReply::GaveUp { message: GIVE_UP.into(), reason: StopReason::Stuck });
+    assert_eq!(r.run.ledger().summary().calls, 2);
+}
