@@ -327,3 +327,14 @@ async fn a_model_that_only_chats_is_stuck_and_gets_the_give_up_message() {
     assert_eq!(r.reply, PalReply::GaveUp { message: GIVE_UP.into(), reason: StopReason::Stuck });
     assert_eq!(r.run.ledger().summary().calls, 2);
 }
+
+#[tokio::test]
+async fn the_same_goal_gives_the_same_trace_and_conversation_byte_for_byte() {
+    for kind in [PalKind::Parallel, PalKind::Sequential, PalKind::Flail] {
+        let (a, _) = run(PalConfig::new(kind), TWO_SEARCHES).await;
+        let (b, _) = run(PalConfig::new(kind), TWO_SEARCHES).await;
+        assert_eq!(a.run.trace().lines().join("\n"), b.run.trace().lines().join("\n"), "{kind:?}");
+        assert_eq!(a.messages, b.messages, "{kind:?}");
+        assert_eq!(a.run.ledger(), b.run.ledger(), "{kind:?}");
+    }
+}
