@@ -1,7 +1,10 @@
 //! The command line. Subcommands only parse arguments and call the library; exit codes
 //! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
 
+mod model_args;
 mod suite;
+
+pub use model_args::ModelArgs;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -35,14 +38,25 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// Run every row with this model instead of the row's fake: fake:<kind> or
+        /// openai:<name>.
+        #[arg(long)]
+        model: Option<String>,
+        /// How to reach an openai: model.
+        #[command(flatten)]
+        model_args: ModelArgs,
     },
-    /// Run one goal with a fake model and print its trace.
+    /// Run one goal and print its trace.
     Run {
         /// The goal.
         goal: String,
-        /// The model, `fake:<kind>` (sensible, obey, loop, wander, hallucinate, garbage, early_finish).
+        /// The model: fake:<kind> (sensible, obey, loop, wander, hallucinate, garbage,
+        /// early_finish) or openai:<name> (a model behind an OpenAI-compatible server).
         #[arg(long, default_value = "fake:sensible")]
         model: String,
+        /// How to reach an openai: model.
+        #[command(flatten)]
+        model_args: ModelArgs,
         /// The signed-in user.
         #[arg(long, default_value = "kwame")]
         user: String,
@@ -86,9 +100,11 @@ pub fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            Command::Suite { files, format } => suite::suite(&files, format).await,
-            Command::Run { goal, model, user, task, grant } => {
-                suite::run_one(&goal, &model, &user, &task, &grant).await
+            Command::Suite { files, format, model, model_args } => {
+                suite::suite(&files, format, model.as_deref(), &model_args).await
+            }
+            Command::Run { goal, model, model_args, user, task, grant } => {
+                suite::run_one(&goal, &model, &model_args, &user, &task, &grant).await
             }
         }
     });
