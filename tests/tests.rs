@@ -7,3 +7,7 @@ mod single_memory;
 mod single_parsers;
 mod single_state;
 mod single_table;
+
+mod http_failures;
+mod http_runs;
+mod http_server;
