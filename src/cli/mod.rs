@@ -4,7 +4,7 @@
 mod model_args;
 mod suite;
 
-pub use model_args::ModelArgs;
+pub use model_args::{ModelArgs, RoleModelArgs};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;

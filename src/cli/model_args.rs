@@ -84,3 +84,35 @@ impl ModelArgs {
         Ok(env)
     }
 }
+
+/// One model per role, for commands that run the three-role design: each defaults to
+/// `--model`. Flatten it next to [`ModelArgs`] and resolve with
+/// [`RoleModels::with_overrides`](crate::model::RoleModels::with_overrides).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RoleModelArgs {
+    /// The planner's model (default: --model).
+    #[arg(long, value_name = "MODEL")]
+    pub planner_model: Option<String>,
+    /// The researcher's model (default: --model).
+    #[arg(long, value_name = "MODEL")]
+    pub researcher_model: Option<String>,
+    /// The reviewer's model (default: --model).
+    #[arg(long, value_name = "MODEL")]
+    pub reviewer_model: Option<String>,
+}
+
+impl RoleModelArgs {
+    /// The models of the three roles, `model` where a role names none.
+    ///
+    /// # Errors
+    /// A readable message for a value that does not parse.
+    pub fn resolve(&self, model: &ModelSpec) -> Result<crate::model::RoleModels, String> {
+        crate::model::RoleModels::with_overrides(
+            model,
+            self.planner_model.as_deref(),
+            self.researcher_model.as_deref(),
+            self.reviewer_model.as_deref(),
+        )
+        .map_err(|e| e.to_string())
+    }
+}

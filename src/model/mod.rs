@@ -27,7 +27,7 @@ pub use fake::{FAKE_KINDS, FakeKind, FakeModel};
 pub use fixed::FixedPlan;
 pub use http::HttpClient;
 pub use scripted::{ScriptedModel, research_script};
-pub use spec::{FAKE_PREFIX, ModelSpec, OPENAI_PREFIX};
+pub use spec::{FAKE_PREFIX, ModelSpec, OPENAI_PREFIX, RoleModels};
 
 /// A boxed, sendable future: what the async traits of this module return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -93,6 +93,52 @@ impl ModelSpec {
     }
 }
 
+/// One model per role of the three-role design. Each role defaults to the run's
+/// `--model`; all roles share one [`Endpoint`] (and so one server and key).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoleModels {
+    /// The planner's model.
+    pub planner: ModelSpec,
+    /// The researcher's model.
+    pub researcher: ModelSpec,
+    /// The reviewer's model.
+    pub reviewer: ModelSpec,
+}
+
+impl RoleModels {
+    /// Every role on `model`.
+    pub fn uniform(model: &ModelSpec) -> Self {
+        Self { planner: model.clone(), researcher: model.clone(), reviewer: model.clone() }
+    }
+
+    /// `model` for every role, except where a role's own value is given.
+    ///
+    /// # Errors
+    /// [`ConfigError::UnknownModel`] for a value that does not parse.
+    pub fn with_overrides(
+        model: &ModelSpec,
+        planner: Option<&str>,
+        researcher: Option<&str>,
+        reviewer: Option<&str>,
+    ) -> Result<Self, ConfigError> {
+        let pick = |v: Option<&str>| v.map_or_else(|| Ok(model.clone()), str::parse);
+        Ok(Self { planner: pick(planner)?, researcher: pick(researcher)?, reviewer: pick(reviewer)? })
+    }
+
+    /// The roles and their models, in pipeline order.
+    pub fn all(&self) -> [(&'static str, &ModelSpec); 3] {
+        [("planner", &self.planner), ("researcher", &self.researcher), ("reviewer", &self.reviewer)]
+    }
+
+    /// The client of `role` (`planner`, `researcher`, `reviewer`); `None` for another name.
+    ///
+    /// # Errors
+    /// As [`ModelSpec::client`].
+    pub fn client(&self, role: &str, endpoint: Option<&Endpoint>) -> Option<Result<Box<dyn LlmClient>, ConfigError>> {
+        self.all().into_iter().find(|(r, _)| *r == role).map(|(_, m)| m.client(endpoint))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +165,22 @@ mod tests {
         assert_eq!(http.client(None).err(), Some(ConfigError::MissingBaseUrl));
         let ep = Endpoint::new("http://127.0.0.1:9/v1").unwrap();
         assert_eq!(http.client(Some(&ep)).unwrap().model(), "m");
+    }
+
+    #[test]
+    fn each_role_may_name_its_own_model() {
+        let base = ModelSpec::OpenAi("big".into());
+        let roles = RoleModels::with_overrides(&base, Some("fake:sensible"), None, Some("openai:small")).unwrap();
+        let names: Vec<String> = roles.all().iter().map(|(r, m)| format!("{r}={m}")).collect();
+        assert_eq!(names, ["planner=fake:sensible", "researcher=openai:big", "reviewer=openai:small"]);
+        let ep = Endpoint::new("http://127.0.0.1:9/v1").unwrap();
+        let models: Vec<String> = ["planner", "researcher", "reviewer"]
+            .iter()
+            .map(|r| roles.client(r, Some(&ep)).unwrap().unwrap().model().to_string())
+            .collect();
+        assert_eq!(models, ["fake-sensible", "big", "small"]);
+        assert!(roles.client("boss", Some(&ep)).is_none());
+        assert_eq!(RoleModels::uniform(&base).reviewer, base);
+        assert!(RoleModels::with_overrides(&base, Some("gpt"), None, None).is_err());
     }
 }
