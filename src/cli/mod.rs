@@ -38,8 +38,8 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
-        /// Run every row with this model instead of the row's fake: fake:<kind> or
-        /// openai:<name>.
+        /// Run every row with this model instead of the row's fake: `fake:KIND` or
+        /// `openai:NAME`.
         #[arg(long)]
         model: Option<String>,
         /// How to reach an openai: model.
@@ -50,8 +50,8 @@ pub enum Command {
     Run {
         /// The goal.
         goal: String,
-        /// The model: fake:<kind> (sensible, obey, loop, wander, hallucinate, garbage,
-        /// early_finish) or openai:<name> (a model behind an OpenAI-compatible server).
+        /// The model: `fake:KIND` (sensible, obey, loop, wander, hallucinate, garbage,
+        /// early_finish) or `openai:NAME` (a model behind an OpenAI-compatible server).
         #[arg(long, default_value = "fake:sensible")]
         model: String,
         /// How to reach an openai: model.
