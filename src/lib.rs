@@ -8,7 +8,8 @@
 //! - [`world`]: the synthetic environment (tickets, documents, users, outbox).
 //! - [`tools`]: tool specs, typed arguments, the registry and execution.
 //! - [`gate`]: the policy and [`gate::ToolGate`], the authority over tool execution.
-//! - [`model`]: requests, responses, the `Decider`/`LlmClient` traits and fake models.
+//! - [`model`]: requests, responses, the `Decider`/`LlmClient` traits, fake models and the
+//!   OpenAI-compatible HTTP client ([`model::http`], the only network I/O).
 //! - [`agent`]: run state, proposal parsing, checks, budgets, the trace and the loop.
 //! - [`memory`]: session memory and its write rules.
 //! - [`human`]: risk classes (and, as it grows, approvals and checkpoints).

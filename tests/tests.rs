@@ -12,3 +12,6 @@ mod designs_grade;
 mod designs_plans;
 mod designs_policypal;
 mod designs_table;
+mod http_failures;
+mod http_runs;
+mod http_server;

@@ -22,6 +22,7 @@ pub(crate) struct RunArgs {
     pub goal: String,
     pub design: String,
     pub model: String,
+    pub model_args: super::ModelArgs,
     pub user: String,
     pub task: Option<String>,
     pub grants: Vec<String>,
@@ -41,7 +42,7 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
     };
     if design == Design::React {
         let task = args.task.as_deref().unwrap_or("triage");
-        return suite::run_one(&args.goal, &args.model, &args.user, task, &args.grants).await;
+        return suite::run_one(&args.goal, &args.model, &args.model_args, &args.user, task, &args.grants).await;
     }
     let Some(fake) = args.model.strip_prefix("fake:") else {
         return fail("--model must be fake:<kind>");

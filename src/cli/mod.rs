@@ -3,10 +3,12 @@
 
 mod compare;
 mod design;
+mod model_args;
 mod suite;
 
 pub use compare::CompareFormat;
 pub use design::CardChoice;
+pub use model_args::{ModelArgs, RoleModelArgs};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -40,19 +42,30 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// Run every row with this model instead of the row's fake: `fake:KIND` or
+        /// `openai:NAME`.
+        #[arg(long)]
+        model: Option<String>,
+        /// How to reach an openai: model.
+        #[command(flatten)]
+        model_args: ModelArgs,
     },
-    /// Run one goal with a fake model and print its trace.
+    /// Run one goal and print its trace.
     Run {
         /// The goal.
         goal: String,
         /// The design: single (the ReAct-style loop), fixed, plan or policypal.
         #[arg(long, default_value = "single")]
         design: String,
-        /// The model, `fake:<kind>`. single: sensible, obey, loop, wander, hallucinate,
-        /// garbage, early_finish; plan: sensible, prose, long, bad_tool, bad_args, write;
-        /// policypal: sensible (= parallel), sequential, flail; fixed: ignored.
+        /// The model. single: `fake:KIND` (sensible, obey, loop, wander, hallucinate,
+        /// garbage, early_finish) or `openai:NAME` (a model behind an OpenAI-compatible
+        /// server); plan: fake sensible, prose, long, bad_tool, bad_args, write;
+        /// policypal: fake sensible (= parallel), sequential, flail; fixed: ignored.
         #[arg(long, default_value = "fake:sensible")]
         model: String,
+        /// How to reach an openai: model.
+        #[command(flatten)]
+        model_args: ModelArgs,
         /// The signed-in user.
         #[arg(long, default_value = "kwame")]
         user: String,
@@ -105,9 +118,11 @@ pub fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            Command::Suite { files, format } => suite::suite(&files, format).await,
-            Command::Run { goal, design, model, user, task, grant, card } => {
-                design::run(design::RunArgs { goal, design, model, user, task, grants: grant, card }).await
+            Command::Suite { files, format, model, model_args } => {
+                suite::suite(&files, format, model.as_deref(), &model_args).await
+            }
+            Command::Run { goal, design, model, model_args, user, task, grant, card } => {
+                design::run(design::RunArgs { goal, design, model, model_args, user, task, grants: grant, card }).await
             }
             Command::Compare { format } => compare::compare(format).await,
         }

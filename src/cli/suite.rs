@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, out};
-use crate::eval::scenarios::{SingleRow, bundled_single, parse_single_table, run_single};
-use crate::eval::{Env, LabConfig};
-use crate::model::FakeKind;
+use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, ModelArgs, out};
+use crate::eval::scenarios::{SingleRow, bundled_single, parse_single_table, run_single, run_single_with};
+use crate::eval::{DeciderSpec, Env, LabConfig};
+use crate::model::ModelSpec;
 
 fn load(files: &[PathBuf]) -> Result<Vec<SingleRow>, String> {
     if files.is_empty() {
@@ -20,8 +20,20 @@ fn load(files: &[PathBuf]) -> Result<Vec<SingleRow>, String> {
     Ok(rows)
 }
 
-/// Runs the tables and prints one line per row.
-pub(crate) async fn suite(files: &[PathBuf], format: Format) -> u8 {
+/// The decider a `--model` value selects and the environment (prices) it runs in.
+fn model_setup(model: Option<&str>, args: &ModelArgs) -> Result<(Option<DeciderSpec>, Env), String> {
+    let spec = model.map(str::parse::<ModelSpec>).transpose().map_err(|e| e.to_string())?;
+    let specs: Vec<&ModelSpec> = spec.iter().collect();
+    let endpoint = args.endpoint(&specs)?;
+    let env = args.env(&specs)?;
+    let decider =
+        spec.map(|m| DeciderSpec::from_model(&m, endpoint.as_ref())).transpose().map_err(|e| e.to_string())?;
+    Ok((decider, env))
+}
+
+/// Runs the tables and prints one line per row; with `model`, every row runs with that
+/// model instead of its fake.
+pub(crate) async fn suite(files: &[PathBuf], format: Format, model: Option<&str>, args: &ModelArgs) -> u8 {
     let rows = match load(files) {
         Ok(r) => r,
         Err(e) => {
@@ -29,8 +41,8 @@ pub(crate) async fn suite(files: &[PathBuf], format: Format) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let env = match Env::bundled() {
-        Ok(e) => e,
+    let (decider, env) = match model_setup(model, args) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("rolegate: {e}");
             return EXIT_USAGE;
@@ -38,7 +50,14 @@ pub(crate) async fn suite(files: &[PathBuf], format: Format) -> u8 {
     };
     let mut all_match = true;
     for row in &rows {
-        let outcome = match run_single(row, &env).await {
+        let run = match &decider {
+            None => run_single(row, &env).await,
+            Some(d) => match row.lab_config() {
+                Ok(cfg) => run_single_with(row, &env, LabConfig { decider: d.clone(), ..cfg }).await,
+                Err(e) => Err(e),
+            },
+        };
+        let outcome = match run {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("rolegate: {e}");
@@ -58,26 +77,24 @@ pub(crate) async fn suite(files: &[PathBuf], format: Format) -> u8 {
 }
 
 /// Runs one goal and prints the trace and the outcome.
-pub(crate) async fn run_one(goal: &str, model: &str, user: &str, task: &str, grants: &[String]) -> u8 {
-    let Some(kind) = model.strip_prefix("fake:") else {
-        eprintln!("rolegate: --model must be fake:<kind>");
-        return EXIT_USAGE;
-    };
-    let kind: FakeKind = match kind.parse() {
-        Ok(k) => k,
+pub(crate) async fn run_one(
+    goal: &str,
+    model: &str,
+    args: &ModelArgs,
+    user: &str,
+    task: &str,
+    grants: &[String],
+) -> u8 {
+    let (decider, env) = match model_setup(Some(model), args) {
+        Ok((Some(d), env)) => (d, env),
+        Ok((None, _)) => return EXIT_USAGE,
         Err(e) => {
             eprintln!("rolegate: {e}");
             return EXIT_USAGE;
         }
     };
-    let env = match Env::bundled() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("rolegate: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let cfg = LabConfig { user: user.into(), task: task.into(), grants: grants.to_vec(), ..LabConfig::fake(kind) };
+    let cfg =
+        LabConfig { decider, user: user.into(), task: task.into(), grants: grants.to_vec(), ..LabConfig::default() };
     let mut lab = cfg.build(&env);
     match lab.agent.run(goal, "run-1").await {
         Ok(run) => {

@@ -58,6 +58,11 @@ mod tests {
         let t = PriceTable::from_json(r#"{"models": {}}"#).unwrap();
         assert_eq!(t.price("gpt-x"), Err(CostError::UnknownModel("gpt-x".into())));
         assert!(PriceTable::from_json(r#"{"models": {}, "extra": 1}"#).is_err());
+        let t = t.with_zero_price("local");
+        assert_eq!(t.price("local"), Ok(Price::ZERO));
+        let priced =
+            PriceTable::from_json(r#"{"models": {"m": {"input_per_1k": "1", "output_per_1k": "2"}}}"#).unwrap();
+        assert_eq!(priced.clone().with_zero_price("m"), priced, "a priced model keeps its price");
     }
 
     #[test]

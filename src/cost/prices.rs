@@ -56,4 +56,11 @@ impl PriceTable {
     pub fn price(&self, model: &str) -> Result<Price, CostError> {
         self.models.get(model).copied().ok_or_else(|| CostError::UnknownModel(model.to_string()))
     }
+
+    /// This table with a zero price for `model` when it has none: the explicit opt-in
+    /// (`--zero-price`) for a local model nobody pays for. A priced model keeps its price.
+    pub fn with_zero_price(mut self, model: &str) -> Self {
+        self.models.entry(model.to_string()).or_insert(Price::ZERO);
+        self
+    }
 }

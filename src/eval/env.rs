@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::{Agent, CheckMode, RunBudget, Session};
-use crate::cost::{ManualClock, PriceTable};
+use crate::cost::{ManualClock, PriceTable, SharedClock, TokioClock};
 use crate::gate::{Policy, ToolGate};
 use crate::memory::SessionMemory;
-use crate::model::{Decider, FakeKind, FakeModel, ModelDecider, SlowClient};
+use crate::model::http::{ConfigError, Endpoint, HttpConfig};
+use crate::model::{Decider, FakeKind, FakeModel, HttpClient, ModelDecider, ModelSpec, SlowClient};
 use crate::world::{World, WorldData};
 
 /// The bundled price table, `data/prices.json`.
@@ -62,6 +63,24 @@ pub enum DeciderSpec {
     Fake(FakeKind),
     /// A fixed plan.
     Fixed(crate::model::FixedPlan),
+    /// A model behind an OpenAI-compatible server. The run's clock is then tokio time
+    /// (real in the binary), so the time budget counts the server's real latency; `slow`
+    /// does not apply.
+    Http(HttpConfig),
+}
+
+impl DeciderSpec {
+    /// The decider a `--model` value selects (`endpoint` is needed for `openai:`).
+    ///
+    /// # Errors
+    /// [`ConfigError::MissingBaseUrl`] for an `openai:` model without an endpoint.
+    pub fn from_model(model: &ModelSpec, endpoint: Option<&Endpoint>) -> Result<Self, ConfigError> {
+        match (model, model.http_config(endpoint)?) {
+            (_, Some(cfg)) => Ok(Self::Http(cfg)),
+            (ModelSpec::Fake(kind), None) => Ok(Self::Fake(*kind)),
+            (ModelSpec::OpenAi(_), None) => Err(ConfigError::MissingBaseUrl),
+        }
+    }
 }
 
 /// How to build one single agent for a test, an example or a scenario row.
@@ -113,7 +132,8 @@ pub struct Lab {
     pub agent: Agent,
     /// The world (its outbox shows what was sent).
     pub world: World,
-    /// The clock the agent and the slow wrapper share.
+    /// The clock the agent and the slow wrapper share (an HTTP decider runs on tokio
+    /// time instead, and this clock stays unused).
     pub clock: ManualClock,
 }
 
@@ -135,8 +155,13 @@ impl LabConfig {
             policy = policy.with_limit(tool, *n);
         }
         let gate = ToolGate::new(policy, world.clone());
+        let run_clock: SharedClock = match &self.decider {
+            DeciderSpec::Http(_) => std::sync::Arc::new(TokioClock::new()),
+            _ => clock.shared(),
+        };
         let decider: Box<dyn Decider> = match &self.decider {
             DeciderSpec::Fixed(plan) => Box::new(plan.clone()),
+            DeciderSpec::Http(cfg) => Box::new(ModelDecider::new(HttpClient::new(cfg.clone()))),
             DeciderSpec::Fake(kind) => match self.slow {
                 Some(per_call) => Box::new(ModelDecider::new(SlowClient {
                     inner: FakeModel::new(*kind),
@@ -150,12 +175,18 @@ impl LabConfig {
             Some(t) => t.iter().map(String::as_str).collect(),
             None => vec![self.task.as_str()],
         };
-        let mut agent =
-            Agent::new(decider, gate, Session::new(&self.user, &tasks), &self.task, clock.shared(), env.prices.clone());
+        let mut agent = Agent::new(
+            decider,
+            gate,
+            Session::new(&self.user, &tasks),
+            &self.task,
+            run_clock.clone(),
+            env.prices.clone(),
+        );
         agent.budget = self.budget.clone();
         agent.checks = self.checks;
         if self.memory && !self.user.is_empty() {
-            agent.memory = Some(SessionMemory::new(&self.user, clock.shared(), Duration::from_secs(60)));
+            agent.memory = Some(SessionMemory::new(&self.user, run_clock, Duration::from_secs(60)));
         }
         Lab { agent, world, clock }
     }

@@ -270,7 +270,16 @@ impl SingleRow {
 /// # Errors
 /// [`ScenarioError::Run`] when the run cannot be carried out.
 pub async fn run_single(row: &SingleRow, env: &Env) -> Result<SingleOutcome, ScenarioError> {
-    let mut lab = row.lab_config()?.build(env);
+    run_single_with(row, env, row.lab_config()?).await
+}
+
+/// Runs one row with `cfg` (the row's config with, e.g., another decider) and compares it
+/// with the row's expectation.
+///
+/// # Errors
+/// [`ScenarioError::Run`] when the run cannot be carried out.
+pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Result<SingleOutcome, ScenarioError> {
+    let mut lab = cfg.build(env);
     let run = lab
         .agent
         .run(&row.goal, &row.run_id())

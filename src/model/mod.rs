@@ -1,5 +1,7 @@
 //! Models: the request and response types, the [`LlmClient`] and [`Decider`] traits,
-//! fake models that misbehave on purpose, [`FixedPlan`] and the slow wrapper.
+//! fake models that misbehave on purpose, [`FixedPlan`], the slow wrapper, the
+//! OpenAI-compatible HTTP client ([`http`], the only network I/O of the crate), `--model`
+//! values ([`ModelSpec`]) and the trusted prompts ([`prompts`]).
 //!
 //! A model only ever returns text. Nothing a model says runs until the agent loop has
 //! parsed and checked it and the gate has allowed it.
@@ -7,7 +9,10 @@
 pub mod blocks;
 mod fake;
 mod fixed;
+pub mod http;
+pub mod prompts;
 mod scripted;
+mod spec;
 
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -20,7 +25,9 @@ use crate::tools::ToolSpec;
 
 pub use fake::{FAKE_KINDS, FakeKind, FakeModel};
 pub use fixed::FixedPlan;
+pub use http::HttpClient;
 pub use scripted::{ScriptedModel, research_script};
+pub use spec::{FAKE_PREFIX, ModelSpec, OPENAI_PREFIX, RoleModels};
 
 /// A boxed, sendable future: what the async traits of this module return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -1,0 +1,406 @@
+//! Configuration of the HTTP client: where the server is ([`Endpoint`]), which model a
+//! client asks ([`HttpConfig`]), and how flags and environment variables resolve into
+//! them. The API key comes from the environment only and never appears in `Debug`
+//! output, errors or traces.
+
+use reqwest::Url;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Environment variable holding the server's base URL (the `--base-url` flag wins).
+pub const ENV_BASE_URL: &str = "ROLEGATE_BASE_URL";
+/// Environment variable holding the API key (there is no flag for it, on purpose).
+pub const ENV_API_KEY: &str = "ROLEGATE_API_KEY";
+/// Environment variable choosing `native` or `text` tool calling (`--tool-mode` wins).
+pub const ENV_TOOL_MODE: &str = "ROLEGATE_TOOL_MODE";
+/// Environment variable with the per-call timeout in seconds (`--timeout-secs` wins).
+pub const ENV_TIMEOUT_SECS: &str = "ROLEGATE_TIMEOUT_SECS";
+/// Environment variable with the most retries after a 429 or 5xx (`--retries` wins).
+pub const ENV_RETRIES: &str = "ROLEGATE_RETRIES";
+
+/// Longest model name accepted (it is also the price table key).
+pub const MAX_MODEL_NAME: usize = 200;
+
+/// Errors in a model configuration: caught before any run starts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A `--model` value that is neither `fake:<kind>` nor `openai:<name>`.
+    #[error("unknown model {0:?}: use fake:<kind> or openai:<name>")]
+    UnknownModel(String),
+    /// A model name that is empty, too long or holds control characters.
+    #[error("bad model name {0:?}: 1 to 200 characters, no control characters")]
+    BadModelName(String),
+    /// An HTTP model without a base URL.
+    #[error(
+        "an openai: model needs the server's base URL: --base-url or {ENV_BASE_URL}, e.g. http://127.0.0.1:8000/v1"
+    )]
+    MissingBaseUrl,
+    /// A base URL that does not parse or is not usable.
+    #[error("bad base URL: {0}")]
+    BadBaseUrl(String),
+    /// A setting (flag or environment variable) with a bad value.
+    #[error("bad value for {name}: {message}")]
+    BadSetting {
+        /// The flag or variable.
+        name: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// An API key. It is sent as a bearer token and shown nowhere: `Debug` prints a
+/// placeholder and there is no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// A key; `None` for an empty or blank value.
+    pub fn new(key: impl Into<String>) -> Option<Self> {
+        let key = key.into();
+        if key.trim().is_empty() { None } else { Some(Self(key.trim().to_string())) }
+    }
+
+    /// The key itself, for the `Authorization` header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<hidden>)")
+    }
+}
+
+/// How tools are offered to the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolMode {
+    /// OpenAI function calling: the task's tools plus a `finish` function are sent as
+    /// `tools`; a reply's `tool_calls` become the proposal. A plain text reply is still
+    /// read as proposal JSON.
+    #[default]
+    Native,
+    /// For servers without tool calling: no `tools` are sent; the model answers the
+    /// proposal JSON as text (the system prompt lists the tools). One surrounding code
+    /// fence is tolerated.
+    Text,
+}
+
+impl ToolMode {
+    /// `native` or `text`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Native => "native",
+            Self::Text => "text",
+        }
+    }
+}
+
+impl FromStr for ToolMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "native" => Ok(Self::Native),
+            "text" => Ok(Self::Text),
+            other => Err(format!("{other:?} is not a tool mode (native or text)")),
+        }
+    }
+}
+
+/// Retries after a 429 or a 5xx answer. Without jitter, so a run is repeatable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Most retries after the first attempt (0: no retry).
+    pub max_retries: u32,
+    /// The first backoff; each further retry doubles it.
+    pub base_delay: Duration,
+    /// The longest backoff.
+    pub max_delay: Duration,
+    /// The longest `Retry-After` honoured; a server asking for more ends the call with
+    /// its code at once instead of waiting.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 2,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The backoff before retry number `retry` (0-based): `base_delay * 2^retry`, at most
+    /// `max_delay`.
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let factor = 1u32.checked_shl(retry.min(31)).unwrap_or(u32::MAX);
+        self.base_delay.saturating_mul(factor).min(self.max_delay)
+    }
+}
+
+/// Where the server is and how to talk to it; shared by every role and design of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The base URL, ending in `/` (e.g. `http://127.0.0.1:8000/v1/`); requests go to
+    /// `chat/completions` under it.
+    pub base_url: Url,
+    /// The API key, if the server wants one.
+    pub api_key: Option<ApiKey>,
+    /// Native tool calling or proposal JSON as text.
+    pub tool_mode: ToolMode,
+    /// The limit of one attempt (connect, send, whole answer).
+    pub timeout: Duration,
+    /// Retries after 429 and 5xx.
+    pub retry: RetryPolicy,
+    /// The largest answer body read, in bytes.
+    pub max_response_bytes: usize,
+}
+
+/// The default per-attempt timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The default largest answer body.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
+impl Endpoint {
+    /// An endpoint with default settings and no key.
+    ///
+    /// # Errors
+    /// [`ConfigError::BadBaseUrl`] for a URL that does not parse, is not `http` or
+    /// `https`, carries a user name or password (keys belong in [`ENV_API_KEY`]), a query
+    /// or a fragment.
+    pub fn new(base_url: &str) -> Result<Self, ConfigError> {
+        Ok(Self {
+            base_url: parse_base_url(base_url)?,
+            api_key: None,
+            tool_mode: ToolMode::default(),
+            timeout: DEFAULT_TIMEOUT,
+            retry: RetryPolicy::default(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        })
+    }
+
+    /// Resolves an endpoint from flags (which win) and the environment, read through
+    /// `env` (the binary passes `std::env::var`; tests pass a map).
+    ///
+    /// # Errors
+    /// [`ConfigError::MissingBaseUrl`] when neither gives a base URL; [`ConfigError`]
+    /// variants for values that do not parse.
+    pub fn resolve(flags: &HttpFlags, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let url = flags.base_url.clone().or_else(|| env(ENV_BASE_URL)).ok_or(ConfigError::MissingBaseUrl)?;
+        let mut endpoint = Self::new(&url)?;
+        endpoint.api_key = env(ENV_API_KEY).and_then(ApiKey::new);
+        endpoint.tool_mode = match (flags.tool_mode, env(ENV_TOOL_MODE)) {
+            (Some(m), _) => m,
+            (None, Some(v)) => v.parse().map_err(|message| ConfigError::BadSetting { name: ENV_TOOL_MODE, message })?,
+            (None, None) => ToolMode::default(),
+        };
+        let timeout = match flags.timeout_secs {
+            Some(s) => Some(("--timeout-secs", s)),
+            None => match env(ENV_TIMEOUT_SECS) {
+                Some(v) => Some((
+                    ENV_TIMEOUT_SECS,
+                    v.trim()
+                        .parse::<f64>()
+                        .map_err(|e| ConfigError::BadSetting { name: ENV_TIMEOUT_SECS, message: e.to_string() })?,
+                )),
+                None => None,
+            },
+        };
+        if let Some((name, secs)) = timeout {
+            endpoint.timeout = Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+                ConfigError::BadSetting { name, message: "must be a positive number of seconds".into() }
+            })?;
+        }
+        endpoint.retry.max_retries = match (flags.max_retries, env(ENV_RETRIES)) {
+            (Some(n), _) => n,
+            (None, Some(v)) => v.trim().parse().map_err(|e: std::num::ParseIntError| ConfigError::BadSetting {
+                name: ENV_RETRIES,
+                message: e.to_string(),
+            })?,
+            (None, None) => endpoint.retry.max_retries,
+        };
+        if endpoint.retry.max_retries > 10 {
+            return Err(ConfigError::BadSetting { name: "retries", message: "at most 10".into() });
+        }
+        Ok(endpoint)
+    }
+
+    /// The configuration of a client asking `model` at this endpoint.
+    ///
+    /// # Errors
+    /// [`ConfigError::BadModelName`].
+    pub fn config(&self, model: &str) -> Result<HttpConfig, ConfigError> {
+        check_model_name(model)?;
+        Ok(HttpConfig { model: model.to_string(), endpoint: self.clone() })
+    }
+
+    /// The chat-completions URL.
+    pub fn chat_url(&self) -> Url {
+        // `base_url` ends in `/` and `chat/completions` is a relative path: joining cannot
+        // fail, but fall back to the base rather than panic.
+        self.base_url.join("chat/completions").unwrap_or_else(|_| self.base_url.clone())
+    }
+
+    /// True when the server is on this machine (loopback), where no proxy is used.
+    pub fn is_loopback(&self) -> bool {
+        let Some(host) = self.base_url.host_str() else { return false };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+/// What one HTTP client needs: the model it asks (the name sent to the server and the
+/// price table key) and the endpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// The model name, as the server knows it and as `data/prices.json` prices it.
+    pub model: String,
+    /// The server.
+    pub endpoint: Endpoint,
+}
+
+impl HttpConfig {
+    /// The same endpoint asking another model (e.g. one model per role).
+    ///
+    /// # Errors
+    /// [`ConfigError::BadModelName`].
+    pub fn with_model(&self, model: &str) -> Result<Self, ConfigError> {
+        self.endpoint.config(model)
+    }
+}
+
+/// Settings given as command-line flags; each wins over its environment variable.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HttpFlags {
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--tool-mode`.
+    pub tool_mode: Option<ToolMode>,
+    /// `--timeout-secs`.
+    pub timeout_secs: Option<f64>,
+    /// `--retries`.
+    pub max_retries: Option<u32>,
+}
+
+/// Checks a model name: 1 to 200 characters, no control characters.
+pub(crate) fn check_model_name(model: &str) -> Result<(), ConfigError> {
+    if model.is_empty() || model.chars().count() > MAX_MODEL_NAME || model.chars().any(char::is_control) {
+        return Err(ConfigError::BadModelName(model.chars().take(40).collect()));
+    }
+    Ok(())
+}
+
+pub(crate) fn parse_base_url(text: &str) -> Result<Url, ConfigError> {
+    let mut url = Url::parse(text.trim()).map_err(|e| ConfigError::BadBaseUrl(e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ConfigError::BadBaseUrl(format!("scheme {:?}: use http or https", url.scheme())));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(ConfigError::BadBaseUrl(format!("no credentials in the URL: put the key in {ENV_API_KEY}")));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(ConfigError::BadBaseUrl("no query or fragment".into()));
+    }
+    if url.host().is_none() {
+        return Err(ConfigError::BadBaseUrl("no host".into()));
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn base_urls_are_normalised_and_credentials_refused() {
+        let e = Endpoint::new("http://127.0.0.1:8000/v1").unwrap();
+        assert_eq!(e.chat_url().as_str(), "http://127.0.0.1:8000/v1/chat/completions");
+        assert!(e.is_loopback());
+        let e = Endpoint::new("https://api.example.org/v1/").unwrap();
+        assert_eq!(e.chat_url().as_str(), "https://api.example.org/v1/chat/completions");
+        assert!(!e.is_loopback());
+        for bad in ["ftp://x/v1", "not a url", "http://user:secret@host/v1", "http://host/v1?key=1", "unix:/tmp/s"] {
+            let err = Endpoint::new(bad).unwrap_err();
+            assert!(matches!(err, ConfigError::BadBaseUrl(_)), "{bad}: {err}");
+            assert!(!err.to_string().contains("secret"));
+        }
+    }
+
+    #[test]
+    fn flags_win_over_the_environment_and_the_key_comes_only_from_it() {
+        let env = env_of(&[
+            (ENV_BASE_URL, "http://localhost:11434/v1"),
+            (ENV_API_KEY, "sk-test-123"),
+            (ENV_TOOL_MODE, "text"),
+            (ENV_TIMEOUT_SECS, "30"),
+            (ENV_RETRIES, "1"),
+        ]);
+        let e = Endpoint::resolve(&HttpFlags::default(), &env).unwrap();
+        assert_eq!(e.base_url.as_str(), "http://localhost:11434/v1/");
+        assert_eq!(e.tool_mode, ToolMode::Text);
+        assert_eq!(e.timeout, Duration::from_secs(30));
+        assert_eq!(e.retry.max_retries, 1);
+        assert_eq!(e.api_key.as_ref().map(ApiKey::expose), Some("sk-test-123"));
+        assert!(!format!("{e:?}").contains("sk-test"), "the key never shows in Debug");
+        let flags = HttpFlags {
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            tool_mode: Some(ToolMode::Native),
+            timeout_secs: Some(5.0),
+            max_retries: Some(0),
+        };
+        let e = Endpoint::resolve(&flags, &env).unwrap();
+        assert_eq!(e.base_url.as_str(), "http://127.0.0.1:8080/v1/");
+        assert_eq!((e.tool_mode, e.timeout, e.retry.max_retries), (ToolMode::Native, Duration::from_secs(5), 0));
+        assert_eq!(Endpoint::resolve(&HttpFlags::default(), &env_of(&[])), Err(ConfigError::MissingBaseUrl));
+        let e = Endpoint::resolve(&HttpFlags::default(), &env_of(&[(ENV_BASE_URL, "http://h/v1"), (ENV_API_KEY, " ")]))
+            .unwrap();
+        assert_eq!(e.api_key, None, "a blank key is no key");
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let base = (ENV_BASE_URL, "http://h/v1");
+        for (pairs, name) in [
+            (vec![base, (ENV_TOOL_MODE, "smoke")], ENV_TOOL_MODE),
+            (vec![base, (ENV_TIMEOUT_SECS, "soon")], ENV_TIMEOUT_SECS),
+            (vec![base, (ENV_TIMEOUT_SECS, "0")], ENV_TIMEOUT_SECS),
+            (vec![base, (ENV_TIMEOUT_SECS, "-1")], ENV_TIMEOUT_SECS),
+            (vec![base, (ENV_RETRIES, "many")], ENV_RETRIES),
+            (vec![base, (ENV_RETRIES, "11")], "retries"),
+        ] {
+            match Endpoint::resolve(&HttpFlags::default(), &env_of(&pairs)) {
+                Err(ConfigError::BadSetting { name: n, .. }) => assert_eq!(n, name),
+                other => panic!("{pairs:?}: {other:?}"),
+            }
+        }
+        let e = Endpoint::new("http://h/v1").unwrap();
+        assert!(e.config("qwen2.5:7b").is_ok());
+        for bad in ["", "a\nb", &"m".repeat(201)] {
+            assert!(matches!(e.config(bad), Err(ConfigError::BadModelName(_))));
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let p = RetryPolicy::default();
+        let got: Vec<u64> = (0..7).map(|i| p.backoff(i).as_millis() as u64).collect();
+        assert_eq!(got, [500, 1000, 2000, 4000, 8000, 8000, 8000]);
+        assert_eq!(p.backoff(u32::MAX), Duration::from_secs(8));
+    }
+}

@@ -1,0 +1,465 @@
+//! The OpenAI-compatible HTTP client, [`HttpClient`]: an [`LlmClient`] speaking chat
+//! completions to vLLM, llama.cpp's server, Ollama or a hosted API. **This module is the
+//! only place in rolegate that does network I/O.**
+//!
+//! - Tools: in [`ToolMode::Native`] the request's tools and a `finish` function are sent;
+//!   a reply's tool calls become the proposal text the loop parses (see `wire` for the
+//!   exact mapping). [`ToolMode::Text`] is the fallback for servers without tool
+//!   calling: the model answers the proposal JSON as text.
+//! - Usage from the answer goes into [`LlmResponse::usage`]; prices stay in
+//!   `data/prices.json`, keyed by the model name.
+//! - Each attempt has a timeout; 429 and 5xx answers are retried a bounded number of
+//!   times with a doubling backoff or the server's `Retry-After` (seconds form; the
+//!   date form falls back to the backoff). The backoff sleeps through an injected
+//!   [`Sleeper`].
+//! - Cancellation: dropping the future abandons the request in flight and any backoff
+//!   (the agent loop races every call against the run's token); a client given a token
+//!   with [`HttpClient::with_cancel`] also stops by itself with `cancelled`.
+//! - Every failure is a [`ModelError::Failed`] with an [`HttpCode`], never a panic.
+
+pub mod config;
+mod wire;
+
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+use super::{BoxFuture, LlmClient, LlmRequest, LlmResponse, ModelError};
+pub use config::{
+    ApiKey, ConfigError, ENV_API_KEY, ENV_BASE_URL, ENV_RETRIES, ENV_TIMEOUT_SECS, ENV_TOOL_MODE, Endpoint, HttpConfig,
+    HttpFlags, RetryPolicy, ToolMode,
+};
+pub use wire::{FINISH_TOOL, MAX_TOOL_CALLS, finish_function, proposal_of, strip_fence};
+
+/// Why an HTTP model call failed: the code written into the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum HttpCode {
+    /// Nothing listens at the base URL.
+    ConnectionRefused,
+    /// Any other failure to connect (name lookup, TLS handshake, …).
+    ConnectFailed,
+    /// An attempt took longer than the per-call timeout.
+    Timeout,
+    /// 429, still after the allowed retries (or the server asked to wait too long).
+    RateLimited,
+    /// 5xx, still after the allowed retries.
+    ServerError,
+    /// 401 or 403: the key is missing or wrong.
+    Unauthorized,
+    /// 404: wrong base URL or unknown model.
+    NotFound,
+    /// Another 4xx.
+    ClientError,
+    /// A status that is neither success nor an error (a redirect, which is not followed).
+    UnexpectedStatus,
+    /// The connection broke while sending or reading.
+    Transport,
+    /// The answer was longer than the configured limit.
+    ResponseTooLarge,
+    /// The answer is not the chat-completions JSON (no `choices[0].message`, not JSON).
+    MalformedJson,
+    /// A reply with neither text nor a tool call.
+    EmptyReply,
+    /// A tool call whose arguments are not a JSON object.
+    InvalidToolArguments,
+    /// A tool named like the finishing function (native mode).
+    ReservedToolName,
+    /// The HTTP client could not be built.
+    ClientInit,
+    /// The client's own cancellation token fired.
+    Cancelled,
+}
+
+impl HttpCode {
+    /// Every code, in declaration order.
+    pub const ALL: [HttpCode; 17] = [
+        Self::ConnectionRefused,
+        Self::ConnectFailed,
+        Self::Timeout,
+        Self::RateLimited,
+        Self::ServerError,
+        Self::Unauthorized,
+        Self::NotFound,
+        Self::ClientError,
+        Self::UnexpectedStatus,
+        Self::Transport,
+        Self::ResponseTooLarge,
+        Self::MalformedJson,
+        Self::EmptyReply,
+        Self::InvalidToolArguments,
+        Self::ReservedToolName,
+        Self::ClientInit,
+        Self::Cancelled,
+    ];
+
+    /// The code as text (the serde name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ConnectionRefused => "connection_refused",
+            Self::ConnectFailed => "connect_failed",
+            Self::Timeout => "timeout",
+            Self::RateLimited => "rate_limited",
+            Self::ServerError => "server_error",
+            Self::Unauthorized => "unauthorized",
+            Self::NotFound => "not_found",
+            Self::ClientError => "client_error",
+            Self::UnexpectedStatus => "unexpected_status",
+            Self::Transport => "transport",
+            Self::ResponseTooLarge => "response_too_large",
+            Self::MalformedJson => "malformed_json",
+            Self::EmptyReply => "empty_reply",
+            Self::InvalidToolArguments => "invalid_tool_arguments",
+            Self::ReservedToolName => "reserved_tool_name",
+            Self::ClientInit => "client_init",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for HttpCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failed call: its code and a detail for the trace (never the key).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct HttpFailure {
+    /// The code.
+    pub code: HttpCode,
+    /// Details.
+    pub message: String,
+}
+
+impl HttpFailure {
+    /// A failure.
+    pub fn new(code: HttpCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+}
+
+impl From<HttpFailure> for ModelError {
+    fn from(f: HttpFailure) -> Self {
+        ModelError::Failed { code: f.code.as_str(), message: f.message }
+    }
+}
+
+/// Waits between retries. Injected so that tests never sleep for real.
+pub trait Sleeper: Send + Sync + fmt::Debug {
+    /// A future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+}
+
+/// The real sleeper: `tokio::time::sleep` (paused tokio time in tests controls it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// Most characters of an error body quoted in a failure message.
+const BODY_QUOTE_CHARS: usize = 200;
+
+/// An [`LlmClient`] over OpenAI-compatible chat completions.
+pub struct HttpClient {
+    /// Model and endpoint.
+    config: HttpConfig,
+    /// The connection pool, built on the first call and kept for the client's life.
+    client: Option<reqwest::Client>,
+    /// Waits between retries.
+    sleeper: Arc<dyn Sleeper>,
+    /// Stops the client by itself when fired (besides the caller dropping the future).
+    cancel: Option<CancellationToken>,
+}
+
+impl fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClient").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl HttpClient {
+    /// A client; nothing is connected until the first call.
+    pub fn new(config: HttpConfig) -> Self {
+        Self { config, client: None, sleeper: Arc::new(TokioSleeper), cancel: None }
+    }
+
+    /// The same client waiting between retries with `sleeper`.
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = sleeper;
+        self
+    }
+
+    /// The same client stopping with `cancelled` when `token` fires (e.g. a role's child
+    /// token), even when the caller does not race the call against it.
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    fn pool(&mut self) -> Result<reqwest::Client, HttpFailure> {
+        if let Some(c) = &self.client {
+            return Ok(c.clone());
+        }
+        let ep = &self.config.endpoint;
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("rolegate/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(ep.timeout)
+            .redirect(reqwest::redirect::Policy::none());
+        if ep.is_loopback() {
+            // a local server is never reached through a proxy from the environment
+            builder = builder.no_proxy();
+        }
+        let client = builder.build().map_err(|e| HttpFailure::new(HttpCode::ClientInit, error_chain(&e)))?;
+        self.client = Some(client.clone());
+        Ok(client)
+    }
+
+    /// One call with its retries.
+    async fn call(&mut self, request: &LlmRequest) -> Result<LlmResponse, HttpFailure> {
+        let ep = self.config.endpoint.clone();
+        let body = wire::request_body(&self.config.model, ep.tool_mode, request)?;
+        let pool = self.pool()?;
+        let url = ep.chat_url();
+        let mut retries = 0u32;
+        loop {
+            let (failure, retry_after) = match attempt(&pool, &ep, &url, &body).await {
+                Attempt::Answer(bytes) => return wire::read_reply(&bytes, &self.config.model),
+                Attempt::Fail(f) => return Err(f),
+                Attempt::Retry { failure, retry_after } => (failure, retry_after),
+            };
+            if retries >= ep.retry.max_retries {
+                return Err(HttpFailure::new(failure.code, format!("{} (after {retries} retries)", failure.message)));
+            }
+            let wait = match retry_after {
+                Some(wait) if wait > ep.retry.max_retry_after => {
+                    return Err(HttpFailure::new(
+                        failure.code,
+                        format!(
+                            "{} (Retry-After {}s is longer than the {}s allowed)",
+                            failure.message,
+                            wait.as_secs(),
+                            ep.retry.max_retry_after.as_secs()
+                        ),
+                    ));
+                }
+                Some(wait) => wait,
+                None => ep.retry.backoff(retries),
+            };
+            tracing::debug!(
+                model = %self.config.model,
+                code = failure.code.as_str(),
+                retry = retries + 1,
+                wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                "model call retried"
+            );
+            self.sleeper.sleep(wait).await;
+            retries += 1;
+        }
+    }
+}
+
+impl LlmClient for HttpClient {
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        let cancel = self.cancel.clone();
+        Box::pin(async move {
+            let result = match cancel {
+                Some(token) => tokio::select! {
+                    biased;
+                    () = token.cancelled() => Err(HttpFailure::new(HttpCode::Cancelled, "model call abandoned")),
+                    r = self.call(request) => r,
+                },
+                None => self.call(request).await,
+            };
+            result.map_err(ModelError::from)
+        })
+    }
+}
+
+enum Attempt {
+    Answer(Vec<u8>),
+    Retry { failure: HttpFailure, retry_after: Option<Duration> },
+    Fail(HttpFailure),
+}
+
+async fn attempt(pool: &reqwest::Client, ep: &Endpoint, url: &reqwest::Url, body: &[u8]) -> Attempt {
+    let work = async {
+        let mut req = pool
+            .post(url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json")
+            .body(body.to_vec());
+        if let Some(key) = &ep.api_key {
+            // reqwest marks the header sensitive, so it is never printed either
+            req = req.bearer_auth(key.expose());
+        }
+        let mut resp = req.send().await.map_err(transport_failure)?;
+        let status = resp.status();
+        let retry_after = resp.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(retry_after_secs);
+        let bytes = read_limited(&mut resp, ep.max_response_bytes).await?;
+        Ok::<_, HttpFailure>((status, retry_after, bytes))
+    };
+    match tokio::time::timeout(ep.timeout, work).await {
+        Err(_) => Attempt::Fail(HttpFailure::new(
+            HttpCode::Timeout,
+            format!("no complete answer within {:.1}s", ep.timeout.as_secs_f64()),
+        )),
+        Ok(Err(f)) => Attempt::Fail(f),
+        Ok(Ok((status, retry_after, bytes))) => classify(status, retry_after, bytes),
+    }
+}
+
+fn classify(status: StatusCode, retry_after: Option<Duration>, bytes: Vec<u8>) -> Attempt {
+    if status.is_success() {
+        return Attempt::Answer(bytes);
+    }
+    let message = format!("HTTP {}: {}", status.as_u16(), quote(&bytes));
+    let failure = |code| HttpFailure::new(code, message.clone());
+    match status.as_u16() {
+        429 => Attempt::Retry { failure: failure(HttpCode::RateLimited), retry_after },
+        500..=599 => Attempt::Retry { failure: failure(HttpCode::ServerError), retry_after },
+        401 | 403 => Attempt::Fail(failure(HttpCode::Unauthorized)),
+        404 => Attempt::Fail(failure(HttpCode::NotFound)),
+        400..=499 => Attempt::Fail(failure(HttpCode::ClientError)),
+        _ => Attempt::Fail(failure(HttpCode::UnexpectedStatus)),
+    }
+}
+
+/// The start of an error body, on one line.
+fn quote(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    one_line.chars().take(BODY_QUOTE_CHARS).collect()
+}
+
+async fn read_limited(resp: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, HttpFailure> {
+    let too_large = || HttpFailure::new(HttpCode::ResponseTooLarge, format!("answer longer than {max} bytes"));
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(transport_failure)? {
+        if out.len() + chunk.len() > max {
+            return Err(too_large());
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// Reads the seconds form of `Retry-After`; the HTTP-date form gives `None` (the
+/// client then uses its own backoff, so it never needs the wall clock).
+pub fn retry_after_secs(value: &str) -> Option<Duration> {
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+fn transport_failure(e: reqwest::Error) -> HttpFailure {
+    // the URL is the configured base URL: known, and long enough to hide the cause
+    let e = e.without_url();
+    let code = if e.is_timeout() {
+        HttpCode::Timeout
+    } else if e.is_connect() {
+        if refused(&e) { HttpCode::ConnectionRefused } else { HttpCode::ConnectFailed }
+    } else {
+        HttpCode::Transport
+    };
+    HttpFailure::new(code, error_chain(&e))
+}
+
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// An error and its causes, the most specific first (the trace clips details, so the
+/// cause that names the problem comes before the generic "error sending request").
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(err) = cur {
+        let s = err.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+        cur = err.source();
+    }
+    parts.reverse();
+    parts.join(" <- ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_snake_case_and_match_serde() {
+        for code in HttpCode::ALL {
+            let json = serde_json::to_string(&code).unwrap();
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+            assert!(code.as_str().bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+        }
+        let e: ModelError = HttpFailure::new(HttpCode::Timeout, "slow").into();
+        assert_eq!(e, ModelError::Failed { code: "timeout", message: "slow".into() });
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_only() {
+        assert_eq!(retry_after_secs(" 2 "), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after_secs("0"), Some(Duration::ZERO));
+        assert_eq!(retry_after_secs("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(retry_after_secs("-1"), None);
+    }
+
+    #[test]
+    fn statuses_are_classified() {
+        let code = |s: u16| match classify(StatusCode::from_u16(s).unwrap(), None, b"{\"error\":\"x\"}".to_vec()) {
+            Attempt::Answer(_) => "answer",
+            Attempt::Retry { failure, .. } | Attempt::Fail(failure) => failure.code.as_str(),
+        };
+        let got: Vec<_> = [200, 429, 500, 503, 401, 403, 404, 400, 422, 302].iter().map(|s| code(*s)).collect();
+        assert_eq!(
+            got,
+            [
+                "answer",
+                "rate_limited",
+                "server_error",
+                "server_error",
+                "unauthorized",
+                "unauthorized",
+                "not_found",
+                "client_error",
+                "client_error",
+                "unexpected_status"
+            ]
+        );
+        assert!(matches!(classify(StatusCode::BAD_REQUEST, None, vec![]), Attempt::Fail(_)));
+        assert_eq!(quote("a\n  b\tc".as_bytes()), "a b c");
+    }
+}

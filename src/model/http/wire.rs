@@ -1,0 +1,427 @@
+//! The OpenAI-compatible chat-completions wire format: the request body built from an
+//! [`LlmRequest`], and an answer read back into an [`LlmResponse`] whose text is a
+//! proposal the agent loop parses strictly.
+//!
+//! The mapping of a reply:
+//! - tool calls present: the first one becomes the proposal — `finish` with its
+//!   arguments becomes `{"action":"finish", …arguments}`, any other name becomes
+//!   `{"action":"call","tool":name,"arguments":…}`; every call stays in
+//!   [`LlmResponse::tool_calls`] for designs that run several calls per reply;
+//! - otherwise the text is the proposal (one surrounding code fence is removed);
+//! - neither: `empty_reply`. Arguments that are not a JSON object:
+//!   `invalid_tool_arguments`. A body without `choices[0].message`: `malformed_json`.
+//!
+//! The server's answer may carry fields this module does not know (servers add many);
+//! only what is needed is read. Our own proposal format stays strict: the loop rejects
+//! unknown fields in what this module produces.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::HttpCode;
+use super::HttpFailure;
+use super::config::ToolMode;
+use crate::model::{LlmRequest, LlmResponse, MessageRole, RequestedCall, Usage};
+
+/// The name of the function a model calls to finish (native tool calling).
+pub const FINISH_TOOL: &str = "finish";
+
+/// Most tool calls read from one reply.
+pub const MAX_TOOL_CALLS: usize = 16;
+
+#[derive(Serialize)]
+struct ChatRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Value>,
+    stream: bool,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+fn role_name(role: MessageRole) -> &'static str {
+    match role {
+        MessageRole::System => "system",
+        MessageRole::User => "user",
+        MessageRole::Assistant => "assistant",
+        MessageRole::Tool => "tool",
+    }
+}
+
+/// The `finish` function offered in native mode.
+pub fn finish_function() -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": FINISH_TOOL,
+            "description": "Finish the task: a short answer and the ids of the successful observations (o1, o2, ...) it rests on.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "answer": {"type": "string", "description": "The short answer."},
+                    "sources": {"type": "array", "items": {"type": "string"}, "description": "Observation ids, e.g. [\"o1\", \"o2\"]."}
+                },
+                "required": ["answer", "sources"],
+                "additionalProperties": false
+            }
+        }
+    })
+}
+
+/// The JSON body of a chat-completions request for `request`.
+///
+/// # Errors
+/// `reserved_tool_name` when, in native mode, a tool of the request is called `finish`
+/// (the name of the finishing function).
+pub fn request_body(default_model: &str, mode: ToolMode, request: &LlmRequest) -> Result<Vec<u8>, HttpFailure> {
+    let model = if request.model.is_empty() { default_model } else { request.model.as_str() };
+    let messages = request
+        .messages
+        .iter()
+        .map(|m| WireMessage {
+            role: role_name(m.role),
+            content: &m.content,
+            tool_calls: m
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    json!({
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments.to_string()}
+                    })
+                })
+                .collect(),
+            tool_call_id: m.tool_call_id.as_deref(),
+        })
+        .collect();
+    let tools = match mode {
+        ToolMode::Text => Vec::new(),
+        ToolMode::Native => {
+            if request.tools.iter().any(|t| t.name == FINISH_TOOL) {
+                return Err(HttpFailure::new(
+                    HttpCode::ReservedToolName,
+                    format!("a tool may not be called {FINISH_TOOL:?} in native mode"),
+                ));
+            }
+            let mut tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "function",
+                        "function": {"name": t.name, "description": t.description, "parameters": t.parameters}
+                    })
+                })
+                .collect();
+            tools.push(finish_function());
+            tools
+        }
+    };
+    let body = ChatRequest { model, messages, max_tokens: request.max_tokens, tools, stream: false };
+    serde_json::to_vec(&body).map_err(|e| HttpFailure::new(HttpCode::ClientInit, format!("request body: {e}")))
+}
+
+#[derive(Deserialize)]
+struct ChatResponse {
+    choices: Vec<Choice>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: ReplyMessage,
+}
+
+#[derive(Deserialize)]
+struct ReplyMessage {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ReplyCall>>,
+}
+
+#[derive(Deserialize)]
+struct ReplyCall {
+    #[serde(default)]
+    id: Option<String>,
+    function: ReplyFunction,
+}
+
+#[derive(Deserialize)]
+struct ReplyFunction {
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
+fn malformed(message: impl Into<String>) -> HttpFailure {
+    HttpFailure::new(HttpCode::MalformedJson, message)
+}
+
+/// Reads a successful answer body.
+///
+/// # Errors
+/// `malformed_json`, `empty_reply` or `invalid_tool_arguments`.
+pub fn read_reply(body: &[u8], default_model: &str) -> Result<LlmResponse, HttpFailure> {
+    let reply: ChatResponse = serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
+    let Some(choice) = reply.choices.into_iter().next() else {
+        return Err(malformed("no choices in the answer"));
+    };
+    let usage = reply.usage.as_ref().and_then(read_usage);
+    let model = reply.model.filter(|m| !m.is_empty()).unwrap_or_else(|| default_model.to_string());
+    let calls = read_calls(choice.message.tool_calls.unwrap_or_default())?;
+    let text = match calls.first() {
+        Some(first) => proposal_of(first),
+        None => {
+            let content = read_content(choice.message.content)?;
+            let text = strip_fence(&content).trim();
+            if text.is_empty() {
+                return Err(HttpFailure::new(HttpCode::EmptyReply, "the reply has neither text nor a tool call"));
+            }
+            text.to_string()
+        }
+    };
+    Ok(LlmResponse { text, model, usage, tool_calls: calls })
+}
+
+fn read_usage(v: &Value) -> Option<Usage> {
+    let input = v.get("prompt_tokens")?.as_u64()?;
+    let output = v.get("completion_tokens")?.as_u64()?;
+    Some(Usage { input_tokens: input, output_tokens: output })
+}
+
+fn read_content(content: Option<Value>) -> Result<String, HttpFailure> {
+    match content {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s),
+        // the newer "content parts" form: concatenate the text parts
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for p in &parts {
+                match p.get("text").and_then(Value::as_str) {
+                    Some(t) => text.push_str(t),
+                    None => return Err(malformed("a content part without text")),
+                }
+            }
+            Ok(text)
+        }
+        Some(_) => Err(malformed("content is neither text nor a list of parts")),
+    }
+}
+
+fn read_calls(raw: Vec<ReplyCall>) -> Result<Vec<RequestedCall>, HttpFailure> {
+    if raw.len() > MAX_TOOL_CALLS {
+        return Err(malformed(format!("more than {MAX_TOOL_CALLS} tool calls in one reply")));
+    }
+    let mut calls = Vec::with_capacity(raw.len());
+    for (i, c) in raw.into_iter().enumerate() {
+        let arguments = match c.function.arguments {
+            Value::Null => Value::Object(Map::new()),
+            Value::String(s) if s.trim().is_empty() => Value::Object(Map::new()),
+            Value::String(s) => serde_json::from_str(&s).map_err(|e| {
+                HttpFailure::new(
+                    HttpCode::InvalidToolArguments,
+                    format!("{}: arguments are not JSON: {e}", c.function.name),
+                )
+            })?,
+            other => other,
+        };
+        if !arguments.is_object() {
+            return Err(HttpFailure::new(
+                HttpCode::InvalidToolArguments,
+                format!("{}: arguments are not a JSON object", c.function.name),
+            ));
+        }
+        let id = c.id.filter(|id| !id.is_empty()).unwrap_or_else(|| format!("call-{}", i + 1));
+        calls.push(RequestedCall { id, name: c.function.name, arguments });
+    }
+    Ok(calls)
+}
+
+/// The proposal text for a requested call.
+pub fn proposal_of(call: &RequestedCall) -> String {
+    if call.name == FINISH_TOOL {
+        let mut obj = Map::new();
+        obj.insert("action".into(), Value::String("finish".into()));
+        let mut smuggled = false;
+        for (k, v) in call.arguments.as_object().into_iter().flatten() {
+            if k == "action" {
+                smuggled = true;
+            } else {
+                obj.insert(k.clone(), v.clone());
+            }
+        }
+        // Any other field the model added stays, so the loop's strict parser rejects it;
+        // an "action" of its own is marked with a tool name, which a finish may not have.
+        if smuggled {
+            obj.insert("tool".into(), Value::String(FINISH_TOOL.into()));
+        }
+        Value::Object(obj).to_string()
+    } else {
+        json!({"action": "call", "tool": call.name, "arguments": call.arguments}).to_string()
+    }
+}
+
+/// Removes one surrounding Markdown code fence (```` ```json … ``` ````), if present.
+pub fn strip_fence(text: &str) -> &str {
+    let t = text.trim();
+    let Some(rest) = t.strip_prefix("```") else { return t };
+    let Some(inner) = rest.strip_suffix("```") else { return t };
+    // drop the info string (e.g. `json`) up to the first newline
+    match inner.find('\n') {
+        Some(nl) if inner[..nl].trim().chars().all(|c| c.is_ascii_alphanumeric()) => inner[nl + 1..].trim(),
+        _ => inner.trim(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{Proposal, parse_proposal};
+    use crate::model::Message;
+
+    fn reply(message: Value) -> Vec<u8> {
+        json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}}).to_string().into_bytes()
+    }
+
+    #[test]
+    fn tool_calls_become_proposals_and_stay_in_the_response() {
+        let body = reply(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_ticket", "arguments": "{\"ticket_id\":\"T-601\"}"}},
+            {"id": "c2", "type": "function", "function": {"name": "lookup_document", "arguments": {"doc_id": "kc-returns-v3"}}}
+        ]}));
+        let r = read_reply(&body, "m").unwrap();
+        assert_eq!(r.text, r#"{"action":"call","arguments":{"ticket_id":"T-601"},"tool":"get_ticket"}"#);
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[1].arguments, json!({"doc_id": "kc-returns-v3"}));
+        assert_eq!(r.usage, Some(Usage { input_tokens: 10, output_tokens: 3 }));
+        let finish = reply(
+            json!({"tool_calls": [{"function": {"name": "finish", "arguments": "{\"answer\":\"ok\",\"sources\":[\"o1\"]}"}}]}),
+        );
+        let r = read_reply(&finish, "m").unwrap();
+        assert_eq!(parse_proposal(&r.text), Ok(Proposal::Finish { answer: "ok".into(), sources: vec!["o1".into()] }));
+        assert_eq!(r.tool_calls[0].id, "call-1");
+        // a finish that smuggles extra fields or another action stays refusable by the loop
+        let sneaky = reply(
+            json!({"tool_calls": [{"function": {"name": "finish", "arguments": "{\"action\":\"call\",\"tool\":\"send_email_draft\",\"answer\":\"x\"}"}}]}),
+        );
+        assert!(parse_proposal(&read_reply(&sneaky, "m").unwrap().text).is_err());
+    }
+
+    #[test]
+    fn text_replies_are_proposals_with_one_fence_removed() {
+        for content in [
+            "{\"action\":\"finish\",\"answer\":\"a\",\"sources\":[\"o1\"]}",
+            "```json\n{\"action\":\"finish\",\"answer\":\"a\",\"sources\":[\"o1\"]}\n```",
+            "```\n{\"action\":\"finish\",\"answer\":\"a\",\"sources\":[\"o1\"]}```",
+        ] {
+            let r = read_reply(&reply(json!({"content": content})), "m").unwrap();
+            assert!(parse_proposal(&r.text).is_ok(), "{content}");
+        }
+        let parts = reply(
+            json!({"content": [{"type": "text", "text": "{\"action\":\"finish\","}, {"type": "text", "text": "\"answer\":\"a\",\"sources\":[\"o1\"]}"}]}),
+        );
+        assert!(parse_proposal(&read_reply(&parts, "m").unwrap().text).is_ok());
+        let prose = read_reply(&reply(json!({"content": "Sure, I can help."})), "m").unwrap();
+        assert!(parse_proposal(&prose.text).is_err(), "prose stays prose: the loop rejects it as not_json");
+    }
+
+    #[test]
+    fn broken_answers_get_their_codes() {
+        let cases: Vec<(Vec<u8>, HttpCode)> = vec![
+            (b"<html>502</html>".to_vec(), HttpCode::MalformedJson),
+            (b"{\"choices\": []}".to_vec(), HttpCode::MalformedJson),
+            (b"{\"error\": {\"message\": \"boom\"}}".to_vec(), HttpCode::MalformedJson),
+            (b"{\"choices\": [{\"text\": \"legacy\"}]}".to_vec(), HttpCode::MalformedJson),
+            (reply(json!({"content": 7})), HttpCode::MalformedJson),
+            (reply(json!({"content": null})), HttpCode::EmptyReply),
+            (reply(json!({"content": "  ", "tool_calls": []})), HttpCode::EmptyReply),
+            (reply(json!({"content": "```\n```"})), HttpCode::EmptyReply),
+            (
+                reply(json!({"tool_calls": [{"function": {"name": "get_ticket", "arguments": "{\"ticket_id\": "}}]})),
+                HttpCode::InvalidToolArguments,
+            ),
+            (
+                reply(json!({"tool_calls": [{"function": {"name": "get_ticket", "arguments": "[1]"}}]})),
+                HttpCode::InvalidToolArguments,
+            ),
+            (
+                reply(json!({"tool_calls": [{"function": {"name": "get_ticket", "arguments": 5}}]})),
+                HttpCode::InvalidToolArguments,
+            ),
+            (reply(json!({"tool_calls": [{"function": {"arguments": "{}"}}]})), HttpCode::MalformedJson),
+        ];
+        for (body, code) in cases {
+            assert_eq!(
+                read_reply(&body, "m").map_err(|f| f.code).err(),
+                Some(code),
+                "{}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+        let deep =
+            format!("{{\"choices\": [{{\"message\": {{\"content\": {}1{}}}}}]}}", "[".repeat(5000), "]".repeat(5000));
+        assert_eq!(read_reply(deep.as_bytes(), "m").map_err(|f| f.code).err(), Some(HttpCode::MalformedJson));
+    }
+
+    #[test]
+    fn usage_is_optional_and_missing_usage_means_estimate() {
+        let body = json!({"choices": [{"message": {"content": "x"}}]}).to_string();
+        assert_eq!(read_reply(body.as_bytes(), "m").unwrap().usage, None);
+        let body = json!({"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": "many"}}).to_string();
+        assert_eq!(read_reply(body.as_bytes(), "m").unwrap().usage, None);
+    }
+
+    #[test]
+    fn requests_carry_tools_and_the_finish_function_only_in_native_mode() {
+        let req = LlmRequest {
+            model: "m1".into(),
+            messages: vec![
+                Message::system("rules"),
+                Message::user("<goal source=\"user-input\">x</goal>"),
+                Message::assistant(
+                    "",
+                    vec![RequestedCall {
+                        id: "c1".into(),
+                        name: "get_ticket".into(),
+                        arguments: json!({"ticket_id": "T-601"}),
+                    }],
+                ),
+                Message::tool("c1", "{}"),
+            ],
+            tools: crate::tools::Registry.spec("get_ticket").into_iter().collect(),
+            max_tokens: 200,
+        };
+        let native: Value = serde_json::from_slice(&request_body("d", ToolMode::Native, &req).unwrap()).unwrap();
+        assert_eq!(native["model"], "m1");
+        assert_eq!(native["max_tokens"], 200);
+        let names: Vec<&str> =
+            native["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["get_ticket", "finish"]);
+        assert_eq!(native["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"ticket_id\":\"T-601\"}");
+        assert_eq!(native["messages"][3]["tool_call_id"], "c1");
+        let text: Value = serde_json::from_slice(&request_body("d", ToolMode::Text, &req).unwrap()).unwrap();
+        assert!(text.get("tools").is_none());
+        let mut clash = req.clone();
+        clash.tools[0].name = "finish";
+        assert_eq!(
+            request_body("d", ToolMode::Native, &clash).map_err(|f| f.code).err(),
+            Some(HttpCode::ReservedToolName)
+        );
+        assert!(request_body("d", ToolMode::Text, &clash).is_ok());
+    }
+}
