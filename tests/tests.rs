@@ -7,3 +7,7 @@ mod single_memory;
 mod single_parsers;
 mod single_state;
 mod single_table;
+
+mod human_approvals;
+mod human_memory;
+mod human_resume;

@@ -9,7 +9,7 @@ use crate::agent::{Agent, CheckMode, RunBudget, Session};
 use crate::cost::{ManualClock, PriceTable};
 use crate::gate::{Policy, ToolGate};
 use crate::memory::SessionMemory;
-use crate::model::{Decider, FakeKind, FakeModel, ModelDecider, SlowClient};
+use crate::model::{Decider, FakeKind, FakeModel, ModelDecider, ScriptedModel, SlowClient, research_script};
 use crate::world::{World, WorldData};
 
 /// The bundled price table, `data/prices.json`.
@@ -62,6 +62,8 @@ pub enum DeciderSpec {
     Fake(FakeKind),
     /// A fixed plan.
     Fixed(crate::model::FixedPlan),
+    /// A scripted model (e.g. the research script).
+    Scripted(ScriptedModel),
 }
 
 /// How to build one single agent for a test, an example or a scenario row.
@@ -123,6 +125,23 @@ impl LabConfig {
         Self { decider: DeciderSpec::Fake(kind), ..Self::default() }
     }
 
+    /// The research lab: kwame's reply task with `send_email_draft` granted and the
+    /// research script (read T-601, look up the returns policy, draft the e-mail, which
+    /// parks for a person).
+    pub fn research() -> Self {
+        Self::scripted(research_script())
+    }
+
+    /// The research lab with another script (e.g. its first two proposals only).
+    pub fn scripted(script: Vec<String>) -> Self {
+        Self {
+            decider: DeciderSpec::Scripted(ScriptedModel::new(script)),
+            task: "reply".into(),
+            grants: vec!["send_email_draft".into()],
+            ..Self::default()
+        }
+    }
+
     /// Builds the agent over a fresh world (empty outbox) from `env`.
     pub fn build(&self, env: &Env) -> Lab {
         let clock = ManualClock::new();
@@ -137,6 +156,7 @@ impl LabConfig {
         let gate = ToolGate::new(policy, world.clone());
         let decider: Box<dyn Decider> = match &self.decider {
             DeciderSpec::Fixed(plan) => Box::new(plan.clone()),
+            DeciderSpec::Scripted(model) => Box::new(ModelDecider::new(model.clone())),
             DeciderSpec::Fake(kind) => match self.slow {
                 Some(per_call) => Box::new(ModelDecider::new(SlowClient {
                     inner: FakeModel::new(*kind),

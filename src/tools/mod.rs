@@ -91,6 +91,15 @@ pub struct SendEmailDraftArgs {
     pub idempotency_key: String,
 }
 
+/// Arguments of `remember`: the model only points at one of the run's observations; the
+/// application builds the note from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RememberArgs {
+    /// Observation id such as `o1`.
+    pub from_observation: String,
+}
+
 /// A validated call's typed arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ToolArgs {
@@ -102,6 +111,8 @@ pub enum ToolArgs {
     Calculator(CalculatorArgs),
     /// `send_email_draft`.
     SendEmailDraft(SendEmailDraftArgs),
+    /// `remember` (an internal effect, applied by the agent's guarded memory).
+    Remember(RememberArgs),
 }
 
 /// Why arguments were refused.
@@ -160,6 +171,7 @@ static TICKET_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^T-\d{1,6}$"));
 static DOC_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-z0-9][a-z0-9-]{0,39}$"));
 static ADDRESS: LazyLock<Regex> =
     LazyLock::new(|| re(r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$"));
+static OBSERVATION_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^o\d{1,4}$"));
 static IDEM_KEY: LazyLock<Regex> = LazyLock::new(|| re(r"^[A-Za-z0-9_.:-]{1,80}$"));
 
 #[allow(clippy::expect_used)] // literal patterns, covered by tests
@@ -172,7 +184,7 @@ fn re(p: &str) -> Regex {
 pub struct Registry;
 
 /// Names of every tool the registry knows, in a fixed order.
-pub const TOOL_NAMES: [&str; 4] = ["get_ticket", "lookup_document", "calculator", "send_email_draft"];
+pub const TOOL_NAMES: [&str; 5] = ["get_ticket", "lookup_document", "calculator", "send_email_draft", "remember"];
 
 fn str_schema(fields: &[&str]) -> Value {
     let props: serde_json::Map<String, Value> =
@@ -207,6 +219,11 @@ impl Registry {
                 "send_email_draft",
                 "Send an e-mail to a customer (needs a human approval).",
                 &["to", "subject", "body", "idempotency_key"],
+            ),
+            "remember" => (
+                "remember",
+                "Keep a fact from one of your observations; the application writes the note.",
+                &["from_observation"],
             ),
             _ => return None,
         };
@@ -251,6 +268,11 @@ impl Registry {
                 check(IDEM_KEY.is_match(&a.idempotency_key), "idempotency_key must be 1 to 80 safe characters")?;
                 Ok(ToolArgs::SendEmailDraft(a))
             }
+            "remember" => {
+                let a: RememberArgs = parse(arguments)?;
+                check(OBSERVATION_ID.is_match(&a.from_observation), "from_observation must look like o1")?;
+                Ok(ToolArgs::Remember(a))
+            }
             _ => Err(ArgError::UnknownTool),
         }
     }
@@ -284,6 +306,11 @@ impl Registry {
                 let (id, sent_now) = world.outbox.send(&a.to, &a.subject, &a.body, &a.idempotency_key);
                 Ok(json!({"sent": true, "email_id": id, "replayed": !sent_now}))
             }
+            // an internal effect: only the gate applies it, through the agent's memory
+            ToolArgs::Remember(_) => Err(ToolFailure {
+                code: ToolFailureCode::BadInput,
+                message: "remember is applied by the agent's guarded memory, not by the registry".into(),
+            }),
         }
     }
 }
