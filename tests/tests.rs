@@ -11,3 +11,4 @@ mod single_table;
 mod human_approvals;
 mod human_memory;
 mod human_resume;
+mod human_store;

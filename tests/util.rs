@@ -97,15 +97,9 @@ pub fn temp_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
-/// Session memory is kept beside a checkpoint, not in it: a new process restores it. For
-/// the labs here it holds exactly the facts of the run's successful ticket reads.
+/// Session memory is kept beside a checkpoint, not in it: a new process restores it.
 pub fn restore_memory(lab: &mut Lab, state: &AgentState) {
     if let Some(memory) = lab.agent.memory.as_mut() {
-        for o in state.observations().iter().filter(|o| o.ok) {
-            let data: serde_json::Value = serde_json::from_str(&o.text).unwrap_or_default();
-            if let Some((k, text)) = rolegate::tools::fact_of(&o.tool, &data) {
-                memory.write(&k, &text, &format!("tool:{}:{}", o.tool, o.id), None);
-            }
-        }
+        memory.restore_facts(state.observations());
     }
 }
