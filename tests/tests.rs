@@ -9,6 +9,7 @@ mod single_state;
 mod single_table;
 
 mod human_approvals;
+mod human_cli;
 mod human_memory;
 mod human_resume;
 mod human_store;

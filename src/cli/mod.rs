@@ -1,7 +1,14 @@
 //! The command line. Subcommands only parse arguments and call the library; exit codes
 //! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
 
+mod approvals;
+mod desk;
+mod outbox;
+mod parked;
 mod suite;
+
+pub use approvals::ApprovalsCommand;
+pub use desk::{ListFormat, StoreArg};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -40,8 +47,10 @@ pub enum Command {
     Run {
         /// The goal.
         goal: String,
-        /// The model, `fake:<kind>` (sensible, obey, loop, wander, hallucinate, garbage, early_finish).
-        #[arg(long, default_value = "fake:sensible")]
+        /// The model: `fake:<kind>` (sensible, obey, loop, wander, hallucinate, garbage,
+        /// early_finish), `scripted:research`, or `auto` (the research script for the reply
+        /// task, which parks its e-mail for a person; fake:sensible otherwise).
+        #[arg(long, default_value = "auto")]
         model: String,
         /// The signed-in user.
         #[arg(long, default_value = "kwame")]
@@ -52,6 +61,24 @@ pub enum Command {
         /// Write tools to grant (repeatable).
         #[arg(long)]
         grant: Vec<String>,
+        /// Keep the run in this store (default for runs that may park: rolegate.db).
+        #[arg(long, value_name = "PATH")]
+        store: Option<std::path::PathBuf>,
+    },
+    /// Approval requests in the store: list, approve, deny, cancel.
+    Approvals {
+        /// What to do.
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
+    /// The e-mails really sent, from the store.
+    Outbox {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArg,
     },
 }
 
@@ -87,9 +114,18 @@ pub fn main() -> ExitCode {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Suite { files, format } => suite::suite(&files, format).await,
-            Command::Run { goal, model, user, task, grant } => {
-                suite::run_one(&goal, &model, &user, &task, &grant).await
+            Command::Run { goal, model, user, task, grant, store } => {
+                let spec = crate::store::RunSpec::new(&model, &user, &task, &grant);
+                match store {
+                    Some(path) => parked::run_stored(&path, &spec, &goal).await,
+                    None if !spec.grants.is_empty() => {
+                        parked::run_stored(std::path::Path::new(crate::store::DEFAULT_STORE), &spec, &goal).await
+                    }
+                    None => suite::run_one(&goal, &spec.model, &user, &task, &grant).await,
+                }
             }
+            Command::Approvals { command } => approvals::approvals(command).await,
+            Command::Outbox { format, store } => outbox::outbox(&store, format),
         }
     });
     ExitCode::from(code)
