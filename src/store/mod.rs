@@ -87,6 +87,16 @@ pub enum StoreError {
     /// An SQL operation failed.
     #[error("store: {0}")]
     Sql(String),
+    /// A file-system operation around the store failed.
+    #[error("store: {0}")]
+    Io(String),
+}
+
+impl StoreError {
+    /// A file-system error around the store (e.g. creating its folder).
+    pub fn from_io(e: std::io::Error) -> Self {
+        Self::Io(e.to_string())
+    }
 }
 
 impl From<rusqlite::Error> for StoreError {
