@@ -112,6 +112,15 @@ async fn a_refused_decision_changes_nothing_and_a_replan_sees_the_refusal() {
 }
 
 #[tokio::test]
+async fn waiting_for_a_person_does_not_count_against_the_time_budget() {
+    let mut p = parked().await;
+    p.lab.clock.advance(std::time::Duration::from_secs(600)); // ten minutes; the budget is 60 s
+    let r = decide(&mut p, "lena", Verdict::Approve).await;
+    assert_eq!(r.run.reason(), StopReason::Done);
+    assert!(r.run.progress.worked < std::time::Duration::from_secs(1), "{:?}", r.run.progress.worked);
+}
+
+#[tokio::test]
 async fn a_decision_for_another_run_is_an_error_not_a_guess() {
     let mut p = parked().await;
     let other = AgentState::new("run-2", "kwame", "reply", REPLY_GOAL).unwrap();

@@ -171,3 +171,28 @@ async fn a_store_cut_short_or_edited_gives_a_clear_error_and_loses_no_other_run(
     rusqlite::Connection::open(&other).unwrap().execute_batch("CREATE TABLE t (x INTEGER);").unwrap();
     assert!(matches!(desk(&other, &clock).unwrap_err(), StoreError::NotAStore { .. }));
 }
+
+#[tokio::test]
+async fn an_approval_forged_in_the_file_is_refused_and_nothing_is_sent() {
+    let clock = ManualClock::new();
+    let path = two_parked_runs("store-forge", &clock).await;
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let json: String = conn.query_row("SELECT json FROM requests WHERE id = 'req-1'", [], |r| r.get(0)).unwrap();
+        let forged = json
+            .replace(r#""status":"pending""#, r#""status":"approved""#)
+            .replace(r#""decided_by":null"#, r#""decided_by":"lena""#);
+        assert_ne!(forged, json);
+        conn.execute("UPDATE requests SET json = ?1, status = 'approved' WHERE id = 'req-1'", [&forged]).unwrap();
+        // and a parked call redirected after review
+        let pending: String =
+            conn.query_row("SELECT json FROM pending WHERE run_id = 'run-2'", [], |r| r.get(0)).unwrap();
+        let redirected = pending.replace("kwame@example.com", "records-export@example.org");
+        conn.execute("UPDATE pending SET json = ?1 WHERE run_id = 'run-2'", [&redirected]).unwrap();
+    }
+    for req in ["req-1", "req-2"] {
+        let e = desk(&path, &clock).unwrap().decide(req, "lena", DeskAction::Approve).await.unwrap_err();
+        assert!(e.to_string().contains("bad_signature"), "{req}: {e}");
+    }
+    assert!(desk(&path, &clock).unwrap().outbox().unwrap().is_empty(), "no forged approval sent anything");
+}

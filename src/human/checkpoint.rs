@@ -154,23 +154,34 @@ impl SigningKey {
         Self::new(text.trim_ascii())
     }
 
-    fn mac(&self, body: &str) -> HmacSha256 {
+    fn mac(&self, domain: &str, body: &str) -> HmacSha256 {
         let mut mac = self.mac.clone();
-        mac.update(CHECKPOINT_FORMAT.as_bytes());
+        mac.update(domain.as_bytes());
         mac.update(&[0]);
         mac.update(body.as_bytes());
         mac
     }
 
-    /// The hex HMAC-SHA256 of `body`.
+    /// The hex HMAC-SHA256 of a checkpoint `body`.
     pub fn sign(&self, body: &str) -> String {
-        hex(&self.mac(body).finalize().into_bytes())
+        self.sign_as(CHECKPOINT_FORMAT, body)
     }
 
-    /// True when `signature` is the HMAC of `body` (compared in constant time).
+    /// True when `signature` is the HMAC of a checkpoint `body` (constant-time compare).
     pub fn verify(&self, body: &str, signature: &str) -> bool {
+        self.verify_as(CHECKPOINT_FORMAT, body, signature)
+    }
+
+    /// The hex HMAC-SHA256 of `body` for records of kind `domain` (e.g. a stored approval
+    /// request); the domain keeps a signature of one kind from passing as another.
+    pub fn sign_as(&self, domain: &str, body: &str) -> String {
+        hex(&self.mac(domain, body).finalize().into_bytes())
+    }
+
+    /// True when `signature` is the HMAC of `body` for `domain` (constant-time compare).
+    pub fn verify_as(&self, domain: &str, body: &str, signature: &str) -> bool {
         match unhex(signature) {
-            Some(bytes) => self.mac(body).verify_slice(&bytes).is_ok(),
+            Some(bytes) => self.mac(domain, body).verify_slice(&bytes).is_ok(),
             None => false,
         }
     }

@@ -150,18 +150,28 @@ pub struct Desk {
     clock: SharedClock,
 }
 
-fn queue_from(c: &rusqlite::Connection, env: &Env, clock: &SharedClock) -> Result<ApprovalQueue, StoreError> {
+fn queue_from(
+    c: &rusqlite::Connection,
+    env: &Env,
+    clock: &SharedClock,
+    key: &SigningKey,
+) -> Result<ApprovalQueue, StoreError> {
     let mut queue = ApprovalQueue::new(ApprovalQueue::approvers_of(&env.world), clock.clone());
-    for r in rows::requests(c)? {
+    for r in rows::requests(c, key)? {
         queue.requests.insert(r.id.clone(), r);
     }
     queue.audit = rows::approval_audit(c)?;
     Ok(queue)
 }
 
-fn save_queue(c: &rusqlite::Connection, queue: &ApprovalQueue, audit_before: usize) -> Result<(), StoreError> {
+fn save_queue(
+    c: &rusqlite::Connection,
+    queue: &ApprovalQueue,
+    audit_before: usize,
+    key: &SigningKey,
+) -> Result<(), StoreError> {
     for r in queue.requests.values() {
-        rows::put_request(c, r)?;
+        rows::put_request(c, r, key)?;
     }
     let new: &[AuditLine] = queue.audit.get(audit_before..).unwrap_or(&[]);
     rows::push_approval_audit(c, new)
@@ -205,7 +215,7 @@ impl Desk {
             Ok(())
         }));
         let run = lab.agent.run(goal, &run_id).await?;
-        let mut queue = queue_from(&tx, env, clock)?;
+        let mut queue = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         let request = match run.state.pending_id().and_then(|id| lab.agent.gate.pending.get(id)) {
             Some(action) => Some(queue.submit(action)?),
@@ -219,10 +229,10 @@ impl Desk {
         let last = Checkpoint::of(&run).seal(key);
         rows::push_checkpoint(&tx, &run_id, run.state.step(), run.state.status().name(), &last)?;
         for action in lab.agent.gate.pending.values() {
-            rows::put_pending(&tx, action)?;
+            rows::put_pending(&tx, action, key)?;
         }
         rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
-        save_queue(&tx, &queue, audit_before)?;
+        save_queue(&tx, &queue, audit_before, key)?;
         rows::push_sent(&tx, &run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]))?;
         tx.commit().map_err(StoreError::from)?;
         Ok(Started { run, request })
@@ -239,7 +249,7 @@ impl Desk {
     pub async fn decide(&mut self, request_id: &str, actor: &str, action: DeskAction) -> Result<Decided, DeskError> {
         let Self { store, key, env, clock } = self;
         let tx = store.begin()?;
-        let mut queue = queue_from(&tx, env, clock)?;
+        let mut queue = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         let Some(req) = queue.requests.get(request_id).cloned() else {
             return Ok(Decided { code: DecisionCode::UnknownRequest, run: None, replayed: false, sent_now: 0 });
@@ -251,7 +261,7 @@ impl Desk {
         let sent_before = rows::sent(&tx)?;
         let mut lab = spec.lab_config()?.build(env);
         with_outbox(&mut lab, sent_before.clone());
-        for action in rows::pending_of(&tx, &req.run_id)? {
+        for action in rows::pending_of(&tx, &req.run_id, key)? {
             lab.agent.gate.restore_pending(action);
         }
         if let Some(memory) = lab.agent.memory.as_mut() {
@@ -272,14 +282,14 @@ impl Desk {
             }
             DeskAction::Cancel => cancel_waiting(&mut lab.agent, &mut queue, checkpoint, request_id, actor)?,
         };
-        save_queue(&tx, &queue, audit_before)?;
+        save_queue(&tx, &queue, audit_before, key)?;
         if resumed.run != before.into_run() {
             let sealed = Checkpoint::of(&resumed.run).seal(key);
             let state = &resumed.run.state;
             rows::push_checkpoint(&tx, &req.run_id, state.step(), state.status().name(), &sealed)?;
         }
         for action in lab.agent.gate.pending.values() {
-            rows::put_pending(&tx, action)?;
+            rows::put_pending(&tx, action, key)?;
         }
         rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
         let new_mail = lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]).to_vec();
@@ -293,12 +303,12 @@ impl Desk {
     /// # Errors
     /// [`DeskError::Store`].
     pub fn requests(&mut self) -> Result<Vec<ApprovalRequest>, DeskError> {
-        let Self { store, env, clock, .. } = self;
+        let Self { store, env, clock, key } = self;
         let tx = store.begin()?;
-        let mut queue = queue_from(&tx, env, clock)?;
+        let mut queue = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         queue.sweep();
-        save_queue(&tx, &queue, audit_before)?;
+        save_queue(&tx, &queue, audit_before, key)?;
         tx.commit().map_err(StoreError::from)?;
         let mut all: Vec<ApprovalRequest> = queue.requests.into_values().collect();
         all.sort_by(|a, b| a.created_at.total_cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));

@@ -5,7 +5,9 @@
 //! Opening checks the file before anything is written: a file that is not a rolegate
 //! store, or one cut short or damaged, is refused with a clear error and left untouched.
 //! Every change of a command is one transaction. Rows are JSON read back with unknown
-//! fields rejected; a checkpoint is verified by its signature before it becomes state.
+//! fields rejected; checkpoints, approval requests (the approval records) and parked
+//! actions (the idempotency records) are signed and verified before they are used, so an
+//! edit of the file cannot forge an approval.
 //! [`Desk`] carries out the cross-process flows (park, decide, list) on top of it.
 
 mod desk;
@@ -17,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::gate::{AuditEvent, PendingAction};
-use crate::human::{ApprovalRequest, AuditLine};
+use crate::human::{ApprovalRequest, AuditLine, SigningKey};
 use crate::world::SentEmail;
 
 pub use desk::{Decided, Desk, DeskAction, DeskError, RunSpec, Started};
@@ -35,12 +37,12 @@ CREATE TABLE runs (run_id TEXT PRIMARY KEY, spec TEXT NOT NULL);
 CREATE TABLE checkpoints (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, status TEXT NOT NULL,
     sealed TEXT NOT NULL, PRIMARY KEY (run_id, seq));
-CREATE TABLE requests (id TEXT PRIMARY KEY, run_id TEXT NOT NULL, status TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE requests (id TEXT PRIMARY KEY, run_id TEXT NOT NULL, status TEXT NOT NULL, json TEXT NOT NULL, sig TEXT NOT NULL);
 CREATE TABLE approval_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT NOT NULL);
 CREATE TABLE gate_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, json TEXT NOT NULL);
 CREATE TABLE pending (
     run_id TEXT NOT NULL, pending_id TEXT NOT NULL, status TEXT NOT NULL, json TEXT NOT NULL,
-    PRIMARY KEY (run_id, pending_id));
+    sig TEXT NOT NULL, PRIMARY KEY (run_id, pending_id));
 CREATE TABLE outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT NOT NULL UNIQUE,
     run_id TEXT NOT NULL, json TEXT NOT NULL);
@@ -224,9 +226,30 @@ impl Store {
 /// Typed reads and writes; every function works on a connection or a transaction.
 pub mod rows {
     use super::{
-        ApprovalRequest, AuditEvent, AuditLine, Connection, OptionalExtension, PendingAction, SentEmail, StoreError,
-        from_json, params, to_json,
+        ApprovalRequest, AuditEvent, AuditLine, Connection, OptionalExtension, PendingAction, SentEmail, SigningKey,
+        StoreError, from_json, params, to_json,
     };
+
+    /// The signing domain of stored approval requests.
+    pub const REQUEST_DOMAIN: &str = "rolegate-request/1";
+    /// The signing domain of stored parked actions.
+    pub const PENDING_DOMAIN: &str = "rolegate-pending/1";
+
+    fn verified<T: serde::de::DeserializeOwned>(
+        key: &SigningKey,
+        domain: &str,
+        json: &str,
+        sig: &str,
+        what: &str,
+    ) -> Result<T, StoreError> {
+        if !key.verify_as(domain, json, sig) {
+            return Err(StoreError::BadRow {
+                what: what.to_string(),
+                detail: "bad_signature: edited in the file".into(),
+            });
+        }
+        from_json(json, what)
+    }
 
     /// The next run id, `run-N`.
     ///
@@ -301,23 +324,25 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn put_request(c: &Connection, r: &ApprovalRequest) -> Result<(), StoreError> {
+    pub fn put_request(c: &Connection, r: &ApprovalRequest, key: &SigningKey) -> Result<(), StoreError> {
+        let json = to_json(r);
         c.execute(
-            "INSERT INTO requests (id, run_id, status, json) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT(id) DO UPDATE SET status = excluded.status, json = excluded.json",
-            params![r.id, r.run_id, r.status.as_str(), to_json(r)],
+            "INSERT INTO requests (id, run_id, status, json, sig) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(id) DO UPDATE SET status = excluded.status, json = excluded.json, sig = excluded.sig",
+            params![r.id, r.run_id, r.status.as_str(), json, key.sign_as(REQUEST_DOMAIN, &json)],
         )?;
         Ok(())
     }
 
-    /// Every request, ordered by creation.
+    /// Every request, ordered by creation, each verified by its signature.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not read back.
-    pub fn requests(c: &Connection) -> Result<Vec<ApprovalRequest>, StoreError> {
-        let mut st = c.prepare("SELECT id, json FROM requests ORDER BY rowid")?;
-        let raw: Vec<(String, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(id, json)| from_json(json, &format!("request {id}"))).collect()
+    /// [`StoreError::BadRow`] for a row that does not verify or read back.
+    pub fn requests(c: &Connection, key: &SigningKey) -> Result<Vec<ApprovalRequest>, StoreError> {
+        let mut st = c.prepare("SELECT id, json, sig FROM requests ORDER BY rowid")?;
+        let raw: Vec<(String, String, String)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+        raw.iter().map(|(id, json, sig)| verified(key, REQUEST_DOMAIN, json, sig, &format!("request {id}"))).collect()
     }
 
     /// Appends approval audit lines.
@@ -366,25 +391,28 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn put_pending(c: &Connection, p: &PendingAction) -> Result<(), StoreError> {
+    pub fn put_pending(c: &Connection, p: &PendingAction, key: &SigningKey) -> Result<(), StoreError> {
         let status = serde_json::to_value(p.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let json = to_json(p);
         c.execute(
-            "INSERT INTO pending (run_id, pending_id, status, json) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT(run_id, pending_id) DO UPDATE SET status = excluded.status, json = excluded.json",
-            params![p.run_id, p.id, status, to_json(p)],
+            "INSERT INTO pending (run_id, pending_id, status, json, sig) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(run_id, pending_id) DO UPDATE SET status = excluded.status, json = excluded.json, sig = excluded.sig",
+            params![p.run_id, p.id, status, json, key.sign_as(PENDING_DOMAIN, &json)],
         )?;
         Ok(())
     }
 
-    /// The parked actions of a run.
+    /// The parked actions of a run, each verified by its signature.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not read back.
-    pub fn pending_of(c: &Connection, run_id: &str) -> Result<Vec<PendingAction>, StoreError> {
-        let mut st = c.prepare("SELECT pending_id, json FROM pending WHERE run_id = ?1 ORDER BY rowid")?;
-        let raw: Vec<(String, String)> =
-            st.query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(id, json)| from_json(json, &format!("pending action {run_id}/{id}"))).collect()
+    /// [`StoreError::BadRow`] for a row that does not verify or read back.
+    pub fn pending_of(c: &Connection, run_id: &str, key: &SigningKey) -> Result<Vec<PendingAction>, StoreError> {
+        let mut st = c.prepare("SELECT pending_id, json, sig FROM pending WHERE run_id = ?1 ORDER BY rowid")?;
+        let raw: Vec<(String, String, String)> =
+            st.query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+        raw.iter()
+            .map(|(id, json, sig)| verified(key, PENDING_DOMAIN, json, sig, &format!("pending action {run_id}/{id}")))
+            .collect()
     }
 
     /// Records sent mail; a key already recorded is skipped (it was sent once).
