@@ -12,7 +12,9 @@
 //!   OpenAI-compatible HTTP client ([`model::http`], the only network I/O).
 //! - [`agent`]: run state, proposal parsing, checks, budgets, the trace and the loop.
 //! - [`memory`]: session memory and its write rules.
-//! - [`human`]: risk classes (and, as it grows, approvals and checkpoints).
+//! - [`human`]: risk classes, the approval queue, fatigue and batches, saga, signed
+//!   checkpoints and resume.
+//! - [`store`]: the durable store (embedded SQLite) and the cross-process approval desk.
 //! - [`security`]: instruction-like text, secrets, personal data, redaction.
 //! - [`cost`]: usage ledger, price table, token estimate, clocks.
 //! - [`eval`]: the environment runs are built in and the scenario tables.
@@ -34,6 +36,7 @@ pub mod human;
 pub mod memory;
 pub mod model;
 pub mod security;
+pub mod store;
 pub mod tools;
 pub mod world;
 
@@ -71,4 +74,19 @@ pub enum Error {
     /// From the designs.
     #[error(transparent)]
     Design(#[from] design::DesignError),
+    /// From a checkpoint or signing key.
+    #[error(transparent)]
+    Checkpoint(#[from] human::CheckpointError),
+    /// From the approval queue.
+    #[error(transparent)]
+    Approval(#[from] human::ApprovalError),
+    /// From resuming a run.
+    #[error(transparent)]
+    Resume(#[from] human::ResumeError),
+    /// From the durable store.
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    /// From the approval desk.
+    #[error(transparent)]
+    Desk(#[from] store::DeskError),
 }

@@ -15,3 +15,8 @@ mod designs_table;
 mod http_failures;
 mod http_runs;
 mod http_server;
+mod human_approvals;
+mod human_cli;
+mod human_memory;
+mod human_resume;
+mod human_store;

@@ -17,3 +17,89 @@ pub fn lab(kind: FakeKind) -> Lab {
 pub fn lab_with(cfg: LabConfig) -> Lab {
     cfg.build(&env())
 }
+
+use rolegate::agent::{AgentState, Run};
+use rolegate::human::{ApprovalQueue, ApprovalRequest, Checkpoint, SigningKey};
+use rolegate::model::{BoxFuture, Decider, LlmRequest, LlmResponse, ModelError};
+use std::time::Duration;
+
+/// The goal of the research lab.
+pub const REPLY_GOAL: &str = "Reply to T-601 about returns.";
+
+/// A signing key for tests.
+pub fn key() -> SigningKey {
+    SigningKey::new(b"tests-only signing key, 32 bytes").expect("long enough")
+}
+
+/// The research lab parked on its e-mail, with the request in a queue.
+pub struct Parked {
+    /// Agent, world (outbox) and clock.
+    pub lab: Lab,
+    /// The queue holding the request.
+    pub queue: ApprovalQueue,
+    /// The parked run.
+    pub run: Run,
+    /// The request for `pa-1`.
+    pub request: ApprovalRequest,
+    /// The parked run as a checkpoint.
+    pub checkpoint: Checkpoint,
+}
+
+/// The research lab parked, with `approvers` and a request lifetime of `ttl`.
+pub async fn parked_with(approvers: &[&str], ttl: Duration) -> Parked {
+    let mut lab = lab_with(LabConfig::research());
+    let run = lab.agent.run(REPLY_GOAL, "run-1").await.expect("runs");
+    let mut queue = ApprovalQueue::new(approvers.iter().copied(), lab.clock.shared());
+    queue.ttl = ttl;
+    let request = queue.submit(&lab.agent.gate.pending["pa-1"]).expect("queue has room");
+    let checkpoint = Checkpoint::of(&run);
+    Parked { lab, queue, run, request, checkpoint }
+}
+
+/// The research lab parked, lena approving, 900 s to decide.
+pub async fn parked() -> Parked {
+    parked_with(&["lena"], Duration::from_secs(900)).await
+}
+
+/// A decider whose process dies on its `n`th call (1-based).
+pub struct CrashingDecider {
+    /// The decider that answers until then.
+    pub inner: Box<dyn Decider>,
+    /// The call that dies.
+    pub dies_on: u32,
+    /// Calls so far.
+    pub calls: u32,
+}
+
+impl Decider for CrashingDecider {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn decide<'a>(
+        &'a mut self,
+        state: &'a AgentState,
+        request: &'a LlmRequest,
+    ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        self.calls += 1;
+        if self.calls == self.dies_on {
+            return Box::pin(std::future::ready(Err(ModelError::Crashed("process died".into()))));
+        }
+        self.inner.decide(state, request)
+    }
+}
+
+/// A fresh directory under the system temp dir, unique to this process and `name`.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rolegate-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Session memory is kept beside a checkpoint, not in it: a new process restores it.
+pub fn restore_memory(lab: &mut Lab, state: &AgentState) {
+    if let Some(memory) = lab.agent.memory.as_mut() {
+        memory.restore_facts(state.observations());
+    }
+}

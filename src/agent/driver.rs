@@ -18,7 +18,7 @@ use super::state::{AgentState, StateError, Status, StopReason};
 use super::trace::{Trace, TraceKind};
 use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estimate_tokens};
 use crate::gate::{GateOutcome, Refusal, ToolGate};
-use crate::memory::SessionMemory;
+use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::blocks::push_block;
 use crate::model::{Decider, LlmRequest, LlmResponse, Message, ModelError};
 use crate::tools::{ToolCall, fact_of, fingerprint};
@@ -178,6 +178,8 @@ pub struct Agent {
     pub prices: Arc<PriceTable>,
     /// Session memory, if the agent keeps one.
     pub memory: Option<SessionMemory>,
+    /// Guarded memory that the `remember` tool writes to (an internal effect), if any.
+    pub guarded: Option<GuardedMemory>,
     /// How much of the loop's own checking runs.
     pub checks: CheckMode,
     /// Cancels the run between steps (and abandons a model call in flight).
@@ -218,6 +220,7 @@ impl Agent {
             clock,
             prices,
             memory: None,
+            guarded: None,
             checks: CheckMode::Full,
             cancel: CancellationToken::new(),
             on_step: Vec::new(),
@@ -343,8 +346,17 @@ impl Agent {
                 let call = ToolCall::new(format!("{}-c{step}", state.run_id()), tool, arguments);
                 progress.seen.insert(call.fingerprint());
                 progress.calls.push(call.name.clone());
-                let outcome = self.gate.run(&call, &self.task, state.run_id(), &self.session.user_id);
+                let outcome = match self.guarded.as_mut() {
+                    Some(memory) => {
+                        let mut effects = MemoryEffects { memory, observations: state.observations() };
+                        self.gate.run_with(&call, &self.task, state.run_id(), &self.session.user_id, &mut effects)
+                    }
+                    None => self.gate.run(&call, &self.task, state.run_id(), &self.session.user_id),
+                };
                 progress.trace.add(step, TraceKind::Tool, outcome.code(), &call.name);
+                if call.name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {
+                    progress.trace.add(step, TraceKind::Memory, outcome.code(), "remember");
+                }
                 match outcome {
                     GateOutcome::NeedsApproval { pending_id } => return Ok(Step::End(state.wait(&pending_id)?)),
                     GateOutcome::Refused { code: Refusal::CallLimit, .. } => {
@@ -475,6 +487,11 @@ impl Agent {
                 push_block(&mut user, "memory", &n.source, &[], &n.text);
             }
         }
+        if let Some(m) = &self.guarded {
+            for n in m.notes() {
+                push_block(&mut user, "memory", &n.source, &[], &n.text);
+            }
+        }
         for o in state.observations() {
             let source = if o.tool == "rejected" {
                 format!("loop:rejected:{}", o.id)
@@ -497,7 +514,8 @@ impl Agent {
         }
     }
 
-    fn end(&self, state: AgentState, mut progress: Progress) -> Result<Run, AgentError> {
+    /// Ends a run: the stop line, the final call counts.
+    pub(crate) fn end(&self, state: AgentState, mut progress: Progress) -> Result<Run, AgentError> {
         let code = state.reason().map_or("running", StopReason::as_str);
         progress.trace.add(state.step(), TraceKind::Stop, code, &format!("status={}", state.status().name()));
         progress.tool_counts = self.gate.counts_of(state.run_id());

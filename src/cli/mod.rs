@@ -1,13 +1,19 @@
 //! The command line. Subcommands only parse arguments and call the library; exit codes
 //! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
 
+mod approvals;
 mod compare;
 mod design;
+mod desk;
 mod model_args;
+mod outbox;
+mod parked;
 mod suite;
 
+pub use approvals::ApprovalsCommand;
 pub use compare::CompareFormat;
 pub use design::CardChoice;
+pub use desk::{ListFormat, StoreArg};
 pub use model_args::{ModelArgs, RoleModelArgs};
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -58,10 +64,12 @@ pub enum Command {
         #[arg(long, default_value = "single")]
         design: String,
         /// The model. single: `fake:KIND` (sensible, obey, loop, wander, hallucinate,
-        /// garbage, early_finish) or `openai:NAME` (a model behind an OpenAI-compatible
-        /// server); plan: fake sensible, prose, long, bad_tool, bad_args, write;
-        /// policypal: fake sensible (= parallel), sequential, flail; fixed: ignored.
-        #[arg(long, default_value = "fake:sensible")]
+        /// garbage, early_finish), `openai:NAME` (a model behind an OpenAI-compatible
+        /// server), `scripted:research`, or `auto` (the research script for the reply task,
+        /// which parks its e-mail for a person; fake:sensible otherwise); plan: fake
+        /// sensible, prose, long, bad_tool, bad_args, write; policypal: fake sensible
+        /// (= parallel), sequential, flail; fixed: ignored.
+        #[arg(long, default_value = "auto")]
         model: String,
         /// How to reach an openai: model.
         #[command(flatten)]
@@ -78,6 +86,24 @@ pub enum Command {
         /// policypal: what to do with a confirmation card (default: show it and stop).
         #[arg(long, value_enum)]
         card: Option<design::CardChoice>,
+        /// Keep the run in this store (default for runs that may park: rolegate.db).
+        #[arg(long, value_name = "PATH")]
+        store: Option<std::path::PathBuf>,
+    },
+    /// Approval requests in the store: list, approve, deny, cancel.
+    Approvals {
+        /// What to do.
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
+    /// The e-mails really sent, from the store.
+    Outbox {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArg,
     },
     /// Designs side by side on the same tasks.
     Compare {
@@ -121,10 +147,37 @@ pub fn main() -> ExitCode {
             Command::Suite { files, format, model, model_args } => {
                 suite::suite(&files, format, model.as_deref(), &model_args).await
             }
-            Command::Run { goal, design, model, model_args, user, task, grant, card } => {
-                design::run(design::RunArgs { goal, design, model, model_args, user, task, grants: grant, card }).await
+            Command::Run { goal, design, model, model_args, user, task, grant, card, store } => {
+                if design != "single" {
+                    let model = if model == "auto" { "fake:sensible".to_string() } else { model };
+                    let args = design::RunArgs { goal, design, model, model_args, user, task, grants: grant, card };
+                    return design::run(args).await;
+                }
+                let task_name = task.clone().unwrap_or_else(|| "triage".to_string());
+                let spec = crate::store::RunSpec::new(&model, &user, &task_name, &grant);
+                match store {
+                    Some(path) => parked::run_stored(&path, &spec, &goal).await,
+                    None if !spec.grants.is_empty() => {
+                        parked::run_stored(std::path::Path::new(crate::store::DEFAULT_STORE), &spec, &goal).await
+                    }
+                    None => {
+                        let args = design::RunArgs {
+                            goal,
+                            design,
+                            model: spec.model,
+                            model_args,
+                            user,
+                            task,
+                            grants: grant,
+                            card,
+                        };
+                        design::run(args).await
+                    }
+                }
             }
             Command::Compare { format } => compare::compare(format).await,
+            Command::Approvals { command } => approvals::approvals(command).await,
+            Command::Outbox { format, store } => outbox::outbox(&store, format),
         }
     });
     ExitCode::from(code)

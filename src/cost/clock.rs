@@ -85,6 +85,17 @@ impl Clock for TokioClock {
     }
 }
 
+/// The system's wall clock, as seconds since the Unix epoch. Only the binary uses it
+/// (approval expiry across processes); library code and tests take an injected clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
+    }
+}
+
 /// Formats a duration as seconds with two decimals, as traces and tables print it.
 pub fn secs(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64())

@@ -5,7 +5,7 @@ mod clock;
 mod ledger;
 mod prices;
 
-pub use clock::{Clock, ManualClock, SharedClock, TokioClock, secs};
+pub use clock::{Clock, ManualClock, SharedClock, SystemClock, TokioClock, secs};
 pub use ledger::{Ledger, Summary, UsageRecord};
 pub use prices::{Price, PriceTable};
 

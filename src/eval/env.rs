@@ -10,7 +10,9 @@ use crate::cost::{ManualClock, PriceTable, SharedClock, TokioClock};
 use crate::gate::{Policy, ToolGate};
 use crate::memory::SessionMemory;
 use crate::model::http::{ConfigError, Endpoint, HttpConfig};
-use crate::model::{Decider, FakeKind, FakeModel, HttpClient, ModelDecider, ModelSpec, SlowClient};
+use crate::model::{
+    Decider, FakeKind, FakeModel, HttpClient, ModelDecider, ModelSpec, ScriptedModel, SlowClient, research_script,
+};
 use crate::world::{World, WorldData};
 
 /// The bundled price table, `data/prices.json`.
@@ -63,6 +65,8 @@ pub enum DeciderSpec {
     Fake(FakeKind),
     /// A fixed plan.
     Fixed(crate::model::FixedPlan),
+    /// A scripted model (e.g. the research script).
+    Scripted(ScriptedModel),
     /// A model behind an OpenAI-compatible server. The run's clock is then tokio time
     /// (real in the binary), so the time budget counts the server's real latency; `slow`
     /// does not apply.
@@ -143,6 +147,23 @@ impl LabConfig {
         Self { decider: DeciderSpec::Fake(kind), ..Self::default() }
     }
 
+    /// The research lab: kwame's reply task with `send_email_draft` granted and the
+    /// research script (read T-601, look up the returns policy, draft the e-mail, which
+    /// parks for a person).
+    pub fn research() -> Self {
+        Self::scripted(research_script())
+    }
+
+    /// The research lab with another script (e.g. its first two proposals only).
+    pub fn scripted(script: Vec<String>) -> Self {
+        Self {
+            decider: DeciderSpec::Scripted(ScriptedModel::new(script)),
+            task: "reply".into(),
+            grants: vec!["send_email_draft".into()],
+            ..Self::default()
+        }
+    }
+
     /// Builds the agent over a fresh world (empty outbox) from `env`.
     pub fn build(&self, env: &Env) -> Lab {
         let clock = ManualClock::new();
@@ -162,6 +183,7 @@ impl LabConfig {
         let decider: Box<dyn Decider> = match &self.decider {
             DeciderSpec::Fixed(plan) => Box::new(plan.clone()),
             DeciderSpec::Http(cfg) => Box::new(ModelDecider::new(HttpClient::new(cfg.clone()))),
+            DeciderSpec::Scripted(model) => Box::new(ModelDecider::new(model.clone())),
             DeciderSpec::Fake(kind) => match self.slow {
                 Some(per_call) => Box::new(ModelDecider::new(SlowClient {
                     inner: FakeModel::new(*kind),

@@ -1,7 +1,8 @@
 //! The gate: the only place a tool runs. [`ToolGate::run`] checks the allowlist again,
 //! the arguments, the per-run call limit and the access; a granted write is parked as a
 //! [`PendingAction`] (`pa-1`, `pa-2`, …) instead of running; every call leaves exactly one
-//! [`AuditEvent`].
+//! [`AuditEvent`]. A parked action runs only with an [`ApprovalToken`], which only the
+//! approval queue mints, and at most once: a retry replays the stored result.
 
 mod confirm;
 mod policy;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-use crate::tools::{ArgError, Registry, ToolCall};
+use crate::tools::{ArgError, Registry, ToolArgs, ToolCall};
 use crate::world::World;
 
 pub use policy::{Access, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
@@ -34,6 +35,9 @@ pub enum GateError {
         /// Its status.
         status: PendingStatus,
     },
+    /// The approval was given for other arguments than the ones parked now.
+    #[error("pending action {0:?} changed since it was approved")]
+    ChangedSinceApproval(String),
 }
 
 /// Why the gate refused to run a call.
@@ -154,6 +158,73 @@ pub struct PendingAction {
     pub result: Option<Value>,
 }
 
+/// Proof that a person approved one parked action: minted only by the approval queue
+/// (its constructor is crate-private), checked by [`ToolGate::execute_approved`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ApprovalToken {
+    run_id: String,
+    pending_id: String,
+    approver: String,
+    fingerprint: String,
+}
+
+impl ApprovalToken {
+    /// Mints a token; only code in this crate that has checked a decision may do so.
+    pub(crate) fn mint(run_id: &str, pending_id: &str, approver: &str, fingerprint: &str) -> Self {
+        Self {
+            run_id: run_id.to_string(),
+            pending_id: pending_id.to_string(),
+            approver: approver.to_string(),
+            fingerprint: fingerprint.to_string(),
+        }
+    }
+    /// The run of the approved action.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    /// The approved action, `pa-N`.
+    pub fn pending_id(&self) -> &str {
+        &self.pending_id
+    }
+    /// Who approved.
+    pub fn approver(&self) -> &str {
+        &self.approver
+    }
+    /// The fingerprint of the call the person saw.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+}
+
+/// Why an internal effect did not happen: a named code and a short message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InternalFailure {
+    /// A stable snake_case code, e.g. `instruction_like`.
+    pub code: &'static str,
+    /// A short message for the observation.
+    pub message: String,
+}
+
+/// Applies tools whose policy access is `internal` (they change only the application's
+/// own state, such as memory). The gate calls it after every check has passed.
+pub trait InternalEffects {
+    /// Applies a validated call for `caller`.
+    ///
+    /// # Errors
+    /// [`InternalFailure`] when the effect was refused or failed.
+    fn apply(&mut self, caller: &str, args: &ToolArgs) -> Result<Value, InternalFailure>;
+}
+
+/// No internal effects: every internal tool fails as `unavailable`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoInternalEffects;
+
+impl InternalEffects for NoInternalEffects {
+    fn apply(&mut self, _caller: &str, _args: &ToolArgs) -> Result<Value, InternalFailure> {
+        Err(InternalFailure { code: "unavailable", message: "this agent has no internal effects".into() })
+    }
+}
+
 /// The key the application uses for an effect of `pending_id` in `run_id`. A model
 /// cannot choose it, so it cannot mint a fresh key to repeat an effect.
 pub fn derived_idempotency_key(run_id: &str, pending_id: &str) -> String {
@@ -218,12 +289,88 @@ impl ToolGate {
 
     /// Runs `call` for `caller` in `task` of `run_id`, if the policy allows it.
     pub fn run(&mut self, call: &ToolCall, task: &str, run_id: &str, caller: &str) -> GateOutcome {
-        let outcome = self.decide(call, task, run_id, caller);
+        self.run_with(call, task, run_id, caller, &mut NoInternalEffects)
+    }
+
+    /// As [`ToolGate::run`]; a tool with `internal` access is applied by `internal` after
+    /// the same checks (allowlist, arguments, call limit) and the same audit.
+    pub fn run_with(
+        &mut self,
+        call: &ToolCall,
+        task: &str,
+        run_id: &str,
+        caller: &str,
+        internal: &mut dyn InternalEffects,
+    ) -> GateOutcome {
+        let outcome = self.decide(call, task, run_id, caller, internal);
         self.record(call, run_id, caller, outcome.code());
         outcome
     }
 
-    fn decide(&mut self, call: &ToolCall, task: &str, run_id: &str, caller: &str) -> GateOutcome {
+    /// Puts back a parked action loaded from a durable store (a new process resuming a
+    /// run). An action with the same id is replaced.
+    pub fn restore_pending(&mut self, action: PendingAction) {
+        self.pending.insert(action.id.clone(), action);
+    }
+
+    /// Sets the status of a parked action after a recorded decision (approved, denied,
+    /// cancelled). Executed actions keep their status.
+    pub(crate) fn mark(&mut self, pending_id: &str, status: PendingStatus) {
+        if let Some(pa) = self.pending.get_mut(pending_id) {
+            if pa.status != PendingStatus::Executed {
+                pa.status = status;
+            }
+        }
+    }
+
+    /// Runs an approved action exactly once. A second call with the same token replays
+    /// the stored result (`"replayed": true`) and runs nothing.
+    ///
+    /// # Errors
+    /// [`GateError::UnknownPending`] for an action this gate does not hold (or of another
+    /// run); [`GateError::NotRunnable`] when it was denied or cancelled;
+    /// [`GateError::ChangedSinceApproval`] when its call is not the one approved.
+    pub fn execute_approved(&mut self, token: &ApprovalToken) -> Result<GateOutcome, GateError> {
+        let Some(pa) = self.pending.get(&token.pending_id).filter(|p| p.run_id == token.run_id).cloned() else {
+            return Err(GateError::UnknownPending(token.pending_id.clone()));
+        };
+        if pa.call.fingerprint() != token.fingerprint {
+            return Err(GateError::ChangedSinceApproval(pa.id));
+        }
+        let outcome = match (pa.status, &pa.result) {
+            (PendingStatus::Executed, Some(stored)) => {
+                let mut again = stored.clone();
+                if let Some(obj) = again.as_object_mut() {
+                    obj.insert("replayed".into(), Value::Bool(true));
+                }
+                self.record(&pa.call, &pa.run_id, &pa.caller, "replayed");
+                return Ok(GateOutcome::Ok(again));
+            }
+            (PendingStatus::Approved, _) => match self.registry.validate(&pa.call.name, &pa.call.arguments) {
+                Ok(args) => match self.registry.execute(&self.world, &pa.caller, &args) {
+                    Ok(v) => GateOutcome::Ok(v),
+                    Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
+                },
+                Err(e) => GateOutcome::Refused { code: Refusal::InvalidArguments, message: e.to_string() },
+            },
+            (status, _) => return Err(GateError::NotRunnable { id: pa.id, status }),
+        };
+        if let (GateOutcome::Ok(v), Some(stored)) = (&outcome, self.pending.get_mut(&pa.id)) {
+            stored.status = PendingStatus::Executed;
+            stored.result = Some(v.clone());
+        }
+        self.record(&pa.call, &pa.run_id, &pa.caller, outcome.code());
+        Ok(outcome)
+    }
+
+    fn decide(
+        &mut self,
+        call: &ToolCall,
+        task: &str,
+        run_id: &str,
+        caller: &str,
+        internal: &mut dyn InternalEffects,
+    ) -> GateOutcome {
         let refuse = |code: Refusal, message: String| GateOutcome::Refused { code, message };
         if !self.policy.allows(task, &call.name) || !self.registry.has(&call.name) {
             return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
@@ -241,7 +388,14 @@ impl ToolGate {
             return refuse(Refusal::CallLimit, format!("{} may run {} times per run", call.name, used));
         }
         self.counts.insert(key, used + 1);
-        if self.policy.access_of(&call.name) == Access::Write {
+        let access = self.policy.access_of(&call.name);
+        if access == Access::Internal {
+            return match internal.apply(caller, &args) {
+                Ok(v) => GateOutcome::Ok(v),
+                Err(f) => GateOutcome::Failed { code: f.code, message: f.message },
+            };
+        }
+        if access == Access::Write {
             if !self.policy.grants.contains(&call.name) {
                 return refuse(Refusal::NotGranted, format!("{} is not granted", call.name));
             }

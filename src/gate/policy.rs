@@ -18,6 +18,9 @@ pub const DEFAULT_CALL_LIMIT: u32 = 10;
 pub enum Access {
     /// Reads only; runs without a person.
     Read,
+    /// Changes only the application's own state (e.g. memory): runs without a person,
+    /// through the caller's [`InternalEffects`](super::InternalEffects), and is audited.
+    Internal,
     /// Has an effect; needs a grant and then a human approval.
     Write,
 }

@@ -96,14 +96,19 @@ pub fn classify(tool: &str) -> Risk {
     Risk { effect, level, irreversible: matches!(effect, Effect::External | Effect::Destructive) }
 }
 
-/// Problems a policy has before any run: a tool with an effect labelled `read`, and a
-/// tool a task uses that the risk table does not know. Ordered and deduplicated.
+/// Problems a policy has before any run: a tool whose effect needs approval labelled
+/// `read` or `internal`, a tool labelled `internal` that the table does not class as an
+/// internal effect, and a tool a task uses that the risk table does not know. Ordered and deduplicated.
 pub fn policy_problems(policy: &Policy) -> Vec<String> {
     let mut problems = std::collections::BTreeSet::new();
     for (tool, access) in &policy.access {
         let risk = classify(tool);
-        if *access == Access::Read && risk.level == Level::Approve {
-            problems.insert(format!("{tool}: {} but access is read", risk.effect.as_str()));
+        if *access != Access::Write && risk.level == Level::Approve {
+            let label = if *access == Access::Read { "read" } else { "internal" };
+            problems.insert(format!("{tool}: {} but access is {label}", risk.effect.as_str()));
+        }
+        if *access == Access::Internal && risk.effect != Effect::Internal {
+            problems.insert(format!("{tool}: {} but access is internal", risk.effect.as_str()));
         }
     }
     for tool in policy.tasks.values().flatten() {

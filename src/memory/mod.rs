@@ -2,7 +2,11 @@
 //!
 //! [`SessionMemory::write`] applies the write rules in a fixed order; the first rule that
 //! fails decides and nothing is stored. Loading a saved memory applies every rule again.
+//! [`GuardedMemory`] lets a model only point at an observation (`remember`); the
+//! application builds the note.
 
+mod guarded;
 mod session;
 
+pub use guarded::{GuardedMemory, MemoryEffects, RememberCode};
 pub use session::{MemoryError, Note, SessionMemory, WriteCode};

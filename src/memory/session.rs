@@ -170,6 +170,23 @@ impl SessionMemory {
         code
     }
 
+    /// Writes the facts the loop keeps from `observations` (ticket id and status of each
+    /// successful ticket read), as the loop wrote them when they were made. A process that
+    /// resumes a run from a checkpoint uses it: session memory lives beside a checkpoint,
+    /// not in it. Returns how many notes were written.
+    pub fn restore_facts(&mut self, observations: &[crate::agent::Observation]) -> usize {
+        let mut written = 0;
+        for o in observations.iter().filter(|o| o.ok) {
+            let data: serde_json::Value = serde_json::from_str(&o.text).unwrap_or_default();
+            if let Some((key, text)) = crate::tools::fact_of(&o.tool, &data) {
+                if self.write(&key, &text, &format!("tool:{}:{}", o.tool, o.id), None) == WriteCode::Ok {
+                    written += 1;
+                }
+            }
+        }
+        written
+    }
+
     /// The live notes, ordered by key.
     pub fn notes(&self) -> Vec<&Note> {
         let now = self.clock.now().as_secs_f64();

@@ -101,6 +101,15 @@ pub struct SearchDocumentsArgs {
     pub query: String,
 }
 
+/// Arguments of `remember`: the model only points at one of the run's observations; the
+/// application builds the note from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RememberArgs {
+    /// Observation id such as `o1`.
+    pub from_observation: String,
+}
+
 /// A validated call's typed arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ToolArgs {
@@ -114,6 +123,8 @@ pub enum ToolArgs {
     SendEmailDraft(SendEmailDraftArgs),
     /// `search_documents`.
     SearchDocuments(SearchDocumentsArgs),
+    /// `remember` (an internal effect, applied by the agent's guarded memory).
+    Remember(RememberArgs),
 }
 
 /// Why arguments were refused.
@@ -172,6 +183,7 @@ static TICKET_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^T-\d{1,6}$"));
 static DOC_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-z0-9][a-z0-9-]{0,39}$"));
 static ADDRESS: LazyLock<Regex> =
     LazyLock::new(|| re(r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$"));
+static OBSERVATION_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^o\d{1,4}$"));
 static IDEM_KEY: LazyLock<Regex> = LazyLock::new(|| re(r"^[A-Za-z0-9_.:-]{1,80}$"));
 
 #[allow(clippy::expect_used)] // literal patterns, covered by tests
@@ -184,8 +196,8 @@ fn re(p: &str) -> Regex {
 pub struct Registry;
 
 /// Names of every tool the registry knows, in a fixed order.
-pub const TOOL_NAMES: [&str; 5] =
-    ["get_ticket", "lookup_document", "calculator", "send_email_draft", "search_documents"];
+pub const TOOL_NAMES: [&str; 6] =
+    ["get_ticket", "lookup_document", "calculator", "send_email_draft", "search_documents", "remember"];
 
 fn str_schema(fields: &[&str]) -> Value {
     let props: serde_json::Map<String, Value> =
@@ -221,6 +233,11 @@ impl Registry {
                 "send_email_draft",
                 "Send an e-mail to a customer (needs a human approval).",
                 &["to", "subject", "body", "idempotency_key"],
+            ),
+            "remember" => (
+                "remember",
+                "Keep a fact from one of your observations; the application writes the note.",
+                &["from_observation"],
             ),
             _ => return None,
         };
@@ -273,6 +290,11 @@ impl Registry {
                 check(IDEM_KEY.is_match(&a.idempotency_key), "idempotency_key must be 1 to 80 safe characters")?;
                 Ok(ToolArgs::SendEmailDraft(a))
             }
+            "remember" => {
+                let a: RememberArgs = parse(arguments)?;
+                check(OBSERVATION_ID.is_match(&a.from_observation), "from_observation must look like o1")?;
+                Ok(ToolArgs::Remember(a))
+            }
             _ => Err(ArgError::UnknownTool),
         }
     }
@@ -307,6 +329,11 @@ impl Registry {
                 Ok(json!({"sent": true, "email_id": id, "replayed": !sent_now}))
             }
             ToolArgs::SearchDocuments(a) => Ok(search(&world.data, &a.query)),
+            // an internal effect: only the gate applies it, through the agent's memory
+            ToolArgs::Remember(_) => Err(ToolFailure {
+                code: ToolFailureCode::BadInput,
+                message: "remember is applied by the agent's guarded memory, not by the registry".into(),
+            }),
         }
     }
 }

@@ -207,6 +207,12 @@ impl Outbox {
         (id, true)
     }
 
+    /// An outbox holding mail sent earlier (e.g. loaded from a durable store), so the
+    /// per-key dedupe and the ids carry on across processes.
+    pub fn restore(sent: Vec<SentEmail>) -> Self {
+        Self { sent: Arc::new(Mutex::new(sent)) }
+    }
+
     /// A copy of everything sent so far.
     pub fn sent(&self) -> Vec<SentEmail> {
         self.sent.lock().unwrap_or_else(PoisonError::into_inner).clone()

@@ -1,0 +1,45 @@
+//! What the store-backed subcommands share: the `--store` option, the list format and
+//! opening the approval desk (store file, signing key from the environment, system clock).
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::cost::SystemClock;
+use crate::eval::Env;
+use crate::human::{ApprovalRequest, SigningKey};
+use crate::store::{DEFAULT_STORE, Desk, Store};
+
+/// The store file option every store-backed command takes.
+#[derive(Clone, Debug, Args)]
+pub struct StoreArg {
+    /// The store file (embedded SQLite); created when missing.
+    #[arg(long = "store", value_name = "PATH", default_value = DEFAULT_STORE)]
+    pub path: PathBuf,
+}
+
+/// Output formats of the listing commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// Aligned text, one line per item.
+    Table,
+    /// One JSON array.
+    Json,
+}
+
+/// Opens the desk over `path` with the key from `ROLEGATE_SIGNING_KEY` (or the file named
+/// by `ROLEGATE_SIGNING_KEY_FILE`) and the system clock.
+pub(crate) fn open(path: &std::path::Path) -> Result<Desk, String> {
+    let key = SigningKey::from_env().map_err(|e| e.to_string())?;
+    let env = Env::bundled().map_err(|e| e.to_string())?;
+    let store = Store::open(path).map_err(|e| e.to_string())?;
+    Ok(Desk::new(store, key, env, Arc::new(SystemClock)))
+}
+
+/// One request as a table line.
+pub(crate) fn request_line(r: &ApprovalRequest) -> String {
+    format!(
+        "{:<7} {:<9} {:<17} {:<8} expires_at={:.0} {}",
+        r.id, r.status, r.tool, r.requested_by, r.expires_at, r.preview
+    )
+}

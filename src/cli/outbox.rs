@@ -1,0 +1,28 @@
+//! `rolegate outbox`: the e-mails really sent, from the store.
+
+use super::desk::{ListFormat, StoreArg, open};
+use super::{EXIT_OK, EXIT_USAGE, out};
+
+/// Prints the sent mail.
+pub(crate) fn outbox(store: &StoreArg, format: ListFormat) -> u8 {
+    let sent = match open(&store.path).and_then(|d| d.outbox().map_err(|e| e.to_string())) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match format {
+        ListFormat::Json => {
+            out(&serde_json::to_string_pretty(&sent).unwrap_or_default());
+        }
+        ListFormat::Table => {
+            for e in &sent {
+                if !out(&format!("{:<4} {:<24} {:<20} key={}", e.id, e.to, e.subject, e.idempotency_key)) {
+                    break;
+                }
+            }
+        }
+    }
+    EXIT_OK
+}

@@ -1,0 +1,45 @@
+//! `rolegate run` on the store: used when `--store` is given or the run has a write tool
+//! granted (the reply task by default), so a parked run can be decided by another process.
+
+use super::desk::{open, request_line};
+use super::{EXIT_OK, EXIT_USAGE, out};
+use crate::store::RunSpec;
+
+/// Runs `goal` through the desk and prints the trace, the outcome and any request.
+pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &str) -> u8 {
+    let mut desk = match open(path) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match desk.start(spec, goal).await {
+        Ok(started) => {
+            let run = &started.run;
+            for l in run.trace().lines() {
+                out(&l);
+            }
+            out(&format!(
+                "{} {} {} calls={:?}",
+                run.state.run_id(),
+                run.state.status().name(),
+                run.reason(),
+                run.calls()
+            ));
+            if let Some(r) = &started.request {
+                out(&format!("approval needed: {}", request_line(r)));
+                out(&format!(
+                    "decide with: rolegate approvals approve {} --as <approver> --store {}",
+                    r.id,
+                    path.display()
+                ));
+            }
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            EXIT_USAGE
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Signed checkpoints: everything a new process needs to continue a run.
+//!
+//! A [`Checkpoint`] is the typed state plus the run's [`Progress`]: fingerprints of calls
+//! already sent (the repeat rule), the calls, the trace, the usage ledger (cost so far)
+//! and the working seconds so far. Stored text is untrusted input, so it is signed with
+//! HMAC-SHA256 and, when loaded, verified in constant time before anything is parsed; the
+//! state then passes the same validation as a live state ([`AgentState`]'s `RawState`
+//! rules). A tampered or malformed checkpoint never becomes state.
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+use std::fmt;
+use std::path::Path;
+
+use crate::agent::{AgentState, Progress, Run};
+
+/// The environment variable holding the signing key.
+pub const SIGNING_KEY_ENV: &str = "ROLEGATE_SIGNING_KEY";
+/// The environment variable naming a file that holds the signing key.
+pub const SIGNING_KEY_FILE_ENV: &str = "ROLEGATE_SIGNING_KEY_FILE";
+/// The shortest key accepted, in bytes.
+pub const MIN_KEY_BYTES: usize = 16;
+/// The format tag of a signed checkpoint.
+pub const CHECKPOINT_FORMAT: &str = "rolegate-checkpoint/1";
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Why a checkpoint was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CheckpointCode {
+    /// Not a signed checkpoint at all (junk, wrong format, unknown fields).
+    NotACheckpoint,
+    /// The signature does not match the body (edited, or signed with another key).
+    BadSignature,
+    /// Correctly signed, but the state breaks the state rules.
+    InvalidState,
+}
+
+impl CheckpointCode {
+    /// The code as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotACheckpoint => "not_a_checkpoint",
+            Self::BadSignature => "bad_signature",
+            Self::InvalidState => "invalid_state",
+        }
+    }
+}
+
+impl fmt::Display for CheckpointCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Errors of checkpoints and signing keys.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// A checkpoint was refused before it became state.
+    #[error("{code}: {detail}")]
+    Refused {
+        /// Why.
+        code: CheckpointCode,
+        /// Details for a person (never the body).
+        detail: String,
+    },
+    /// No signing key is configured.
+    #[error(
+        "no signing key: set {SIGNING_KEY_ENV} to a secret of at least {MIN_KEY_BYTES} bytes, or {SIGNING_KEY_FILE_ENV} to a file holding one"
+    )]
+    MissingKey,
+    /// The configured key is unusable.
+    #[error("signing key: {0}")]
+    BadKey(String),
+}
+
+impl CheckpointError {
+    /// The refusal code, for a refused checkpoint.
+    pub fn code(&self) -> Option<CheckpointCode> {
+        match self {
+            Self::Refused { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    fn refused(code: CheckpointCode, detail: impl Into<String>) -> Self {
+        Self::Refused { code, detail: detail.into() }
+    }
+}
+
+/// The secret checkpoints are signed with. Its bytes are never printed.
+#[derive(Clone)]
+pub struct SigningKey {
+    /// The keyed MAC, ready to be cloned for each message.
+    mac: HmacSha256,
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SigningKey(..)")
+    }
+}
+
+impl SigningKey {
+    /// A key from raw bytes.
+    ///
+    /// # Errors
+    /// [`CheckpointError::BadKey`] for a key shorter than [`MIN_KEY_BYTES`].
+    pub fn new(bytes: &[u8]) -> Result<Self, CheckpointError> {
+        if bytes.len() < MIN_KEY_BYTES {
+            return Err(CheckpointError::BadKey(format!("the key must be at least {MIN_KEY_BYTES} bytes")));
+        }
+        let mac = HmacSha256::new_from_slice(bytes).map_err(|e| CheckpointError::BadKey(e.to_string()))?;
+        Ok(Self { mac })
+    }
+
+    /// The key from configuration: the text of `value` (the environment variable), else
+    /// the trimmed contents of `file`.
+    ///
+    /// # Errors
+    /// [`CheckpointError::MissingKey`] when neither is set; [`CheckpointError::BadKey`]
+    /// for an unreadable file or a short key.
+    pub fn from_config(value: Option<&str>, file: Option<&Path>) -> Result<Self, CheckpointError> {
+        if let Some(v) = value.filter(|v| !v.is_empty()) {
+            return Self::new(v.as_bytes());
+        }
+        if let Some(path) = file {
+            return Self::from_file(path);
+        }
+        Err(CheckpointError::MissingKey)
+    }
+
+    /// The key from [`SIGNING_KEY_ENV`], else from the file named by
+    /// [`SIGNING_KEY_FILE_ENV`].
+    ///
+    /// # Errors
+    /// As [`SigningKey::from_config`].
+    pub fn from_env() -> Result<Self, CheckpointError> {
+        let value = std::env::var(SIGNING_KEY_ENV).ok();
+        let file = std::env::var_os(SIGNING_KEY_FILE_ENV).map(std::path::PathBuf::from);
+        Self::from_config(value.as_deref(), file.as_deref())
+    }
+
+    /// The key held in a file (surrounding whitespace is ignored).
+    ///
+    /// # Errors
+    /// [`CheckpointError::BadKey`] when the file cannot be read or the key is short.
+    pub fn from_file(path: &Path) -> Result<Self, CheckpointError> {
+        let text = std::fs::read(path).map_err(|e| CheckpointError::BadKey(format!("{}: {e}", path.display())))?;
+        Self::new(text.trim_ascii())
+    }
+
+    fn mac(&self, domain: &str, body: &str) -> HmacSha256 {
+        let mut mac = self.mac.clone();
+        mac.update(domain.as_bytes());
+        mac.update(&[0]);
+        mac.update(body.as_bytes());
+        mac
+    }
+
+    /// The hex HMAC-SHA256 of a checkpoint `body`.
+    pub fn sign(&self, body: &str) -> String {
+        self.sign_as(CHECKPOINT_FORMAT, body)
+    }
+
+    /// True when `signature` is the HMAC of a checkpoint `body` (constant-time compare).
+    pub fn verify(&self, body: &str, signature: &str) -> bool {
+        self.verify_as(CHECKPOINT_FORMAT, body, signature)
+    }
+
+    /// The hex HMAC-SHA256 of `body` for records of kind `domain` (e.g. a stored approval
+    /// request); the domain keeps a signature of one kind from passing as another.
+    pub fn sign_as(&self, domain: &str, body: &str) -> String {
+        hex(&self.mac(domain, body).finalize().into_bytes())
+    }
+
+    /// True when `signature` is the HMAC of `body` for `domain` (constant-time compare).
+    pub fn verify_as(&self, domain: &str, body: &str, signature: &str) -> bool {
+        match unhex(signature) {
+            Some(bytes) => self.mac(domain, body).verify_slice(&bytes).is_ok(),
+            None => false,
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok()).collect()
+}
+
+/// The outer, signed form: the body is kept as the exact text that was signed.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Sealed {
+    format: String,
+    body: String,
+    signature: String,
+}
+
+/// A run as it stood at the top of a step (or parked): state and progress.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// The typed state (validated again on load).
+    pub state: AgentState,
+    /// Calls, their fingerprints, trace, ledger (cost so far), working time so far, the
+    /// bad-step count and the gate's per-tool call counts.
+    pub progress: Progress,
+}
+
+impl Checkpoint {
+    /// A checkpoint of `state` and `progress`.
+    pub fn new(state: &AgentState, progress: &Progress) -> Self {
+        Self { state: state.clone(), progress: progress.clone() }
+    }
+
+    /// A checkpoint of a finished or parked run.
+    pub fn of(run: &Run) -> Self {
+        Self::new(&run.state, &run.progress)
+    }
+
+    /// The run this checkpoint holds.
+    pub fn into_run(self) -> Run {
+        Run { state: self.state, progress: self.progress }
+    }
+
+    /// The signed JSON text to store.
+    pub fn seal(&self, key: &SigningKey) -> String {
+        let body = serde_json::to_string(self).unwrap_or_default();
+        let sealed = Sealed { format: CHECKPOINT_FORMAT.into(), signature: key.sign(&body), body };
+        serde_json::to_string(&sealed).unwrap_or_default()
+    }
+
+    /// Loads signed JSON text: shape, then signature (constant time), then the state rules.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Refused`] with `not_a_checkpoint`, `bad_signature` or
+    /// `invalid_state`.
+    pub fn open(text: &str, key: &SigningKey) -> Result<Self, CheckpointError> {
+        let sealed: Sealed = serde_json::from_str(text)
+            .map_err(|e| CheckpointError::refused(CheckpointCode::NotACheckpoint, e.to_string()))?;
+        if sealed.format != CHECKPOINT_FORMAT {
+            let detail = format!("format must be {CHECKPOINT_FORMAT}");
+            return Err(CheckpointError::refused(CheckpointCode::NotACheckpoint, detail));
+        }
+        if !key.verify(&sealed.body, &sealed.signature) {
+            return Err(CheckpointError::refused(
+                CheckpointCode::BadSignature,
+                "the body was changed after signing, or signed with another key",
+            ));
+        }
+        serde_json::from_str(&sealed.body)
+            .map_err(|e| CheckpointError::refused(CheckpointCode::InvalidState, e.to_string()))
+    }
+}

@@ -1,0 +1,194 @@
+//! `GuardedMemory`: the model may only point at an observation; the application writes
+//! the note.
+//!
+//! The `remember` tool has a single argument, `from_observation`. The note's key and text
+//! are built in code from that observation ([`fact_of`]: ticket id and status, nothing
+//! else), then pass the [`SessionMemory`] write rules and a per-run write budget. A
+//! model-written memory is therefore a pointer, never a sentence the model authored.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::session::{Note, SessionMemory, WriteCode};
+use crate::agent::Observation;
+use crate::gate::{InternalEffects, InternalFailure};
+use crate::tools::{ToolArgs, fact_of};
+
+/// The outcome of a `remember` request. The first rule that fails decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RememberCode {
+    /// Stored.
+    Ok,
+    /// No observation with that id in this run.
+    UnknownObservation,
+    /// The observation is a failure (an error text is never a fact).
+    FailedObservation,
+    /// The observation holds no fact the application keeps (e.g. a document).
+    NoFact,
+    /// This run has used its write budget.
+    WriteBudget,
+    /// Write rule: the key or source is malformed.
+    BadKeyOrSource,
+    /// Write rule: about another user (or asked for by someone other than the owner).
+    OtherUser,
+    /// Write rule: nothing to store.
+    Empty,
+    /// Write rule: longer than a note may be.
+    TooLong,
+    /// Write rule: holds a secret.
+    Secret,
+    /// Write rule: holds personal data.
+    PersonalData,
+    /// Write rule: reads like an instruction.
+    InstructionLike,
+    /// Write rule: the memory is full.
+    MemoryFull,
+}
+
+impl RememberCode {
+    /// The code as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::UnknownObservation => "unknown_observation",
+            Self::FailedObservation => "failed_observation",
+            Self::NoFact => "no_fact",
+            Self::WriteBudget => "write_budget",
+            Self::BadKeyOrSource => "bad_key_or_source",
+            Self::OtherUser => "other_user",
+            Self::Empty => "empty",
+            Self::TooLong => "too_long",
+            Self::Secret => "secret",
+            Self::PersonalData => "personal_data",
+            Self::InstructionLike => "instruction_like",
+            Self::MemoryFull => "memory_full",
+        }
+    }
+}
+
+impl From<WriteCode> for RememberCode {
+    fn from(c: WriteCode) -> Self {
+        match c {
+            WriteCode::Ok => Self::Ok,
+            WriteCode::BadKeyOrSource => Self::BadKeyOrSource,
+            WriteCode::OtherUser => Self::OtherUser,
+            WriteCode::Empty => Self::Empty,
+            WriteCode::TooLong => Self::TooLong,
+            WriteCode::Secret => Self::Secret,
+            WriteCode::PersonalData => Self::PersonalData,
+            WriteCode::InstructionLike => Self::InstructionLike,
+            WriteCode::MemoryFull => Self::MemoryFull,
+        }
+    }
+}
+
+/// A session memory that only the application writes, from observations a model points at.
+#[derive(Clone, Debug)]
+pub struct GuardedMemory {
+    /// The notes and their write rules; owned here, dropped with this memory.
+    memory: SessionMemory,
+    /// Observations handed in with [`GuardedMemory::on_observation`].
+    observations: Vec<Observation>,
+    /// Most successful writes per run.
+    max_writes: u32,
+    /// Successful writes so far.
+    writes: u32,
+}
+
+impl GuardedMemory {
+    /// Guards `memory` with a budget of `max_writes` successful writes.
+    pub fn new(memory: SessionMemory, max_writes: u32) -> Self {
+        Self { memory, observations: Vec::new(), max_writes, writes: 0 }
+    }
+
+    /// The owner of the memory.
+    pub fn owner(&self) -> &str {
+        self.memory.owner()
+    }
+
+    /// Hands in an observation a later `remember` may point at.
+    pub fn on_observation(&mut self, observation: Observation) {
+        self.observations.push(observation);
+    }
+
+    /// Remembers the fact of observation `from` among those handed in.
+    pub fn remember(&mut self, from: &str) -> RememberCode {
+        let observations = std::mem::take(&mut self.observations);
+        let code = self.remember_from(&observations, from);
+        self.observations = observations;
+        code
+    }
+
+    /// Remembers the fact of observation `from` among `observations` (the run's own).
+    pub fn remember_from(&mut self, observations: &[Observation], from: &str) -> RememberCode {
+        self.note_from(observations, from).0
+    }
+
+    fn note_from(&mut self, observations: &[Observation], from: &str) -> (RememberCode, Option<String>) {
+        let Some(obs) = observations.iter().find(|o| o.id == from) else {
+            return (RememberCode::UnknownObservation, None);
+        };
+        if !obs.ok {
+            return (RememberCode::FailedObservation, None);
+        }
+        let data: Value = serde_json::from_str(&obs.text).unwrap_or(Value::Null);
+        let Some((key, text)) = fact_of(&obs.tool, &data) else {
+            return (RememberCode::NoFact, None);
+        };
+        if self.writes >= self.max_writes {
+            return (RememberCode::WriteBudget, None);
+        }
+        let code: RememberCode = self.memory.write(&key, &text, &format!("tool:{}:{}", obs.tool, obs.id), None).into();
+        if code == RememberCode::Ok {
+            self.writes += 1;
+            return (code, Some(text));
+        }
+        (code, None)
+    }
+
+    /// Successful writes so far.
+    pub fn writes(&self) -> u32 {
+        self.writes
+    }
+
+    /// The live notes, ordered by key.
+    pub fn notes(&self) -> Vec<&Note> {
+        self.memory.notes()
+    }
+
+    /// The guarded session memory (read-only).
+    pub fn memory(&self) -> &SessionMemory {
+        &self.memory
+    }
+}
+
+/// The `remember` tool as an internal effect of the gate: it reads the run's observations
+/// and writes to the agent's guarded memory.
+#[derive(Debug)]
+pub struct MemoryEffects<'a> {
+    /// The memory written to (borrowed from the agent for one call).
+    pub memory: &'a mut GuardedMemory,
+    /// The run's observations so far (borrowed from its state for one call).
+    pub observations: &'a [Observation],
+}
+
+impl InternalEffects for MemoryEffects<'_> {
+    fn apply(&mut self, caller: &str, args: &ToolArgs) -> Result<Value, InternalFailure> {
+        let ToolArgs::Remember(a) = args else {
+            return Err(InternalFailure { code: "unavailable", message: "not an internal tool".into() });
+        };
+        if caller != self.memory.owner() {
+            let code = RememberCode::OtherUser;
+            return Err(InternalFailure { code: code.as_str(), message: "not this user's memory".into() });
+        }
+        match self.memory.note_from(self.observations, &a.from_observation) {
+            (RememberCode::Ok, note) => Ok(json!({"remembered": note.unwrap_or_default()})),
+            (code, _) => Err(InternalFailure {
+                code: code.as_str(),
+                message: format!("nothing remembered from {}", a.from_observation),
+            }),
+        }
+    }
+}

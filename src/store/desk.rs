@@ -1,0 +1,342 @@
+//! The approval desk: the flows the command line runs across processes, each one store
+//! transaction. `start` runs a goal and, when it parks, files the request; `decide`
+//! rebuilds the run from the store in a new process (verified checkpoint, parked actions
+//! with their stored results, the outbox sent so far) and applies a person's decision
+//! through [`resume_with_decision`] or [`cancel_waiting`].
+
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::{Store, StoreError, rows};
+use crate::agent::{AgentError, Run};
+use crate::cost::SharedClock;
+use crate::eval::{DeciderSpec, Env, Lab, LabConfig};
+use crate::human::{
+    ApprovalError, ApprovalQueue, ApprovalRequest, AuditLine, Checkpoint, CheckpointError, DecisionCode, ResumeError,
+    SigningKey, Verdict, cancel_waiting, resume_with_decision,
+};
+use crate::model::{FakeKind, ScriptedModel, research_script};
+use crate::world::{Outbox, SentEmail};
+
+/// Errors of the desk flows. Nothing is written when one occurs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeskError {
+    /// The store.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored checkpoint was refused (tampered, junk, another key).
+    #[error("stored checkpoint of {run_id} refused: {source}")]
+    Checkpoint {
+        /// The run.
+        run_id: String,
+        /// Why.
+        source: CheckpointError,
+    },
+    /// The run could not be carried out.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The decision could not be applied.
+    #[error(transparent)]
+    Resume(#[from] ResumeError),
+    /// The approval queue refused.
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
+    /// A run spec that names no known model.
+    #[error("model {0:?}: use auto, scripted:research or fake:<kind>")]
+    UnknownModel(String),
+}
+
+/// How to rebuild a run's agent in another process: model, user, task and grants.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// `scripted:research` or `fake:<kind>`.
+    pub model: String,
+    /// The signed-in user.
+    pub user: String,
+    /// The task.
+    pub task: String,
+    /// Write tools granted (each use still needs a person).
+    pub grants: Vec<String>,
+}
+
+impl RunSpec {
+    /// A spec; model `auto` is the research script for the `reply` task (which grants
+    /// `send_email_draft`, so the e-mail parks for a person) and `fake:sensible` otherwise.
+    pub fn new(model: &str, user: &str, task: &str, grants: &[String]) -> Self {
+        let mut grants = grants.to_vec();
+        let model = match model {
+            "auto" if task == "reply" => {
+                if !grants.iter().any(|g| g == "send_email_draft") {
+                    grants.push("send_email_draft".into());
+                }
+                "scripted:research"
+            }
+            "auto" => "fake:sensible",
+            other => other,
+        };
+        Self { model: model.into(), user: user.into(), task: task.into(), grants }
+    }
+
+    /// The lab this spec describes.
+    ///
+    /// # Errors
+    /// [`DeskError::UnknownModel`].
+    pub fn lab_config(&self) -> Result<LabConfig, DeskError> {
+        let decider = match self.model.split_once(':') {
+            Some(("scripted", "research")) => DeciderSpec::Scripted(ScriptedModel::new(research_script())),
+            Some(("fake", kind)) => {
+                DeciderSpec::Fake(kind.parse::<FakeKind>().map_err(|_| DeskError::UnknownModel(self.model.clone()))?)
+            }
+            _ => return Err(DeskError::UnknownModel(self.model.clone())),
+        };
+        Ok(LabConfig {
+            decider,
+            user: self.user.clone(),
+            task: self.task.clone(),
+            grants: self.grants.clone(),
+            ..LabConfig::default()
+        })
+    }
+}
+
+/// What a person can do with a request at the desk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeskAction {
+    /// Approve: the action runs once and the run continues.
+    Approve,
+    /// Deny: the run stops as denied.
+    Deny,
+    /// Deny and let the model replan.
+    DenyReplan,
+    /// Withdraw: the run stops as cancelled.
+    Cancel,
+}
+
+/// A run started at the desk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Started {
+    /// The run (parked, finished or stopped).
+    pub run: Run,
+    /// The request filed for it, when it parked.
+    pub request: Option<ApprovalRequest>,
+}
+
+/// A decision taken at the desk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decided {
+    /// The queue's answer.
+    pub code: DecisionCode,
+    /// The run afterwards (`None` for an unknown request).
+    pub run: Option<Run>,
+    /// True when an earlier approval's stored result was replayed.
+    pub replayed: bool,
+    /// E-mails this decision sent (0 or 1).
+    pub sent_now: usize,
+}
+
+/// The flows of the command line over one store.
+#[derive(Debug)]
+pub struct Desk {
+    /// The store; owned by the desk.
+    pub store: Store,
+    /// Signs and verifies checkpoints.
+    key: SigningKey,
+    /// World, policy and prices runs are built in.
+    env: Env,
+    /// Time for approvals (expiry, audit).
+    clock: SharedClock,
+}
+
+fn queue_from(
+    c: &rusqlite::Connection,
+    env: &Env,
+    clock: &SharedClock,
+    key: &SigningKey,
+) -> Result<ApprovalQueue, StoreError> {
+    let mut queue = ApprovalQueue::new(ApprovalQueue::approvers_of(&env.world), clock.clone());
+    for r in rows::requests(c, key)? {
+        queue.requests.insert(r.id.clone(), r);
+    }
+    queue.audit = rows::approval_audit(c)?;
+    Ok(queue)
+}
+
+fn save_queue(
+    c: &rusqlite::Connection,
+    queue: &ApprovalQueue,
+    audit_before: usize,
+    key: &SigningKey,
+) -> Result<(), StoreError> {
+    for r in queue.requests.values() {
+        rows::put_request(c, r, key)?;
+    }
+    let new: &[AuditLine] = queue.audit.get(audit_before..).unwrap_or(&[]);
+    rows::push_approval_audit(c, new)
+}
+
+fn with_outbox(lab: &mut Lab, sent: Vec<SentEmail>) {
+    let outbox = Outbox::restore(sent);
+    lab.world.outbox = outbox.clone();
+    lab.agent.gate.world.outbox = outbox;
+}
+
+impl Desk {
+    /// A desk over `store`.
+    pub fn new(store: Store, key: SigningKey, env: Env, clock: SharedClock) -> Self {
+        Self { store, key, env, clock }
+    }
+
+    /// Runs `goal` as described by `spec`; a run that parks files an approval request.
+    /// Checkpoints of every step, the parked actions, both audits and the request are
+    /// written in one transaction.
+    ///
+    /// # Errors
+    /// [`DeskError`]; on any error nothing is written.
+    pub async fn start(&mut self, spec: &RunSpec, goal: &str) -> Result<Started, DeskError> {
+        let Self { store, key, env, clock } = self;
+        let tx = store.begin()?;
+        let sent_before = rows::sent(&tx)?;
+        let run_id = rows::next_run_id(&tx)?;
+        let mut lab = spec.lab_config()?.build(env);
+        with_outbox(&mut lab, sent_before.clone());
+        let sealed: Arc<Mutex<Vec<(u32, String, String)>>> = Arc::default();
+        let sink = sealed.clone();
+        let hook_key = key.clone();
+        lab.agent.on_step.push(Box::new(move |state, progress| {
+            let text = Checkpoint::new(state, progress).seal(&hook_key);
+            sink.lock().unwrap_or_else(PoisonError::into_inner).push((
+                state.step(),
+                state.status().name().to_string(),
+                text,
+            ));
+            Ok(())
+        }));
+        let run = lab.agent.run(goal, &run_id).await?;
+        let mut queue = queue_from(&tx, env, clock, key)?;
+        let audit_before = queue.audit.len();
+        let request = match run.state.pending_id().and_then(|id| lab.agent.gate.pending.get(id)) {
+            Some(action) => Some(queue.submit(action)?),
+            None => None,
+        };
+        rows::insert_run(&tx, &run_id, &serde_json::to_string(spec).unwrap_or_default())?;
+        let steps = std::mem::take(&mut *sealed.lock().unwrap_or_else(PoisonError::into_inner));
+        for (step, status, text) in steps {
+            rows::push_checkpoint(&tx, &run_id, step, &status, &text)?;
+        }
+        let last = Checkpoint::of(&run).seal(key);
+        rows::push_checkpoint(&tx, &run_id, run.state.step(), run.state.status().name(), &last)?;
+        for action in lab.agent.gate.pending.values() {
+            rows::put_pending(&tx, action, key)?;
+        }
+        rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
+        save_queue(&tx, &queue, audit_before, key)?;
+        rows::push_sent(&tx, &run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]))?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(Started { run, request })
+    }
+
+    /// Applies `actor`'s decision on request `request_id` in this process: the run is
+    /// rebuilt from the store (its latest checkpoint is verified first), the decision is
+    /// applied, and everything it changed is written in one transaction. The store's write
+    /// lock is held throughout, so two processes deciding at once are serialised.
+    ///
+    /// # Errors
+    /// [`DeskError::Checkpoint`] for a tampered stored checkpoint, others as [`DeskError`];
+    /// on any error nothing is written and nothing is sent.
+    pub async fn decide(&mut self, request_id: &str, actor: &str, action: DeskAction) -> Result<Decided, DeskError> {
+        let Self { store, key, env, clock } = self;
+        let tx = store.begin()?;
+        let mut queue = queue_from(&tx, env, clock, key)?;
+        let audit_before = queue.audit.len();
+        let Some(req) = queue.requests.get(request_id).cloned() else {
+            return Ok(Decided { code: DecisionCode::UnknownRequest, run: None, replayed: false, sent_now: 0 });
+        };
+        let spec: RunSpec = serde_json::from_str(&rows::run_spec(&tx, &req.run_id)?)
+            .map_err(|e| StoreError::BadRow { what: format!("run {}", req.run_id), detail: e.to_string() })?;
+        let checkpoint = Checkpoint::open(&rows::latest_checkpoint(&tx, &req.run_id)?, key)
+            .map_err(|source| DeskError::Checkpoint { run_id: req.run_id.clone(), source })?;
+        let sent_before = rows::sent(&tx)?;
+        let mut lab = spec.lab_config()?.build(env);
+        with_outbox(&mut lab, sent_before.clone());
+        for action in rows::pending_of(&tx, &req.run_id, key)? {
+            lab.agent.gate.restore_pending(action);
+        }
+        if let Some(memory) = lab.agent.memory.as_mut() {
+            memory.restore_facts(checkpoint.state.observations());
+        }
+        let before = checkpoint.clone();
+        let resumed = match action {
+            DeskAction::Approve => {
+                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, Verdict::Approve)
+                    .await?
+            }
+            DeskAction::Deny => {
+                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, Verdict::Deny).await?
+            }
+            DeskAction::DenyReplan => {
+                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, Verdict::DenyReplan)
+                    .await?
+            }
+            DeskAction::Cancel => cancel_waiting(&mut lab.agent, &mut queue, checkpoint, request_id, actor)?,
+        };
+        save_queue(&tx, &queue, audit_before, key)?;
+        if resumed.run != before.into_run() {
+            let sealed = Checkpoint::of(&resumed.run).seal(key);
+            let state = &resumed.run.state;
+            rows::push_checkpoint(&tx, &req.run_id, state.step(), state.status().name(), &sealed)?;
+        }
+        for action in lab.agent.gate.pending.values() {
+            rows::put_pending(&tx, action, key)?;
+        }
+        rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
+        let new_mail = lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]).to_vec();
+        rows::push_sent(&tx, &req.run_id, &new_mail)?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(Decided { code: resumed.code, run: Some(resumed.run), replayed: resumed.replayed, sent_now: new_mail.len() })
+    }
+
+    /// Every request, after marking those past their expiry as expired (written back).
+    ///
+    /// # Errors
+    /// [`DeskError::Store`].
+    pub fn requests(&mut self) -> Result<Vec<ApprovalRequest>, DeskError> {
+        let Self { store, env, clock, key } = self;
+        let tx = store.begin()?;
+        let mut queue = queue_from(&tx, env, clock, key)?;
+        let audit_before = queue.audit.len();
+        queue.sweep();
+        save_queue(&tx, &queue, audit_before, key)?;
+        tx.commit().map_err(StoreError::from)?;
+        let mut all: Vec<ApprovalRequest> = queue.requests.into_values().collect();
+        all.sort_by(|a, b| a.created_at.total_cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        Ok(all)
+    }
+
+    /// Every e-mail sent, in order.
+    ///
+    /// # Errors
+    /// [`DeskError::Store`].
+    pub fn outbox(&self) -> Result<Vec<SentEmail>, DeskError> {
+        Ok(rows::sent(self.store.conn())?)
+    }
+
+    /// The approval audit, in order.
+    ///
+    /// # Errors
+    /// [`DeskError::Store`].
+    pub fn audit(&self) -> Result<Vec<AuditLine>, DeskError> {
+        Ok(rows::approval_audit(self.store.conn())?)
+    }
+
+    /// The latest checkpoint of `run_id`, verified.
+    ///
+    /// # Errors
+    /// [`DeskError::Checkpoint`] when it is refused.
+    pub fn latest(&self, run_id: &str) -> Result<Checkpoint, DeskError> {
+        let text = rows::latest_checkpoint(self.store.conn(), run_id)?;
+        Checkpoint::open(&text, &self.key).map_err(|source| DeskError::Checkpoint { run_id: run_id.into(), source })
+    }
+}
