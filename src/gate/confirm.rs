@@ -4,8 +4,6 @@
 //! PolicyPal card: the signed-in user; approvals: an approver who is not the requester);
 //! the gate records who did, in the audit log, and runs each action at most once.
 
-use serde_json::Value;
-
 use super::{GateError, GateOutcome, PendingStatus, ToolGate};
 
 impl ToolGate {
@@ -18,33 +16,11 @@ impl ToolGate {
     /// action that was denied or cancelled.
     pub fn execute_parked(&mut self, pending_id: &str, decided_by: &str) -> Result<GateOutcome, GateError> {
         let action = self.pending.get(pending_id).ok_or_else(|| GateError::UnknownPending(pending_id.into()))?;
-        let (call, run_id, caller) = (action.call.clone(), action.run_id.clone(), action.caller.clone());
-        match (action.status, &action.result) {
-            (PendingStatus::Executed, Some(result)) => {
-                let result = result.clone();
-                self.record(&call, &run_id, decided_by, "replayed");
-                return Ok(GateOutcome::Ok(result));
-            }
-            (PendingStatus::Pending | PendingStatus::Approved, _) => {}
-            (status, _) => return Err(GateError::NotRunnable { id: pending_id.into(), status }),
+        if matches!(action.status, PendingStatus::Pending | PendingStatus::Approved) {
+            let (call, run_id) = (action.call.clone(), action.run_id.clone());
+            self.record(&call, &run_id, decided_by, "confirmed");
         }
-        self.record(&call, &run_id, decided_by, "confirmed");
-        let outcome = match self.registry.validate(&call.name, &call.arguments) {
-            Ok(args) => match self.registry.execute(&self.world, &caller, &args) {
-                Ok(v) => GateOutcome::Ok(v),
-                Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
-            },
-            Err(e) => GateOutcome::Refused { code: super::Refusal::InvalidArguments, message: e.to_string() },
-        };
-        if let Some(action) = self.pending.get_mut(pending_id) {
-            action.status = PendingStatus::Executed;
-            action.result = match &outcome {
-                GateOutcome::Ok(v) => Some(v.clone()),
-                _ => Some(Value::Null),
-            };
-        }
-        self.record(&call, &run_id, &caller, outcome.code());
-        Ok(outcome)
+        self.run_parked_once(pending_id, |s| matches!(s, PendingStatus::Pending | PendingStatus::Approved))
     }
 
     /// Withdraws parked action `pending_id` because `decided_by` cancelled it; nothing runs.

@@ -337,7 +337,19 @@ impl ToolGate {
         if pa.call.fingerprint() != token.fingerprint {
             return Err(GateError::ChangedSinceApproval(pa.id));
         }
-        let outcome = match (pa.status, &pa.result) {
+        self.run_parked_once(&pa.id, |s| s == PendingStatus::Approved)
+    }
+
+    /// Runs the call stored in parked action `id` exactly once, when its status passes
+    /// `may_run`. An action that already ran replays its stored result (marked
+    /// `"replayed": true`) and runs nothing; a failed run stays runnable.
+    pub(crate) fn run_parked_once(
+        &mut self,
+        id: &str,
+        may_run: fn(PendingStatus) -> bool,
+    ) -> Result<GateOutcome, GateError> {
+        let pa = self.pending.get(id).cloned().ok_or_else(|| GateError::UnknownPending(id.into()))?;
+        match (pa.status, &pa.result) {
             (PendingStatus::Executed, Some(stored)) => {
                 let mut again = stored.clone();
                 if let Some(obj) = again.as_object_mut() {
@@ -346,14 +358,15 @@ impl ToolGate {
                 self.record(&pa.call, &pa.run_id, &pa.caller, "replayed");
                 return Ok(GateOutcome::Ok(again));
             }
-            (PendingStatus::Approved, _) => match self.registry.validate(&pa.call.name, &pa.call.arguments) {
-                Ok(args) => match self.registry.execute(&self.world, &pa.caller, &args) {
-                    Ok(v) => GateOutcome::Ok(v),
-                    Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
-                },
-                Err(e) => GateOutcome::Refused { code: Refusal::InvalidArguments, message: e.to_string() },
-            },
+            (status, _) if may_run(status) => {}
             (status, _) => return Err(GateError::NotRunnable { id: pa.id, status }),
+        }
+        let outcome = match self.registry.validate(&pa.call.name, &pa.call.arguments) {
+            Ok(args) => match self.registry.execute(&self.world, &pa.caller, &args) {
+                Ok(v) => GateOutcome::Ok(v),
+                Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
+            },
+            Err(e) => GateOutcome::Refused { code: Refusal::InvalidArguments, message: e.to_string() },
         };
         if let (GateOutcome::Ok(v), Some(stored)) = (&outcome, self.pending.get_mut(&pa.id)) {
             stored.status = PendingStatus::Executed;
