@@ -12,3 +12,6 @@ mod designs_grade;
 mod designs_plans;
 mod designs_policypal;
 mod designs_table;
+
+mod hardening_props;
+mod hardening_regressions;

@@ -424,8 +424,12 @@ impl Pal {
             return Some(StopReason::TimeBudget);
         }
         let s = progress.ledger.summary();
-        let worst =
-            s.input_tokens + s.output_tokens + request.estimated_input_tokens() + u64::from(b.max_output_tokens);
+        // saturating: a server may claim any usage, and an absurd claim must stop the run
+        let worst = s
+            .input_tokens
+            .saturating_add(s.output_tokens)
+            .saturating_add(request.estimated_input_tokens())
+            .saturating_add(u64::from(b.max_output_tokens));
         if worst > b.max_tokens {
             // the token budget is this design's cost budget
             return Some(StopReason::CostBudget);
