@@ -13,5 +13,6 @@ mod designs_plans;
 mod designs_policypal;
 mod designs_table;
 
+mod hardening_corpora;
 mod hardening_props;
 mod hardening_regressions;
