@@ -14,5 +14,6 @@ mod designs_policypal;
 mod designs_table;
 
 mod hardening_corpora;
+mod hardening_faults;
 mod hardening_props;
 mod hardening_regressions;
