@@ -70,4 +70,7 @@ pub enum Error {
     /// From the designs.
     #[error(transparent)]
     Design(#[from] design::DesignError),
+    /// From the structured trace export.
+    #[error(transparent)]
+    TraceExport(#[from] agent::TraceExportError),
 }

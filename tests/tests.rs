@@ -17,3 +17,4 @@ mod hardening_corpora;
 mod hardening_faults;
 mod hardening_props;
 mod hardening_regressions;
+mod hardening_trace;
