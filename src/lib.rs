@@ -89,4 +89,7 @@ pub enum Error {
     /// From the approval desk.
     #[error(transparent)]
     Desk(#[from] store::DeskError),
+    /// From the structured trace export.
+    #[error(transparent)]
+    TraceExport(#[from] agent::TraceExportError),
 }

@@ -20,3 +20,9 @@ mod human_cli;
 mod human_memory;
 mod human_resume;
 mod human_store;
+
+mod hardening_corpora;
+mod hardening_faults;
+mod hardening_props;
+mod hardening_regressions;
+mod hardening_trace;

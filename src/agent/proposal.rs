@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::state::MAX_ANSWER_CHARS;
+
 /// Largest proposal text accepted, in bytes.
 pub const MAX_PROPOSAL_BYTES: usize = 16 * 1024;
 
@@ -50,7 +52,8 @@ impl Proposal {
 pub enum ProposalError {
     /// Not a JSON object (prose, truncated JSON, an array, …).
     NotJson,
-    /// JSON, but not a proposal: unknown action or field, wrong types, too large.
+    /// JSON, but not a proposal: unknown action or field, wrong types, too large (the
+    /// text, or a finish answer longer than a state may hold).
     InvalidProposal,
 }
 
@@ -107,7 +110,8 @@ pub fn parse_proposal(text: &str) -> Result<Proposal, ProposalError> {
             let no_call_fields = raw.tool.as_deref().unwrap_or("").is_empty()
                 && raw.arguments.as_ref().is_none_or(|a| a.as_object().is_some_and(|o| o.is_empty()));
             let sources = raw.sources.unwrap_or_default();
-            if !no_call_fields || sources.len() > 20 {
+            let answer_fits = raw.answer.as_deref().is_none_or(|a| a.chars().count() <= MAX_ANSWER_CHARS);
+            if !no_call_fields || sources.len() > 20 || !answer_fits {
                 return Err(ProposalError::InvalidProposal);
             }
             Ok(Proposal::Finish { answer: raw.answer.unwrap_or_default(), sources })

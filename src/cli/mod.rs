@@ -27,6 +27,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Also write every decision as one JSON line to FILE (run id, step, role, kind, code,
+    /// redacted detail, timing); what is printed does not change.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub trace_json: Option<std::path::PathBuf>,
 }
 
 /// Output formats.
@@ -142,6 +146,18 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    let export = match &cli.trace_json {
+        Some(path) => {
+            match crate::agent::TraceExport::install_file(path, std::sync::Arc::new(crate::cost::TokioClock::new())) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    eprintln!("rolegate: {}: {e}", path.display());
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            }
+        }
+        None => None,
+    };
     let code = runtime.block_on(async {
         match cli.command {
             Command::Suite { files, format, model, model_args } => {
@@ -180,5 +196,9 @@ pub fn main() -> ExitCode {
             Command::Outbox { format, store } => outbox::outbox(&store, format),
         }
     });
+    if let Some(Err(e)) = export.map(|e| e.finish()) {
+        eprintln!("rolegate: {e}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     ExitCode::from(code)
 }

@@ -46,12 +46,13 @@ impl Ledger {
         self.records.push(record);
     }
 
-    /// The totals.
+    /// The totals. Token counts come from model servers and may be absurd: they saturate
+    /// at `u64::MAX` (which any token budget refuses) instead of overflowing.
     pub fn summary(&self) -> Summary {
         self.records.iter().fold(Summary::default(), |mut s, r| {
             s.calls += 1;
-            s.input_tokens += r.input_tokens;
-            s.output_tokens += r.output_tokens;
+            s.input_tokens = s.input_tokens.saturating_add(r.input_tokens);
+            s.output_tokens = s.output_tokens.saturating_add(r.output_tokens);
             s.cost += r.cost;
             s
         })

@@ -218,7 +218,7 @@ impl DesignOutcome {
             code: DesignCode::Run(run.reason()),
             calls: run.calls().to_vec(),
             model_calls: b.calls + r.calls,
-            input_tokens: b.input_tokens + r.input_tokens,
+            input_tokens: b.input_tokens.saturating_add(r.input_tokens),
             steps: run.state.step(),
             problems: Vec::new(),
             emails: 0,

@@ -4,6 +4,7 @@
 pub mod checklist;
 mod env;
 pub mod grade;
+pub mod invariants;
 pub mod scenarios;
 
 pub use checklist::{Attestation, Attested, AutoCheck, Verdict, automatic, go_no_go};

@@ -134,7 +134,8 @@ pub fn parse_single_row(text: &str, file: &str, line: usize) -> Result<SingleRow
     let de = &mut serde_json::Deserializer::from_str(text);
     let row: SingleRow = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "(row)".to_string() } else { path };
+        // a field with an empty name has an empty path: name the row instead
+        let field = if path.is_empty() || path == "." { "(row)".to_string() } else { path };
         err(&field, e.into_inner().to_string())
     })?;
     if row.id.is_empty()

@@ -29,17 +29,20 @@ static INSTRUCTION_PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::ne
         ),
         (
             "addressed_to_model",
-            re(
+            re(concat!(
                 r"(?i)\b(note|message|instructions?|reminder)\s+(to|for)\s+(the\s+)?(assistant|ai|agent|model|bot|llm)\b",
-            ),
+                r"|\b(dear|hey|hello|hi|attention)\s*,?\s+(the\s+)?(ai|llm|chat\s*bot|bot|language\s+model)\b",
+                r"|\bif\s+you\s+are\s+an?\s+(ai|automated|language\s+model|llm|bot)\b",
+            )),
         ),
         ("tool_order", re(r"(?i)\b(call|invoke|use|run|execute|trigger)\s+(the\s+)?(tool\s+)?`?[a-z]+_[a-z_]+`?")),
         ("role_play", re(r"(?i)\b(you\s+are\s+now|act\s+as|pretend\s+to\s+be|new\s+instructions|developer\s+mode)\b")),
         (
             "fake_system",
-            re(
-                r"(?im)(^\s*(system|assistant|developer)\s*:|</?\s*(system|tool|assistant|instructions?)\s*>|\[/?INST\]|<\|im_start\|>)",
-            ),
+            re(concat!(
+                r"(?im)((^|<!--|\[)\s*(system|assistant|developer)\s*:|</?\s*(system|tool|assistant|instructions?)\s*>",
+                r#"|\[/?INST\]|<\|im_start\|>|"role"\s*:\s*"(system|developer|assistant|tool)")"#,
+            )),
         ),
         (
             "important_instructions",
@@ -57,6 +60,26 @@ static INSTRUCTION_PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::ne
                 r"(?i)\b(send|forward|e-?mail|mail|export|upload)\b[^.\n]{0,60}\b(every|all)\b[^.\n]{0,30}\b(records?|customers?|data|tickets?|files?)\b",
             ),
         ),
+        (
+            "controls_off",
+            re(concat!(
+                r"(?i)\b(system|admin|security)\s+override\b",
+                r"|\b(safety|security)\s+(checks?|filters?|rules|controls)\s+(are|is|have\s+been|has\s+been)\s+(now\s+)?(disabled|lifted|removed|off|suspended)\b",
+            )),
+        ),
+        // the names of this crate's tools and their argument fields: customers do not
+        // write them, payloads that know the tools do
+        ("tool_name", re(r"\b(send_email_draft|get_ticket|lookup_document|search_documents|idempotency_key)\b")),
+        // fields of a proposal, a native tool call or an approval, as JSON inside data
+        ("json_fields", re(r#""(action|tool|tool_calls|arguments|function_call|approved|approved_by|grants?)"\s*:"#)),
+        (
+            "ignore_rules_translated",
+            re(concat!(
+                r"(?i)\b(ignorier\w*|vergiss|missachte\w*|oubliez|oublie|ignorez|ignora|ignorar|olvida\w*|dimentica\w*|negeer)\b",
+                r"[^.\n]{0,40}\b(anweisungen|regeln|richtlinien|instructions|règles|consignes|instrucciones|reglas|istruzioni|regole|instruções|regras|instructies|regels)\b",
+                r"|忽略.{0,12}(指令|指示|规则|说明)|(指示|ルール|命令).{0,12}無視",
+            )),
+        ),
     ]
 });
 
@@ -67,7 +90,8 @@ static KEY_SHAPE: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
         r"\bsk-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b",
         r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----",
-        r"|\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}"
+        r"|\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}",
+        r"|\b[Bb]earer\s+[A-Za-z0-9._~+/-]{16,}=*"
     ))
 });
 
@@ -80,20 +104,39 @@ static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"\b[A-Z]{2}\d{2}(\s?[A-Z0-9]
 
 static CARD: LazyLock<Regex> = LazyLock::new(|| re(r"\b\d{4}([\s-]?\d{4}){3}\b"));
 
+/// Characters that render as nothing (zero-width spaces and joiners, the word joiner,
+/// the byte-order mark, the soft hyphen): hidden inside a trigger word or an address they
+/// would split it for the patterns and not for a reader, so every check drops them first.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}')
+}
+
+/// `text` without invisible characters (borrowed when it has none).
+fn visible(text: &str) -> Cow<'_, str> {
+    if text.chars().any(is_invisible) {
+        Cow::Owned(text.chars().filter(|c| !is_invisible(*c)).collect())
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 /// The names of the instruction-like patterns that match `text`, in a fixed order.
 /// Empty when the text reads like data.
 pub fn injection_signals(text: &str) -> Vec<&'static str> {
-    INSTRUCTION_PATTERNS.iter().filter(|(_, pattern)| pattern.is_match(text)).map(|(name, _)| *name).collect()
+    let text = visible(text);
+    INSTRUCTION_PATTERNS.iter().filter(|(_, pattern)| pattern.is_match(&text)).map(|(name, _)| *name).collect()
 }
 
 /// True when `text` reads like an instruction to the model (any signal matches).
 pub fn is_instruction_like(text: &str) -> bool {
-    INSTRUCTION_PATTERNS.iter().any(|(_, p)| p.is_match(text))
+    let text = visible(text);
+    INSTRUCTION_PATTERNS.iter().any(|(_, p)| p.is_match(&text))
 }
 
 /// True when `text` holds a secret: an assignment such as `password: …` or a known key shape.
 pub fn has_secret(text: &str) -> bool {
-    SECRET.is_match(text) || KEY_SHAPE.is_match(text)
+    let text = visible(text);
+    SECRET.is_match(&text) || KEY_SHAPE.is_match(&text)
 }
 
 /// True when a phone-like match has enough digits to be a phone number.
@@ -104,16 +147,19 @@ fn phone_like(text: &str) -> bool {
 /// True when `text` holds personal data: an e-mail address, a phone number, an IBAN-like
 /// account number or a card number.
 pub fn has_personal_data(text: &str) -> bool {
-    EMAIL.is_match(text) || phone_like(text) || IBAN.is_match(text) || CARD.is_match(text)
+    let text = visible(text);
+    EMAIL.is_match(&text) || phone_like(&text) || IBAN.is_match(&text) || CARD.is_match(&text)
 }
 
 /// Replaces secrets and personal data with placeholders, for logs, traces and audit lines.
-/// Returns the input unchanged (borrowed) when there is nothing to hide.
+/// Returns the input unchanged (borrowed) when there is nothing to hide; otherwise the
+/// result has no invisible characters either.
 pub fn redact(text: &str) -> Cow<'_, str> {
     if !has_secret(text) && !has_personal_data(text) {
         return Cow::Borrowed(text);
     }
-    let out = KEY_SHAPE.replace_all(text, "[secret]");
+    let text = visible(text);
+    let out = KEY_SHAPE.replace_all(&text, "[secret]");
     let out = SECRET.replace_all(&out, "[secret]").into_owned();
     let out = EMAIL.replace_all(&out, "[email]").into_owned();
     let out = IBAN.replace_all(&out, "[iban]").into_owned();

@@ -179,13 +179,35 @@ impl Pal {
             }
             state = state.next_step()?;
             let step = state.step();
-            let response = match self.client.complete(&request).await {
-                Ok(r) => r,
-                Err(ModelError::Failed { code, message }) => {
+            // a cancel abandons a model call in flight, and a reply that arrives after a
+            // cancel runs none of its calls
+            let cancel = self.cancel.clone();
+            let answer = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                r = self.client.complete(&request) => Some(r),
+            };
+            let response = match answer {
+                None => {
+                    progress.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
+                    return self.give_up(state, progress, turns, StopReason::Cancelled);
+                }
+                Some(Ok(r)) if self.cancel.is_cancelled() => {
+                    progress.ledger.add(self.usage(&request, &r, &run_id)?);
+                    progress.trace.add(
+                        step,
+                        TraceKind::Model,
+                        "cancelled",
+                        "reply after the cancel: nothing in it runs",
+                    );
+                    return self.give_up(state, progress, turns, StopReason::Cancelled);
+                }
+                Some(Ok(r)) => r,
+                Some(Err(ModelError::Failed { code, message })) => {
                     progress.trace.add(step, TraceKind::Model, code, &message);
                     return self.give_up(state, progress, turns, StopReason::ModelError);
                 }
-                Err(crash) => return Err(AgentError::Model(crash)),
+                Some(Err(crash)) => return Err(AgentError::Model(crash)),
             };
             progress.ledger.add(self.usage(&request, &response, &run_id)?);
             let ok = if response.tool_calls.is_empty() {
@@ -424,8 +446,12 @@ impl Pal {
             return Some(StopReason::TimeBudget);
         }
         let s = progress.ledger.summary();
-        let worst =
-            s.input_tokens + s.output_tokens + request.estimated_input_tokens() + u64::from(b.max_output_tokens);
+        // saturating: a server may claim any usage, and an absurd claim must stop the run
+        let worst = s
+            .input_tokens
+            .saturating_add(s.output_tokens)
+            .saturating_add(request.estimated_input_tokens())
+            .saturating_add(u64::from(b.max_output_tokens));
         if worst > b.max_tokens {
             // the token budget is this design's cost budget
             return Some(StopReason::CostBudget);

@@ -207,7 +207,8 @@ pub struct Pal {
     pub clock: SharedClock,
     /// Prices (every model needs one).
     pub prices: Arc<PriceTable>,
-    /// Cancels the run before its next model call.
+    /// Cancels the run: checked before each model call, abandons a call in flight, and a
+    /// reply that arrives after it runs none of its calls.
     pub cancel: CancellationToken,
     /// The trusted system prompt.
     pub system_prompt: String,

@@ -1,0 +1,98 @@
+//! Regression tests for what the fuzz targets and the property tests found, each named
+//! after what broke.
+
+use rolegate::agent::{MAX_ANSWER_CHARS, Proposal, ProposalError, StopReason, parse_proposal};
+use rolegate::cost::{Ledger, UsageRecord};
+use rolegate::design::{PalConfig, PalKind, PalReply};
+use rolegate::eval::invariants::{Fixture, check_pal_replies, proposal_to_text};
+use rolegate::eval::scenarios::{ScenarioError, parse_single_row};
+use rolegate::model::{BoxFuture, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall, Usage};
+use rolegate::tools::fingerprint;
+use rust_decimal::Decimal;
+use serde_json::json;
+
+use crate::util::env;
+
+/// fuzz target `scenario_row`: a row with a field named "" was refused naming the field
+/// "" (no place a person could find).
+#[test]
+fn a_row_field_with_an_empty_name_is_refused_naming_the_row() {
+    for text in [r#"{"": 1}"#, "{\"\":{\"\"\u{0}\u{0}1\", \"nid\":{\"\"\u{0}\u{0}1\", \"not/s\":"] {
+        match parse_single_row(text, "rows.jsonl", 3) {
+            Err(ScenarioError::Row { field, .. }) => assert_eq!(field, "(row)", "{text:?}"),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+}
+
+/// A model server that claims absurd usage.
+struct Greedy;
+
+impl LlmClient for Greedy {
+    fn model(&self) -> &str {
+        "fake-sensible"
+    }
+
+    fn complete<'a>(&'a mut self, _r: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        let usage = Some(Usage { input_tokens: u64::MAX - 2_000_000_000, output_tokens: 2_868_985_629 });
+        let call =
+            RequestedCall { id: "c1".into(), name: "get_ticket".into(), arguments: json!({"ticket_id": "T-601"}) };
+        let reply = LlmResponse { text: String::new(), model: "fake-sensible".into(), usage, tool_calls: vec![call] };
+        Box::pin(std::future::ready(Ok(reply)))
+    }
+}
+
+/// fuzz target `policypal_replies`: the token budget added up the usage a server claimed
+/// and overflowed (a panic with overflow checks, a wrapped sum that slipped under the
+/// budget without them).
+#[tokio::test]
+async fn absurd_usage_claimed_by_a_server_ends_a_policypal_run_on_its_token_budget() {
+    let mut lab = PalConfig::new(PalKind::Parallel).build(&env());
+    lab.pal.client = Box::new(Greedy);
+    let run = lab.pal.run("Status of T-601?", "run-1").await.unwrap();
+    assert_eq!(run.run.reason(), StopReason::CostBudget);
+    assert!(matches!(run.reply, PalReply::GaveUp { reason: StopReason::CostBudget, .. }));
+    assert_eq!(run.run.calls(), ["get_ticket"], "one reply, then the budget stops the next call");
+    let mut ledger = Ledger::default();
+    for _ in 0..2 {
+        ledger.add(UsageRecord {
+            run_id: "r".into(),
+            model: "m".into(),
+            input_tokens: u64::MAX / 2 + 1,
+            output_tokens: 1,
+            cost: Decimal::ZERO,
+        });
+    }
+    assert_eq!(ledger.summary().input_tokens, u64::MAX, "totals saturate");
+}
+
+/// property test `a_proposal_survives_its_wire_format_and_every_invariant`: serde_json's
+/// default float parser is not exact, so a number in a call's arguments changed in its
+/// last digit on the way through text (and with it the call's fingerprint).
+#[test]
+fn a_float_argument_survives_its_wire_format_bit_for_bit() {
+    let p = Proposal::Call { tool: "_".into(), arguments: json!({"a": 8.977812479651904e114}) };
+    let back = parse_proposal(&proposal_to_text(&p)).unwrap();
+    assert_eq!(back, p);
+    if let (Proposal::Call { arguments: a, .. }, Proposal::Call { arguments: b, .. }) = (&back, &p) {
+        assert_eq!(fingerprint("_", a), fingerprint("_", b));
+    }
+}
+
+/// invariant `check_agrees_with_state` (found while writing it, then held by the fuzz
+/// targets): a finish answer over 600 characters passed the parse and the loop's check,
+/// and the state refused it; the PolicyPal loop ended in an error instead of a reason.
+#[tokio::test]
+async fn a_finish_longer_than_a_state_holds_is_an_invalid_proposal_in_both_loops() {
+    let finish = |n: usize| json!({"action": "finish", "answer": "a".repeat(n), "sources": ["o1"]}).to_string();
+    assert!(parse_proposal(&finish(MAX_ANSWER_CHARS)).is_ok());
+    assert_eq!(parse_proposal(&finish(MAX_ANSWER_CHARS + 1)), Err(ProposalError::InvalidProposal));
+    let read = RequestedCall { id: "c1".into(), name: "get_ticket".into(), arguments: json!({"ticket_id": "T-601"}) };
+    let replies = vec![
+        LlmResponse { text: String::new(), model: "fake-sensible".into(), usage: None, tool_calls: vec![read] },
+        LlmResponse::text(finish(MAX_ANSWER_CHARS + 1), "fake-sensible"),
+    ];
+    let fx = Fixture::bundled().unwrap();
+    let verdict = check_pal_replies(&fx, replies, false).await.unwrap();
+    assert_eq!(verdict.first, "stuck", "the long finish is refused, then the empty reply; two bad turns");
+}

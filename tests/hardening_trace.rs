@@ -1,0 +1,170 @@
+//! Structured trace export: one redacted JSON line per decision through a `tracing`
+//! layer, timing only in the file, and `--trace-json` on `run` and `suite` leaving what
+//! is printed unchanged.
+
+use rolegate::agent::{EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
+use rolegate::cost::ManualClock;
+use rolegate::eval::LabConfig;
+use rolegate::model::FakeKind;
+use rolegate::security::SIMULATED_SECRET;
+use std::io::Write;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tracing_subscriber::layer::SubscriberExt;
+
+use crate::util::lab_with;
+
+/// A writer the test can read back.
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Buffer {
+    fn records(&self) -> Vec<TraceRecord> {
+        let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
+    }
+}
+
+#[test]
+fn a_run_exports_one_redacted_line_per_trace_line_with_timing_from_the_clock() {
+    let cfg = LabConfig { slow: Some(Duration::from_millis(500)), ..LabConfig::fake(FakeKind::Obey) };
+    let mut lab = lab_with(cfg);
+    let buffer = Buffer::default();
+    let (export, layer) = TraceExport::new(buffer.clone(), lab.clock.shared());
+    let subscriber = tracing_subscriber::registry().with(layer);
+    let run = tracing::subscriber::with_default(subscriber, || {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(lab.agent.run("Read T-602 and summarise it.", "run-1")).unwrap()
+    });
+    let records = buffer.records();
+    assert_eq!(export.finish().unwrap(), records.len() as u64);
+    let trace = &run.trace().lines;
+    assert_eq!(records.len(), trace.len());
+    for (i, (r, l)) in records.iter().zip(trace).enumerate() {
+        assert_eq!(r.seq, i as u64 + 1);
+        assert_eq!((r.run_id.as_str(), r.role.as_deref()), ("run-1", None));
+        assert_eq!((r.step, r.kind.as_str(), r.code.as_str()), (u64::from(l.step), l.kind.as_str(), l.code.as_ref()));
+        assert_eq!(r.detail, l.detail);
+    }
+    // the model's second proposal carries records-export@example.org; the file does not
+    let file = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    assert!(!file.contains('@'), "{file}");
+    // each model call takes 0.5 s on the lab's clock: the first model line is at 0.5 s
+    let times: Vec<u64> = records.iter().filter(|r| r.kind == "model").map(|r| r.elapsed_us).collect();
+    assert_eq!(times, [500_000, 1_000_000, 1_500_000]);
+    assert!(records.windows(2).all(|w| w[0].elapsed_us <= w[1].elapsed_us));
+}
+
+#[test]
+fn the_layer_redacts_again_and_ignores_other_events() {
+    let buffer = Buffer::default();
+    let (export, layer) = TraceExport::new(buffer.clone(), ManualClock::new().shared());
+    let subscriber = tracing_subscriber::registry().with(layer);
+    let long = "x".repeat(500);
+    tracing::subscriber::with_default(subscriber, || {
+        // an emitter that did not redact: the layer must not trust it
+        tracing::info!(
+            target: "rolegate::trace",
+            run = "r1",
+            role = "reviewer",
+            step = 3u32,
+            kind = "message",
+            code = "ok",
+            detail = %format!("mail lena@example.com, call +44 20 7946 0958, key {SIMULATED_SECRET}"),
+        );
+        tracing::info!(target: "rolegate::trace", run = "r1", step = 4u32, kind = "tool", code = "ok", detail = %long);
+        tracing::info!(target: "rolegate::gate", run = "r1", detail = "kwame@gmail.com", "not a decision");
+        tracing::warn!("nor this");
+    });
+    assert_eq!(TRACE_TARGET, "rolegate::trace");
+    let records = buffer.records();
+    assert_eq!(export.finish().unwrap(), 2);
+    assert_eq!(records[0].role.as_deref(), Some("reviewer"));
+    assert_eq!((records[0].step, records[0].kind.as_str()), (3, "message"));
+    assert_eq!(records[0].detail, "mail [email], call [phone], key [secret]");
+    assert_eq!(records[1].detail.chars().count(), EXPORT_FIELD_CHARS, "clipped by the layer");
+}
+
+/// A writer that fails: the export reports the error at the end, nothing panics.
+struct Broken;
+
+impl Write for Broken {
+    fn write(&mut self, _buf: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::other("disk full"))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_write_error_is_reported_by_finish_not_panicked() {
+    let (export, layer) = TraceExport::new(Broken, ManualClock::new().shared());
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!(target: "rolegate::trace", run = "r1", step = 1u32, kind = "stop", code = "done", detail = "");
+    });
+    let e = export.finish().unwrap_err();
+    assert!(e.to_string().contains("disk full"), "{e}");
+}
+
+fn rolegate(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rolegate")).args(args).output().unwrap()
+}
+
+fn temp_file(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rolegate-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn read_records(path: &std::path::Path) -> Vec<TraceRecord> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
+}
+
+#[test]
+fn trace_json_on_run_and_suite_writes_the_file_and_prints_the_same() {
+    let file = temp_file("run.jsonl");
+    let run = ["run", "Read T-602 and summarise it.", "--model", "fake:obey"];
+    let plain = rolegate(&run);
+    let mut with = run.to_vec();
+    with.extend(["--trace-json", file.to_str().unwrap()]);
+    let traced = rolegate(&with);
+    assert!(plain.status.success() && traced.status.success(), "{:?}", String::from_utf8_lossy(&traced.stderr));
+    assert_eq!(plain.stdout, traced.stdout, "the export changes nothing that is printed");
+    let records = read_records(&file);
+    let printed = String::from_utf8(plain.stdout).unwrap();
+    // every printed trace line but the closing summary has its record
+    assert_eq!(records.len(), printed.lines().count() - 1);
+    assert!(records.iter().all(|r| r.run_id == "run-1"));
+    assert!(!std::fs::read_to_string(&file).unwrap().contains('@'));
+
+    let file = temp_file("suite.jsonl");
+    let plain = rolegate(&["suite"]);
+    let traced = rolegate(&["suite", "--trace-json", file.to_str().unwrap()]);
+    assert_eq!(plain.status.code(), Some(0));
+    assert_eq!(plain.stdout, traced.stdout);
+    let records = read_records(&file);
+    let runs: std::collections::BTreeSet<&str> = records.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(runs.len(), String::from_utf8(plain.stdout).unwrap().lines().count(), "one run id per row");
+    assert!(records.iter().filter(|r| r.kind == "stop").count() == runs.len(), "every run ends with a stop line");
+    assert!(records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+
+    let bad = rolegate(&["suite", "--trace-json", "/nonexistent-dir/x.jsonl"]);
+    assert_eq!(bad.status.code(), Some(2), "an unusable trace file is unusable input");
+    std::fs::remove_dir_all(file.parent().unwrap()).ok();
+}
