@@ -5,7 +5,7 @@
 //! paraphrase with no trigger words passes them, which is why scopes and gates are the
 //! controls that hold.
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
@@ -18,82 +18,103 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("pattern in security/mod.rs compiles")
 }
 
+/// Builds a set from patterns written in this file.
+#[allow(clippy::expect_used)] // the patterns are literals in this file, covered by tests
+fn set(patterns: &[&str]) -> RegexSet {
+    RegexSet::new(patterns).expect("patterns in security/mod.rs compile")
+}
+
 /// Named instruction-like patterns; the name is what [`injection_signals`] reports.
-static INSTRUCTION_PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
-    vec![
-        (
-            "ignore_rules",
-            re(
-                r"(?i)\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(polic(y|ies)|instructions?|rules|guidelines|guardrails|prompt)\b",
-            ),
-        ),
-        (
-            "addressed_to_model",
-            re(
-                r"(?i)\b(note|message|instructions?|reminder)\s+(to|for)\s+(the\s+)?(assistant|ai|agent|model|bot|llm)\b",
-            ),
-        ),
-        ("tool_order", re(r"(?i)\b(call|invoke|use|run|execute|trigger)\s+(the\s+)?(tool\s+)?`?[a-z]+_[a-z_]+`?")),
-        ("role_play", re(r"(?i)\b(you\s+are\s+now|act\s+as|pretend\s+to\s+be|new\s+instructions|developer\s+mode)\b")),
-        (
-            "fake_system",
-            re(
-                r"(?im)(^\s*(system|assistant|developer)\s*:|</?\s*(system|tool|assistant|instructions?)\s*>|\[/?INST\]|<\|im_start\|>)",
-            ),
-        ),
-        (
-            "important_instructions",
-            re(r"(?i)\b(important|urgent|mandatory|required)\s+(new\s+)?(instructions?|orders?|action)\b"),
-        ),
-        (
-            "secrecy",
-            re(
-                r"(?i)\b(do\s+not|don't|never)\s+(tell|inform|mention|show)\b[^.\n]{0,20}\b(user|customer|human|anyone)\b",
-            ),
-        ),
-        (
-            "exfiltrate",
-            re(
-                r"(?i)\b(send|forward|e-?mail|mail|export|upload)\b[^.\n]{0,60}\b(every|all)\b[^.\n]{0,30}\b(records?|customers?|data|tickets?|files?)\b",
-            ),
-        ),
-    ]
+const INSTRUCTION_PATTERNS: [(&str, &str); 8] = [
+    (
+        "ignore_rules",
+        r"(?i)\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(polic(y|ies)|instructions?|rules|guidelines|guardrails|prompt)\b",
+    ),
+    (
+        "addressed_to_model",
+        r"(?i)\b(note|message|instructions?|reminder)\s+(to|for)\s+(the\s+)?(assistant|ai|agent|model|bot|llm)\b",
+    ),
+    ("tool_order", r"(?i)\b(call|invoke|use|run|execute|trigger)\s+(the\s+)?(tool\s+)?`?[a-z]+_[a-z_]+`?"),
+    ("role_play", r"(?i)\b(you\s+are\s+now|act\s+as|pretend\s+to\s+be|new\s+instructions|developer\s+mode)\b"),
+    (
+        "fake_system",
+        r"(?im)(^\s*(system|assistant|developer)\s*:|</?\s*(system|tool|assistant|instructions?)\s*>|\[/?INST\]|<\|im_start\|>)",
+    ),
+    (
+        "important_instructions",
+        r"(?i)\b(important|urgent|mandatory|required)\s+(new\s+)?(instructions?|orders?|action)\b",
+    ),
+    (
+        "secrecy",
+        r"(?i)\b(do\s+not|don't|never)\s+(tell|inform|mention|show)\b[^.\n]{0,20}\b(user|customer|human|anyone)\b",
+    ),
+    (
+        "exfiltrate",
+        r"(?i)\b(send|forward|e-?mail|mail|export|upload)\b[^.\n]{0,60}\b(every|all)\b[^.\n]{0,30}\b(records?|customers?|data|tickets?|files?)\b",
+    ),
+];
+
+/// Every instruction-like pattern in one set: one pass over the text answers which match.
+static INSTRUCTION_SET: LazyLock<RegexSet> = LazyLock::new(|| {
+    let patterns: Vec<&str> = INSTRUCTION_PATTERNS.iter().map(|(_, p)| *p).collect();
+    set(&patterns)
 });
 
-static SECRET: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\b(api[_-]?key|secret|passw(or)?d|access[_-]?token|bearer)\b\s*[:=]\s*\S+"));
+const SECRET_PATTERN: &str = r"(?i)\b(api[_-]?key|secret|passw(or)?d|access[_-]?token|bearer)\b\s*[:=]\s*\S+";
+const KEY_SHAPE_PATTERN: &str = concat!(
+    r"\bsk-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b",
+    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----",
+    r"|\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}"
+);
+const EMAIL_PATTERN: &str = r"(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\b";
+const PHONE_PATTERN: &str = r"(\+\d{1,3}[\s.-]?)?(\(\d{2,4}\)[\s.-]?)?\d{2,4}([\s.-]?\d{2,4}){2,4}";
+const IBAN_PATTERN: &str = r"\b[A-Z]{2}\d{2}(\s?[A-Z0-9]{4}){2,7}(\s?[A-Z0-9]{1,4})?\b";
+const CARD_PATTERN: &str = r"\b\d{4}([\s-]?\d{4}){3}\b";
 
-static KEY_SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-    re(concat!(
-        r"\bsk-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b",
-        r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----",
-        r"|\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}"
-    ))
+static SECRET: LazyLock<Regex> = LazyLock::new(|| re(SECRET_PATTERN));
+static KEY_SHAPE: LazyLock<Regex> = LazyLock::new(|| re(KEY_SHAPE_PATTERN));
+static EMAIL: LazyLock<Regex> = LazyLock::new(|| re(EMAIL_PATTERN));
+static PHONE: LazyLock<Regex> = LazyLock::new(|| re(PHONE_PATTERN));
+static IBAN: LazyLock<Regex> = LazyLock::new(|| re(IBAN_PATTERN));
+static CARD: LazyLock<Regex> = LazyLock::new(|| re(CARD_PATTERN));
+
+/// The secret and personal-data patterns in one set, so one pass over a text tells
+/// whether there may be anything to hide (most trace details have nothing).
+static SENSITIVE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
+    set(&[SECRET_PATTERN, KEY_SHAPE_PATTERN, EMAIL_PATTERN, PHONE_PATTERN, IBAN_PATTERN, CARD_PATTERN])
 });
 
-static EMAIL: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\b"));
+/// Which kinds of sensitive text one pass found.
+struct Sensitive {
+    secret: bool,
+    personal: bool,
+}
 
-static PHONE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(\+\d{1,3}[\s.-]?)?(\(\d{2,4}\)[\s.-]?)?\d{2,4}([\s.-]?\d{2,4}){2,4}"));
-
-static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"\b[A-Z]{2}\d{2}(\s?[A-Z0-9]{4}){2,7}(\s?[A-Z0-9]{1,4})?\b"));
-
-static CARD: LazyLock<Regex> = LazyLock::new(|| re(r"\b\d{4}([\s-]?\d{4}){3}\b"));
+fn sensitive(text: &str) -> Sensitive {
+    // one pass answers the common case (nothing to hide); only then the single patterns
+    if !SENSITIVE_SET.is_match(text) {
+        return Sensitive { secret: false, personal: false };
+    }
+    Sensitive {
+        secret: SECRET.is_match(text) || KEY_SHAPE.is_match(text),
+        personal: EMAIL.is_match(text) || IBAN.is_match(text) || CARD.is_match(text) || phone_like(text),
+    }
+}
 
 /// The names of the instruction-like patterns that match `text`, in a fixed order.
 /// Empty when the text reads like data.
 pub fn injection_signals(text: &str) -> Vec<&'static str> {
-    INSTRUCTION_PATTERNS.iter().filter(|(_, pattern)| pattern.is_match(text)).map(|(name, _)| *name).collect()
+    INSTRUCTION_SET.matches(text).iter().map(|i| INSTRUCTION_PATTERNS[i].0).collect()
 }
 
 /// True when `text` reads like an instruction to the model (any signal matches).
 pub fn is_instruction_like(text: &str) -> bool {
-    INSTRUCTION_PATTERNS.iter().any(|(_, p)| p.is_match(text))
+    INSTRUCTION_SET.is_match(text)
 }
 
 /// True when `text` holds a secret: an assignment such as `password: …` or a known key shape.
 pub fn has_secret(text: &str) -> bool {
-    SECRET.is_match(text) || KEY_SHAPE.is_match(text)
+    sensitive(text).secret
 }
 
 /// True when a phone-like match has enough digits to be a phone number.
@@ -104,13 +125,14 @@ fn phone_like(text: &str) -> bool {
 /// True when `text` holds personal data: an e-mail address, a phone number, an IBAN-like
 /// account number or a card number.
 pub fn has_personal_data(text: &str) -> bool {
-    EMAIL.is_match(text) || phone_like(text) || IBAN.is_match(text) || CARD.is_match(text)
+    sensitive(text).personal
 }
 
 /// Replaces secrets and personal data with placeholders, for logs, traces and audit lines.
 /// Returns the input unchanged (borrowed) when there is nothing to hide.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    if !has_secret(text) && !has_personal_data(text) {
+    let found = sensitive(text);
+    if !found.secret && !found.personal {
         return Cow::Borrowed(text);
     }
     let out = KEY_SHAPE.replace_all(text, "[secret]");
