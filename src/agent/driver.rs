@@ -259,6 +259,7 @@ impl Agent {
         self.gate.restore_counts(&run_id, &progress.tool_counts);
         let started = self.clock.now();
         let worked_before = progress.worked;
+        let mut cached: Option<LlmRequest> = None;
         loop {
             progress.worked = worked_before + self.clock.now().saturating_sub(started);
             if self.cancel.is_cancelled() {
@@ -268,12 +269,12 @@ impl Agent {
             for hook in &mut self.on_step {
                 hook(&state, &progress).map_err(AgentError::Checkpoint)?;
             }
-            let request = self.request(&state);
-            if let Some(reason) = self.over_budget(&state, &request, &progress)? {
+            let request = self.next_request(&mut cached, &state);
+            if let Some(reason) = self.over_budget(&state, request, &progress)? {
                 return self.end(state.stop(reason)?, progress);
             }
             state = state.next_step()?;
-            match self.step(state, &request, &mut progress).await? {
+            match self.step(state, request, &mut progress).await? {
                 Step::Continue(s) => state = s,
                 Step::End(s) => {
                     progress.worked = worked_before + self.clock.now().saturating_sub(started);
@@ -468,6 +469,30 @@ impl Agent {
         for t in &tools {
             system.push_str(&format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"]));
         }
+        LlmRequest {
+            model: self.decider.model().to_string(),
+            messages: vec![Message::system(system), Message::user(self.user_blocks(state))],
+            tools,
+            max_tokens: self.budget.max_output_tokens,
+        }
+    }
+
+    /// The request for the next step of a drive: the trusted part (system message, tools)
+    /// does not change during a run, so only the untrusted blocks are rebuilt.
+    fn next_request<'r>(&self, cached: &'r mut Option<LlmRequest>, state: &AgentState) -> &'r LlmRequest {
+        match cached {
+            Some(request) => {
+                if let Some(user) = request.messages.last_mut() {
+                    user.content = self.user_blocks(state);
+                }
+                request
+            }
+            None => cached.insert(self.request(state)),
+        }
+    }
+
+    /// The untrusted part of a request: the goal, memory and every observation as blocks.
+    fn user_blocks(&self, state: &AgentState) -> String {
         let mut user = String::with_capacity(256 + state.observations().len() * 256);
         push_block(&mut user, "goal", "user-input", &[], state.goal());
         if let Some(m) = &self.memory {
@@ -489,12 +514,7 @@ impl Agent {
                 &o.text,
             );
         }
-        LlmRequest {
-            model: self.decider.model().to_string(),
-            messages: vec![Message::system(system), Message::user(user)],
-            tools,
-            max_tokens: self.budget.max_output_tokens,
-        }
+        user
     }
 
     fn end(&self, state: AgentState, mut progress: Progress) -> Result<Run, AgentError> {
