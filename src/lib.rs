@@ -12,6 +12,8 @@
 //! - [`agent`]: run state, proposal parsing, checks, budgets, the trace and the loop.
 //! - [`memory`]: session memory and its write rules.
 //! - [`human`]: risk classes (and, as it grows, approvals and checkpoints).
+//! - [`multi`]: planner, researcher and reviewer as actors, talking only through a
+//!   coordinator that checks every message.
 //! - [`security`]: instruction-like text, secrets, personal data, redaction.
 //! - [`cost`]: usage ledger, price table, token estimate, clocks.
 //! - [`eval`]: the environment runs are built in and the scenario tables.
@@ -30,6 +32,7 @@ pub mod gate;
 pub mod human;
 pub mod memory;
 pub mod model;
+pub mod multi;
 pub mod security;
 pub mod tools;
 pub mod world;
@@ -65,4 +68,7 @@ pub enum Error {
     /// From the scenario tables.
     #[error(transparent)]
     Scenario(#[from] eval::scenarios::ScenarioError),
+    /// From a multi-agent run.
+    #[error(transparent)]
+    Multi(#[from] multi::MultiError),
 }
