@@ -7,3 +7,5 @@ mod single_memory;
 mod single_parsers;
 mod single_state;
 mod single_table;
+
+mod multi_table;

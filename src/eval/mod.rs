@@ -1,6 +1,8 @@
-//! Evaluation: the environment runs are built in, and the scenario tables.
+//! Evaluation: the environment runs are built in, and the scenario tables (single-agent
+//! and multi-agent).
 
 mod env;
+pub mod multi_scenarios;
 pub mod scenarios;
 
 pub use env::{BUNDLED_PRICES, DeciderSpec, Env, EnvError, Lab, LabConfig};
