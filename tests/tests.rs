@@ -8,4 +8,6 @@ mod single_parsers;
 mod single_state;
 mod single_table;
 
+mod multi_actors;
+mod multi_parsers;
 mod multi_table;

@@ -17,3 +17,13 @@ pub fn lab(kind: FakeKind) -> Lab {
 pub fn lab_with(cfg: LabConfig) -> Lab {
     cfg.build(&env())
 }
+
+/// The bundled environment with the role scopes, shared by multi-agent runs.
+pub fn menv() -> std::sync::Arc<rolegate::multi::MultiEnv> {
+    rolegate::multi::MultiEnv::new(&env()).expect("bundled policy has the role scopes")
+}
+
+/// The bundled m01 row.
+pub fn m01() -> rolegate::eval::multi_scenarios::MultiRow {
+    rolegate::eval::multi_scenarios::bundled_multi().expect("bundled table loads").remove(0)
+}

@@ -208,6 +208,91 @@ struct Setup {
     run_id: String,
 }
 
+/// Checks a raw text from `sender` completely: [`parse_message`] towards the route
+/// table's recipient, then, for a finding, [`check_support`] against the researcher's
+/// `observations`. Returns the recipient and the body.
+///
+/// # Errors
+/// The first [`RejectCode`] that applies.
+pub fn check_message(
+    sender: Role,
+    text: &str,
+    observations: &[Observation],
+    claims: ClaimMode,
+) -> Result<(Role, Body), RejectCode> {
+    let Some((recipient, _)) = next_hop(sender) else { return Err(RejectCode::NoRoute) };
+    let body = parse_message(sender, recipient, text)?;
+    if let Body::Finding(f) = &body {
+        check_support(f, &Evidence::from_observations(observations), claims)?;
+    }
+    Ok((recipient, body))
+}
+
+/// The coordinator's intake: checks every raw text, numbers the accepted envelopes
+/// (`m1`, `m2`, …), records refusals as `(sender, code)` and writes one trace line per
+/// decision. The sender is always the caller's argument: the channel the text came on.
+#[derive(Debug)]
+pub struct Intake {
+    claims: ClaimMode,
+    /// Accepted envelopes, in order (shared with the roles they are forwarded to).
+    pub messages: Vec<Arc<Envelope>>,
+    /// Refused messages, in order.
+    pub rejected: Vec<Rejection>,
+    /// The coordinator's trace.
+    pub trace: Trace,
+}
+
+impl Intake {
+    /// An empty intake for `run_id`.
+    pub fn new(run_id: &str, claims: ClaimMode) -> Self {
+        let mut trace = Trace::new(run_id);
+        trace.role = Some(Role::Coordinator.as_str().to_string());
+        Self { claims, messages: Vec::with_capacity(3), rejected: Vec::new(), trace }
+    }
+
+    /// Messages received so far, accepted and refused.
+    pub fn received(&self) -> u32 {
+        u32::try_from(self.messages.len() + self.rejected.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Checks `text` from `sender` and, if it passes, wraps it in the next envelope.
+    ///
+    /// # Errors
+    /// The [`RejectCode`] it was refused with (already recorded).
+    pub fn accept(
+        &mut self,
+        sender: Role,
+        text: &str,
+        observations: &[Observation],
+        round: u32,
+        depth: u32,
+    ) -> Result<Arc<Envelope>, RejectCode> {
+        match check_message(sender, text, observations, self.claims) {
+            Ok((recipient, body)) => {
+                let env = Envelope {
+                    id: format!("m{}", self.messages.len() + 1),
+                    sender,
+                    recipient,
+                    kind: body.kind(),
+                    depth,
+                    body,
+                };
+                let detail = format!("{} {sender}->{recipient} {}", env.id, env.kind);
+                self.trace.add(round, TraceKind::Message, "ok", &detail);
+                let env = Arc::new(env);
+                self.messages.push(env.clone());
+                Ok(env)
+            }
+            Err(code) => {
+                let to = next_hop(sender).map_or(Role::Coordinator, |(r, _)| r);
+                self.trace.add(round, TraceKind::Message, code.as_str(), &format!("{sender}->{to}"));
+                self.rejected.push(Rejection { sender, code });
+                Err(code)
+            }
+        }
+    }
+}
+
 /// The coordinator's state for one run.
 struct Coordinator {
     run_id: String,
@@ -222,11 +307,9 @@ struct Coordinator {
     world: World,
     started: Instant,
     used: Usage,
-    messages: Vec<Arc<Envelope>>,
-    rejected: Vec<Rejection>,
+    intake: Intake,
     denied: Vec<Denial>,
     tools: [Vec<String>; 3],
-    trace: Trace,
     failed: Option<RoleFailure>,
     answer: Option<String>,
 }
@@ -273,8 +356,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         roles.push(handle);
         joins.push(join);
     }
-    let mut trace = Trace::new(&run_id);
-    trace.role = Some(Role::Coordinator.as_str().to_string());
+    let intake = Intake::new(&run_id, cfg.claims);
     Coordinator {
         run_id,
         goal,
@@ -285,11 +367,9 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         world,
         started: Instant::now(),
         used: Usage::default(),
-        messages: Vec::with_capacity(3),
-        rejected: Vec::new(),
+        intake,
         denied: Vec::new(),
         tools: Default::default(),
-        trace,
         failed: None,
         answer: None,
     }
@@ -371,15 +451,12 @@ impl Coordinator {
             let remaining = self.cfg.budget.remaining(&self.used, self.started.elapsed());
             let reply = self.ask(role, Work { what: assignment, remaining, round }, deadline.as_mut()).await?;
             let RoleReply { text, observations, calls, cost, denied, tools, stop } = reply;
-            self.used.role_calls += calls;
-            self.used.cost += cost;
-            self.denied.extend(denied);
-            self.tools[slot(role)].extend(tools);
+            self.account(role, calls, cost, denied, tools);
             if let Some(stop) = stop {
                 return Err(match stop {
                     RoleStop::Budget(reason) => reason,
                     RoleStop::Own(reason) => {
-                        self.trace.add(round, TraceKind::Stop, "role_stopped", &format!("{role}: {reason}"));
+                        self.intake.trace.add(round, TraceKind::Stop, "role_stopped", &format!("{role}: {reason}"));
                         MultiReason::RoleStopped
                     }
                     RoleStop::Failed(detail) => {
@@ -388,7 +465,9 @@ impl Coordinator {
                     }
                 });
             }
-            match self.accept(role, &text, &observations, depth) {
+            let accepted = self.intake.accept(role, &text, &observations, round, depth);
+            self.used.messages = self.intake.received();
+            match accepted {
                 Ok(env) => return Ok(env),
                 Err(_) if self.cfg.on_reject == OnReject::Retry => {}
                 Err(_) => return Err(MultiReason::RejectedMessage),
@@ -402,7 +481,7 @@ impl Coordinator {
             Role::Planner => Ok(Assignment::Plan { goal: self.goal.clone(), notes: None }),
             Role::Researcher | Role::Reviewer => {
                 let want = if role == Role::Researcher { Role::Planner } else { Role::Researcher };
-                match self.messages.iter().rev().find(|m| m.sender == want) {
+                match self.intake.messages.iter().rev().find(|m| m.sender == want) {
                     Some(env) if role == Role::Researcher => Ok(Assignment::Research(env.clone())),
                     Some(env) => Ok(Assignment::Review(env.clone())),
                     None => Err(MultiReason::RejectedMessage),
@@ -422,73 +501,52 @@ impl Coordinator {
                 return Err(MultiReason::RoleFailed);
             }
         };
-        tokio::select! {
+        let mut rx = rx;
+        let stop = tokio::select! {
             biased;
-            () = self.token.cancelled() => Err(MultiReason::Cancelled),
-            () = deadline => Err(MultiReason::TimeBudget),
-            answer = rx => answer.map_err(|_| {
+            () = self.token.cancelled() => MultiReason::Cancelled,
+            () = deadline => MultiReason::TimeBudget,
+            answer = &mut rx => return answer.map_err(|_| {
                 self.failed = Some(RoleFailure { role, detail: "dropped its reply".into() });
                 MultiReason::RoleFailed
             }),
+        };
+        // an answer that arrived together with the stop still counts (calls, tools,
+        // refusals); one that comes later is in the role's report
+        if let Ok(reply) = rx.try_recv() {
+            self.account(role, reply.calls, reply.cost, reply.denied, reply.tools);
         }
+        Err(stop)
     }
 
-    /// Checks one raw text from `sender` and wraps it in an envelope.
-    fn accept(
+    fn account(
         &mut self,
-        sender: Role,
-        text: &str,
-        observations: &[Observation],
-        depth: u32,
-    ) -> Result<Arc<Envelope>, RejectCode> {
-        self.used.messages += 1;
-        let step = self.used.rounds;
-        let Some((recipient, _)) = next_hop(sender) else { return Err(RejectCode::NoRoute) };
-        let checked = parse_message(sender, recipient, text).and_then(|body| {
-            if let Body::Finding(f) = &body {
-                check_support(f, &Evidence::from_observations(observations), self.cfg.claims)?;
-            }
-            Ok(body)
-        });
-        match checked {
-            Ok(body) => {
-                let env = Envelope {
-                    id: format!("m{}", self.messages.len() + 1),
-                    sender,
-                    recipient,
-                    kind: body.kind(),
-                    depth,
-                    body,
-                };
-                self.trace.add(
-                    step,
-                    TraceKind::Message,
-                    "ok",
-                    &format!("{} {sender}->{recipient} {}", env.id, env.kind),
-                );
-                let env = Arc::new(env);
-                self.messages.push(env.clone());
-                Ok(env)
-            }
-            Err(code) => {
-                self.trace.add(step, TraceKind::Message, code.as_str(), &format!("{sender}->{recipient}"));
-                self.rejected.push(Rejection { sender, code });
-                Err(code)
-            }
-        }
+        role: Role,
+        calls: u32,
+        cost: rust_decimal::Decimal,
+        denied: Vec<Denial>,
+        tools: Vec<String>,
+    ) {
+        self.used.role_calls += calls;
+        self.used.cost += cost;
+        self.denied.extend(denied);
+        self.tools[slot(role)].extend(tools);
     }
 
     /// Ends the run: cancels the token (no role keeps working), closes the inboxes, joins
     /// the role tasks and collects their traces and audits.
     async fn finish(mut self, reason: MultiReason) -> MultiRun {
         self.token.cancel();
-        self.trace.add(self.used.rounds, TraceKind::Stop, reason.as_str(), "");
+        self.intake.trace.add(self.used.rounds, TraceKind::Stop, reason.as_str(), "");
         self.roles.clear();
         let mut traces = vec![];
         let mut audit = Vec::new();
         for (join, role) in std::mem::take(&mut self.joins).into_iter().zip(Role::MODEL_ROLES) {
             match join.await {
                 Ok(report) => {
+                    for r in report.late {
+                        self.account(role, r.calls, r.cost, r.denied, r.tools);
+                    }
                     traces.push(report.trace);
                     audit.extend(report.audit.into_iter().map(|e| (role, e)));
                 }
@@ -497,12 +555,10 @@ impl Coordinator {
                         if e.is_panic() { format!("panicked: {}", panic_text(e.into_panic())) } else { e.to_string() };
                     match &mut self.failed {
                         Some(f) if f.role == role => f.detail = detail,
-                        _ => self.trace.add(
-                            self.used.rounds,
-                            TraceKind::Stop,
-                            "role_failed",
-                            &format!("{role}: {detail}"),
-                        ),
+                        _ => {
+                            let line = format!("{role}: {detail}");
+                            self.intake.trace.add(self.used.rounds, TraceKind::Stop, "role_failed", &line);
+                        }
                     }
                     let mut t = Trace::new(&self.run_id);
                     t.role = Some(role.as_str().to_string());
@@ -510,14 +566,14 @@ impl Coordinator {
                 }
             }
         }
-        traces.insert(0, std::mem::take(&mut self.trace));
+        traces.insert(0, std::mem::take(&mut self.intake.trace));
         let tools: BTreeMap<Role, Vec<String>> =
             Role::MODEL_ROLES.into_iter().zip(std::mem::take(&mut self.tools)).collect();
         MultiRun {
             run_id: self.run_id,
             reason,
-            messages: self.messages.into_iter().map(Arc::unwrap_or_clone).collect(),
-            rejected: self.rejected,
+            messages: self.intake.messages.into_iter().map(Arc::unwrap_or_clone).collect(),
+            rejected: self.intake.rejected,
             denied: self.denied,
             role_calls: self.used.role_calls,
             rounds: self.used.rounds,

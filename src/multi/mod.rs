@@ -35,7 +35,7 @@ use crate::gate::AuditEvent;
 
 pub use behaviours::{Behaviours, PlannerKind, ResearcherKind, ReviewerKind};
 pub use budget::MultiBudget;
-pub use coordinator::{MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, run, start};
+pub use coordinator::{Intake, MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, check_message, run, start};
 pub use envelope::{Body, Brief, Envelope, Finding, Kind, RejectCode, Role, Verdict, parse_message};
 pub use routes::{ROUTES, Scopes};
 pub use support::{ClaimMode, Evidence, check_support};

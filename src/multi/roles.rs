@@ -98,13 +98,17 @@ pub(crate) struct RoleReply {
     pub stop: Option<RoleStop>,
 }
 
-/// What a role leaves behind when its task ends: its trace and its gate's audit.
+/// What a role leaves behind when its task ends: its trace, its gate's audit, and the
+/// answers nobody was waiting for any more (work interrupted by the end of the run still
+/// counts: its calls, cost, tools and refusals).
 #[derive(Debug)]
 pub(crate) struct RoleReport {
     /// Every line the role wrote, over all assignments.
     pub trace: Trace,
     /// Its gate's audit.
     pub audit: Vec<AuditEvent>,
+    /// Answers the coordinator had stopped waiting for.
+    pub late: Vec<RoleReply>,
 }
 
 /// The role actor's inbox message.
@@ -156,16 +160,20 @@ struct RoleActor {
 }
 
 async fn run_actor(mut actor: RoleActor) -> RoleReport {
+    let mut late = Vec::new();
     while let Some(msg) = actor.rx.recv().await {
         match msg {
             RoleMsg::Work { work, respond_to } => {
                 let reply = actor.worker.handle(*work, &actor.cancel).await;
-                // the coordinator may be gone (its run ended); nothing to do then
-                let _ = respond_to.send(reply);
+                // the coordinator stopped waiting (the run ended meanwhile): keep the
+                // answer for the report
+                if let Err(reply) = respond_to.send(reply) {
+                    late.push(reply);
+                }
             }
         }
     }
-    actor.worker.report()
+    actor.worker.report(late)
 }
 
 /// What a role actor does with an assignment.
@@ -191,10 +199,10 @@ impl Worker {
         }
     }
 
-    fn report(self) -> RoleReport {
+    fn report(self, late: Vec<RoleReply>) -> RoleReport {
         match self {
-            Self::Call(c) => RoleReport { trace: c.trace, audit: c.gate.audit },
-            Self::Research(r) => RoleReport { trace: r.trace, audit: r.agent.gate.audit },
+            Self::Call(c) => RoleReport { trace: c.trace, audit: c.gate.audit, late },
+            Self::Research(r) => RoleReport { trace: r.trace, audit: r.agent.gate.audit, late },
         }
     }
 }
