@@ -1,6 +1,9 @@
 //! The command line. Subcommands only parse arguments and call the library; exit codes
 //! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
 
+mod bench;
+mod compare;
+pub mod run_multi;
 mod suite;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -23,6 +26,25 @@ pub enum Format {
     Table,
     /// One JSON object per line.
     Jsonl,
+}
+
+/// Formats of a single report (`compare`, `bench`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Aligned text.
+    Table,
+    /// One JSON object.
+    Json,
+}
+
+/// How a `run` is carried out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Design {
+    /// One agent, one gate.
+    #[default]
+    Single,
+    /// Planner, researcher and reviewer as actors behind a coordinator.
+    Multi,
 }
 
 /// The subcommands.
@@ -52,7 +74,32 @@ pub enum Command {
         /// Write tools to grant (repeatable).
         #[arg(long)]
         grant: Vec<String>,
+        /// `single` (default) or `multi` (three roles; `--model`, `--task` and `--grant` do
+        /// not apply).
+        #[arg(long, value_enum, default_value_t = Design::Single)]
+        design: Design,
+        /// The planner's fake behaviour (multi): sensible, grant, delegate.
+        #[arg(long, default_value = "sensible")]
+        planner: crate::multi::PlannerKind,
+        /// The researcher's fake behaviour (multi): sensible, relay, paraphrase, obey,
+        /// forge_sender, spawn, made_up_source.
+        #[arg(long, default_value = "sensible")]
+        researcher: crate::multi::ResearcherKind,
+        /// The reviewer's fake behaviour (multi): sensible, obey, never_approve.
+        #[arg(long, default_value = "sensible")]
+        reviewer: crate::multi::ReviewerKind,
+        /// Claims (multi): strict or free.
+        #[arg(long, default_value = "strict")]
+        claims: crate::multi::ClaimMode,
     },
+    /// One task as a single agent and as three roles, with the role scopes and routes.
+    Compare {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+        format: ReportFormat,
+    },
+    /// Throughput and memory of three-role runs, with ratios against the peers.
+    Bench(bench::BenchArgs),
 }
 
 /// Exit code: everything as expected.
@@ -87,9 +134,15 @@ pub fn main() -> ExitCode {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Suite { files, format } => suite::suite(&files, format).await,
-            Command::Run { goal, model, user, task, grant } => {
+            Command::Run { goal, design: Design::Multi, user, planner, researcher, reviewer, claims, .. } => {
+                let roles = crate::multi::Behaviours { planner, researcher, reviewer };
+                run_multi::run(&goal, run_multi::MultiFlags { user, roles, claims }).await
+            }
+            Command::Run { goal, model, user, task, grant, .. } => {
                 suite::run_one(&goal, &model, &user, &task, &grant).await
             }
+            Command::Compare { format } => compare::run(format).await,
+            Command::Bench(args) => bench::run(args).await,
         }
     });
     ExitCode::from(code)
