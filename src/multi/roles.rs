@@ -111,16 +111,17 @@ pub(crate) struct RoleReport {
     pub late: Vec<RoleReply>,
 }
 
-/// The role actor's inbox message.
+/// The role actor's inbox message: one pointer, so the inbox's 32-slot block stays small.
 #[derive(Debug)]
-pub(crate) enum RoleMsg {
-    /// Do `work` and answer on `respond_to`.
-    Work {
-        /// Boxed, so the inbox's slots stay small.
-        work: Box<Work>,
-        /// The channel only this role holds, for this one answer.
-        respond_to: oneshot::Sender<RoleReply>,
-    },
+pub(crate) struct RoleMsg(Box<Assigned>);
+
+/// An assignment and the channel to answer it on.
+#[derive(Debug)]
+pub(crate) struct Assigned {
+    /// What to do.
+    work: Work,
+    /// The channel only this role holds, for this one answer.
+    respond_to: oneshot::Sender<RoleReply>,
 }
 
 /// A cheap handle on a role actor; the coordinator is its only holder. Dropping it closes
@@ -148,7 +149,7 @@ impl RoleHandle {
     /// never causes: it waits for each answer).
     pub(crate) fn assign(&self, work: Work) -> Result<oneshot::Receiver<RoleReply>, ActorStopped> {
         let (respond_to, rx) = oneshot::channel();
-        self.tx.try_send(RoleMsg::Work { work: Box::new(work), respond_to }).map_err(|_| ActorStopped(self.role))?;
+        self.tx.try_send(RoleMsg(Box::new(Assigned { work, respond_to }))).map_err(|_| ActorStopped(self.role))?;
         Ok(rx)
     }
 }
@@ -161,16 +162,13 @@ struct RoleActor {
 
 async fn run_actor(mut actor: RoleActor) -> RoleReport {
     let mut late = Vec::new();
-    while let Some(msg) = actor.rx.recv().await {
-        match msg {
-            RoleMsg::Work { work, respond_to } => {
-                let reply = actor.worker.handle(*work, &actor.cancel).await;
-                // the coordinator stopped waiting (the run ended meanwhile): keep the
-                // answer for the report
-                if let Err(reply) = respond_to.send(reply) {
-                    late.push(reply);
-                }
-            }
+    while let Some(RoleMsg(assigned)) = actor.rx.recv().await {
+        let Assigned { work, respond_to } = *assigned;
+        let reply = actor.worker.handle(work, &actor.cancel).await;
+        // the coordinator stopped waiting (the run ended meanwhile): keep the answer for
+        // the report
+        if let Err(reply) = respond_to.send(reply) {
+            late.push(reply);
         }
     }
     actor.worker.report(late)
@@ -193,9 +191,11 @@ impl Worker {
     }
 
     async fn handle(&mut self, work: Work, cancel: &CancellationToken) -> RoleReply {
+        // boxed: an idle actor's task then holds only its inbox and its state, not the
+        // largest state machine of any role's work (the researcher's loop)
         match self {
-            Self::Call(c) => c.handle(work, cancel).await,
-            Self::Research(r) => r.handle(work).await,
+            Self::Call(c) => Box::pin(c.handle(work, cancel)).await,
+            Self::Research(r) => Box::pin(r.handle(work)).await,
         }
     }
 
@@ -223,8 +223,6 @@ pub(crate) struct CallRole {
     pub run_id: String,
     /// The trusted system prompt.
     pub prompt: &'static str,
-    /// The tools the model is shown (its scope).
-    pub specs: Vec<ToolSpec>,
     /// Its trace.
     pub trace: Trace,
 }
@@ -240,14 +238,18 @@ impl CallRole {
         run_id: &str,
     ) -> Self {
         let prompt = if role == Role::Planner { PLANNER_PROMPT } else { REVIEWER_PROMPT };
-        let specs = gate.policy.tools_for(role.as_str()).filter_map(|t| gate.registry.spec(t)).collect();
         let mut trace = Trace::new(run_id);
         trace.role = Some(role.as_str().to_string());
-        Self { role, client, gate, prices, user: user.to_string(), run_id: run_id.to_string(), prompt, specs, trace }
+        Self { role, client, gate, prices, user: user.to_string(), run_id: run_id.to_string(), prompt, trace }
     }
 
     fn task(&self) -> &'static str {
         self.role.as_str()
+    }
+
+    /// The tools the model is shown: its scope (built per call, not kept between calls).
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.gate.policy.tools_for(self.task()).filter_map(|t| self.gate.registry.spec(t)).collect()
     }
 
     /// Runs one call through the scope check and the gate, as the loop does: a call outside
@@ -326,7 +328,7 @@ impl CallRole {
         let request = LlmRequest {
             model: self.client.model().to_string(),
             messages: vec![Message::system(self.prompt), Message::user(user)],
-            tools: self.specs.clone(),
+            tools: self.specs(),
             max_tokens: MAX_OUTPUT_TOKENS,
         };
         let price = match self.prices.price(&request.model) {

@@ -47,8 +47,8 @@ fn index(role: Role) -> Option<usize> {
 }
 
 impl Scopes {
-    /// Builds each role's policy: the task named after the role, the access table and the
-    /// call limits of `policy`, and no grants.
+    /// Builds each role's policy: the task named after the role, the access and call limit
+    /// of each tool in it, and no grants.
     ///
     /// # Errors
     /// [`MultiError::NoScope`] when the policy has no task for a role;
@@ -60,14 +60,13 @@ impl Scopes {
             if let Some(tool) = tools.iter().find(|t| policy.access_of(t) != Access::Read) {
                 return Err(MultiError::WriteInScope { role, tool: tool.clone() });
             }
+            // only the scope's own entries: a tool outside the scope is refused by the
+            // allowlist before access or limits are read, so nothing else is needed
             let mut tasks = BTreeMap::new();
             tasks.insert(role.as_str().to_string(), tools.clone());
-            Ok(Policy {
-                tasks,
-                access: policy.access.clone(),
-                grants: BTreeSet::new(),
-                call_limits: policy.call_limits.clone(),
-            })
+            let access = tools.iter().map(|t| (t.clone(), policy.access_of(t))).collect();
+            let call_limits = tools.iter().map(|t| (t.clone(), policy.limit_of(t))).collect();
+            Ok(Policy { tasks, access, grants: BTreeSet::new(), call_limits })
         };
         Ok(Self { policies: [one(Role::Planner)?, one(Role::Researcher)?, one(Role::Reviewer)?] })
     }
