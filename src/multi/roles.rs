@@ -286,6 +286,10 @@ impl CallRole {
     async fn handle(&mut self, work: Work, cancel: &CancellationToken) -> RoleReply {
         let mut reply = RoleReply::default();
         let step = work.round;
+        if work.remaining.calls == 0 {
+            reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit));
+            return reply;
+        }
         let mut user = String::with_capacity(512);
         match &work.what {
             Assignment::Plan { goal, notes } => {
@@ -338,10 +342,6 @@ impl CallRole {
                 return reply;
             }
         };
-        if work.remaining.calls == 0 {
-            reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit));
-            return reply;
-        }
         if price.cost(request.estimated_input_tokens(), u64::from(MAX_OUTPUT_TOKENS)) > work.remaining.cost {
             self.trace.add(step, TraceKind::Stop, "cost_budget", "the worst case of the call is over budget");
             reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
