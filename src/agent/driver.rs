@@ -464,7 +464,8 @@ impl Agent {
     /// and every observation as untrusted, source-tagged blocks.
     pub fn request(&self, state: &AgentState) -> LlmRequest {
         let tools: Vec<_> = self.gate.policy.tools_for(&self.task).filter_map(|t| self.gate.registry.spec(t)).collect();
-        let mut system = self.system_prompt.clone();
+        let mut system = String::with_capacity(self.system_prompt.len() + 32 + 120 * tools.len());
+        system.push_str(&self.system_prompt);
         system.push_str("\nTools for this task:\n");
         for t in &tools {
             system.push_str(&format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"]));

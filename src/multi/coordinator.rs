@@ -343,13 +343,14 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         env.prices.clone(),
     );
     agent.system_prompt = RESEARCHER_PROMPT.to_string();
-    agent.cancel = token.child_token();
+    let researcher_cancel = token.child_token();
+    agent.cancel = researcher_cancel.clone();
     let researcher = ResearchRole::new(agent, &run_id);
     let mut roles = Vec::with_capacity(3);
     let mut joins = Vec::with_capacity(3);
     for (worker, cancel) in [
         (Worker::Call(Box::new(planner)), token.child_token()),
-        (Worker::Research(Box::new(researcher)), token.child_token()),
+        (Worker::Research(Box::new(researcher)), researcher_cancel),
         (Worker::Call(Box::new(reviewer)), token.child_token()),
     ] {
         let (handle, join) = RoleHandle::spawn(worker, cancel);
