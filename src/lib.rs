@@ -15,6 +15,8 @@
 //! - [`human`]: risk classes, the approval queue, fatigue and batches, saga, signed
 //!   checkpoints and resume.
 //! - [`store`]: the durable store (embedded SQLite) and the cross-process approval desk.
+//! - [`multi`]: planner, researcher and reviewer as actors, talking only through a
+//!   coordinator that checks every message.
 //! - [`security`]: instruction-like text, secrets, personal data, redaction.
 //! - [`cost`]: usage ledger, price table, token estimate, clocks.
 //! - [`eval`]: the environment runs are built in and the scenario tables.
@@ -35,6 +37,7 @@ pub mod gate;
 pub mod human;
 pub mod memory;
 pub mod model;
+pub mod multi;
 pub mod security;
 pub mod store;
 pub mod tools;
@@ -92,4 +95,7 @@ pub enum Error {
     /// From the structured trace export.
     #[error(transparent)]
     TraceExport(#[from] agent::TraceExportError),
+    /// From a multi-agent run.
+    #[error(transparent)]
+    Multi(#[from] multi::MultiError),
 }

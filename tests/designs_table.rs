@@ -63,7 +63,7 @@ fn the_task_table_refuses_bad_rows_with_file_and_line() {
 }
 
 #[tokio::test]
-async fn the_compare_report_holds_every_section_and_leaves_room_for_three_roles() {
+async fn the_compare_report_holds_every_section_including_three_roles() {
     use clap::Parser;
     use rolegate::cli::{Cli, Command};
     use rolegate::design::compare_report;
@@ -79,7 +79,9 @@ async fn the_compare_report_holds_every_section_and_leaves_room_for_three_roles(
         report.policypal.guard.iter().map(|r| (r.guard, r.code.as_str(), r.reply)).collect();
     assert_eq!(guard, [(true, "done", "answer"), (false, "step_budget", "gave_up")]);
     let json: serde_json::Value = serde_json::to_value(&report).unwrap();
-    assert_eq!(json["single_versus_roles"], serde_json::Value::Null);
+    let svr = &json["single_versus_roles"];
+    assert_eq!((svr["single"]["model_calls"].as_u64(), svr["single"]["messages"].as_u64()), (Some(3), Some(0)));
+    assert_eq!((svr["multi"]["role_calls"].as_u64(), svr["multi"]["messages"].as_u64()), (Some(5), Some(3)));
     assert_eq!(json["designs"][6]["code"], "no_route");
     let lines = report.table_lines();
     assert_eq!(lines[0], "== single versus three roles");

@@ -26,3 +26,6 @@ mod hardening_faults;
 mod hardening_props;
 mod hardening_regressions;
 mod hardening_trace;
+mod multi_actors;
+mod multi_parsers;
+mod multi_table;

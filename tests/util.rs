@@ -103,3 +103,36 @@ pub fn restore_memory(lab: &mut Lab, state: &AgentState) {
         memory.restore_facts(state.observations());
     }
 }
+
+/// The bundled environment with the role scopes, shared by multi-agent runs.
+pub fn menv() -> std::sync::Arc<rolegate::multi::MultiEnv> {
+    rolegate::multi::MultiEnv::new(&env()).expect("bundled policy has the role scopes")
+}
+
+/// The bundled m01 row.
+pub fn m01() -> rolegate::eval::multi_scenarios::MultiRow {
+    rolegate::eval::multi_scenarios::bundled_multi().expect("bundled table loads").remove(0)
+}
+
+/// Runs the calling test again in a child process of its own and asserts it passed there;
+/// returns true only inside that child, where the test body should run. For tests whose
+/// subject is process-global state (such as `tracing`'s dispatchers).
+pub fn in_own_process(test: &str) -> bool {
+    const CHILD: &str = "ROLEGATE_TEST_CHILD";
+    if std::env::var(CHILD).as_deref() == Ok(test) {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", test, "--test-threads", "1", "--nocapture"])
+        .env(CHILD, test)
+        .output()
+        .expect("the test binary starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{test} in its own process:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}

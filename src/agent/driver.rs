@@ -188,6 +188,8 @@ pub struct Agent {
     pub on_step: Vec<StepHook>,
     /// The trusted system prompt.
     pub system_prompt: String,
+    /// The role this agent plays in a multi-agent run; its trace lines carry it.
+    pub trace_role: Option<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -225,6 +227,7 @@ impl Agent {
             cancel: CancellationToken::new(),
             on_step: Vec::new(),
             system_prompt: SINGLE_PROMPT.to_string(),
+            trace_role: None,
         }
     }
 
@@ -237,6 +240,7 @@ impl Agent {
     pub async fn run(&mut self, goal: &str, run_id: &str) -> Result<Run, AgentError> {
         let state = AgentState::new(run_id, &self.session.user_id, &self.task, goal)?;
         let mut progress = Progress::new(run_id);
+        progress.trace.role.clone_from(&self.trace_role);
         if self.session.user_id.is_empty() {
             return self.end(state.stop(StopReason::Unauthenticated)?, progress);
         }
@@ -262,6 +266,7 @@ impl Agent {
         self.gate.restore_counts(&run_id, &progress.tool_counts);
         let started = self.clock.now();
         let worked_before = progress.worked;
+        let mut cached: Option<LlmRequest> = None;
         loop {
             progress.worked = worked_before + self.clock.now().saturating_sub(started);
             if self.cancel.is_cancelled() {
@@ -271,12 +276,12 @@ impl Agent {
             for hook in &mut self.on_step {
                 hook(&state, &progress).map_err(AgentError::Checkpoint)?;
             }
-            let request = self.request(&state);
-            if let Some(reason) = self.over_budget(&state, &request, &progress)? {
+            let request = self.next_request(&mut cached, &state);
+            if let Some(reason) = self.over_budget(&state, request, &progress)? {
                 return self.end(state.stop(reason)?, progress);
             }
             state = state.next_step()?;
-            match self.step(state, &request, &mut progress).await? {
+            match self.step(state, request, &mut progress).await? {
                 Step::Continue(s) => state = s,
                 Step::End(s) => {
                     progress.worked = worked_before + self.clock.now().saturating_sub(started);
@@ -475,11 +480,36 @@ impl Agent {
     /// and every observation as untrusted, source-tagged blocks.
     pub fn request(&self, state: &AgentState) -> LlmRequest {
         let tools: Vec<_> = self.gate.policy.tools_for(&self.task).filter_map(|t| self.gate.registry.spec(t)).collect();
-        let mut system = self.system_prompt.clone();
+        let mut system = String::with_capacity(self.system_prompt.len() + 32 + 120 * tools.len());
+        system.push_str(&self.system_prompt);
         system.push_str("\nTools for this task:\n");
         for t in &tools {
             system.push_str(&format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"]));
         }
+        LlmRequest {
+            model: self.decider.model().to_string(),
+            messages: vec![Message::system(system), Message::user(self.user_blocks(state))],
+            tools,
+            max_tokens: self.budget.max_output_tokens,
+        }
+    }
+
+    /// The request for the next step of a drive: the trusted part (system message, tools)
+    /// does not change during a run, so only the untrusted blocks are rebuilt.
+    fn next_request<'r>(&self, cached: &'r mut Option<LlmRequest>, state: &AgentState) -> &'r LlmRequest {
+        match cached {
+            Some(request) => {
+                if let Some(user) = request.messages.last_mut() {
+                    user.content = self.user_blocks(state);
+                }
+                request
+            }
+            None => cached.insert(self.request(state)),
+        }
+    }
+
+    /// The untrusted part of a request: the goal, memory and every observation as blocks.
+    fn user_blocks(&self, state: &AgentState) -> String {
         let mut user = String::with_capacity(256 + state.observations().len() * 256);
         push_block(&mut user, "goal", "user-input", &[], state.goal());
         if let Some(m) = &self.memory {
@@ -506,12 +536,7 @@ impl Agent {
                 &o.text,
             );
         }
-        LlmRequest {
-            model: self.decider.model().to_string(),
-            messages: vec![Message::system(system), Message::user(user)],
-            tools,
-            max_tokens: self.budget.max_output_tokens,
-        }
+        user
     }
 
     /// Ends a run: the stop line, the final call counts.

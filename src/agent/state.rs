@@ -210,6 +210,19 @@ pub struct AgentState {
     observations: Vec<Observation>,
 }
 
+/// True when `text` has more than `max` characters (bytes bound characters from above,
+/// so short texts are not counted).
+fn longer_than(text: &str, max: usize) -> bool {
+    text.len() > max && text.chars().count() > max
+}
+
+/// True when `id` is `o<n>`.
+fn is_observation_id(id: &str, n: usize) -> bool {
+    id.strip_prefix('o').is_some_and(|d| {
+        !d.starts_with('0') && d.bytes().all(|b| b.is_ascii_digit()) && d.parse::<usize>().ok() == Some(n)
+    })
+}
+
 fn valid_run_id(id: &str) -> bool {
     (1..=40).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
@@ -222,22 +235,22 @@ impl TryFrom<RawState> for AgentState {
         if !valid_run_id(&raw.run_id) {
             return invalid("run_id must be 1 to 40 of a-z, 0-9 and -");
         }
-        if raw.goal.trim().is_empty() || raw.goal.chars().count() > MAX_GOAL_CHARS {
+        if raw.goal.trim().is_empty() || longer_than(&raw.goal, MAX_GOAL_CHARS) {
             return invalid("the goal must be 1 to 300 characters");
         }
-        if raw.answer.chars().count() > MAX_ANSWER_CHARS {
+        if longer_than(&raw.answer, MAX_ANSWER_CHARS) {
             return invalid("the answer must be at most 600 characters");
         }
         for (i, o) in raw.observations.iter().enumerate() {
-            if o.id != format!("o{}", i + 1) || o.step > raw.step {
+            if !is_observation_id(&o.id, i + 1) || o.step > raw.step {
                 return invalid("observations must be numbered o1, o2, … and come from past steps");
             }
-            if o.text.chars().count() > MAX_OBSERVATION_CHARS {
+            if longer_than(&o.text, MAX_OBSERVATION_CHARS) {
                 return invalid("an observation's text is too long");
             }
         }
-        let good: Vec<&str> = raw.observations.iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
-        if !raw.sources.iter().all(|s| good.contains(&s.as_str())) {
+        let good = |s: &String| raw.observations.iter().any(|o| o.ok && o.id == *s);
+        if !raw.sources.iter().all(good) {
             return invalid("every source must be a successful observation of this run");
         }
         let status = match raw.status.as_str() {
@@ -491,5 +504,24 @@ impl AgentState {
             return Err(StateError::BadTransition { from: self.status.name(), to: "running by resume".into() });
         }
         self.to(Status::Running, self.step, self.observations.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observation_ids_must_be_exactly_o1_o2_and_lengths_count_characters() {
+        assert!(is_observation_id("o1", 1) && is_observation_id("o12", 12));
+        for (id, n) in [("o+1", 1), ("o01", 1), ("o1 ", 1), ("O1", 1), ("o", 1), ("o2", 1), ("1", 1)] {
+            assert!(!is_observation_id(id, n), "{id}");
+        }
+        let mut raw = RawState::from(AgentState::new("r1", "kwame", "triage", "Check T-601.").unwrap());
+        raw.step = 1;
+        raw.observations.push(Observation { id: "o+1".into(), step: 1, tool: "t".into(), ok: true, text: "x".into() });
+        assert!(AgentState::try_from(raw).is_err());
+        assert!(!longer_than(&"é".repeat(MAX_GOAL_CHARS), MAX_GOAL_CHARS));
+        assert!(longer_than(&"é".repeat(MAX_GOAL_CHARS + 1), MAX_GOAL_CHARS));
     }
 }

@@ -2,12 +2,14 @@
 //! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
 
 mod approvals;
+mod bench;
 mod compare;
 mod design;
 mod desk;
 mod model_args;
 mod outbox;
 mod parked;
+pub mod run_multi;
 mod suite;
 
 pub use approvals::ApprovalsCommand;
@@ -42,6 +44,15 @@ pub enum Format {
     Jsonl,
 }
 
+/// Formats of a single report (`bench`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Aligned text.
+    Table,
+    /// One JSON object.
+    Json,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -64,7 +75,9 @@ pub enum Command {
     Run {
         /// The goal.
         goal: String,
-        /// The design: single (the ReAct-style loop), fixed, plan or policypal.
+        /// The design: single (the ReAct-style loop), fixed, plan, policypal or multi
+        /// (planner, researcher and reviewer behind a coordinator; see --planner,
+        /// --researcher, --reviewer, --claims).
         #[arg(long, default_value = "single")]
         design: String,
         /// The model. single: `fake:KIND` (sensible, obey, loop, wander, hallucinate,
@@ -93,6 +106,19 @@ pub enum Command {
         /// Keep the run in this store (default for runs that may park: rolegate.db).
         #[arg(long, value_name = "PATH")]
         store: Option<std::path::PathBuf>,
+        /// multi: the planner's fake behaviour: sensible, grant, delegate.
+        #[arg(long, default_value = "sensible")]
+        planner: crate::multi::PlannerKind,
+        /// multi: the researcher's fake behaviour: sensible, relay, paraphrase, obey,
+        /// forge_sender, spawn, made_up_source.
+        #[arg(long, default_value = "sensible")]
+        researcher: crate::multi::ResearcherKind,
+        /// multi: the reviewer's fake behaviour: sensible, obey, never_approve.
+        #[arg(long, default_value = "sensible")]
+        reviewer: crate::multi::ReviewerKind,
+        /// multi: claims strict (rebuilt from observations) or free.
+        #[arg(long, default_value = "strict")]
+        claims: crate::multi::ClaimMode,
     },
     /// Approval requests in the store: list, approve, deny, cancel.
     Approvals {
@@ -115,6 +141,8 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = compare::CompareFormat::Table)]
         format: compare::CompareFormat,
     },
+    /// Throughput and memory of three-role runs, with ratios against the peers.
+    Bench(bench::BenchArgs),
 }
 
 /// Exit code: everything as expected.
@@ -163,7 +191,11 @@ pub fn main() -> ExitCode {
             Command::Suite { files, format, model, model_args } => {
                 suite::suite(&files, format, model.as_deref(), &model_args).await
             }
-            Command::Run { goal, design, model, model_args, user, task, grant, card, store } => {
+            Command::Run { goal, design, user, planner, researcher, reviewer, claims, .. } if design == "multi" => {
+                let roles = crate::multi::Behaviours { planner, researcher, reviewer };
+                run_multi::run(&goal, run_multi::MultiFlags { user, roles, claims }).await
+            }
+            Command::Run { goal, design, model, model_args, user, task, grant, card, store, .. } => {
                 if design != "single" {
                     let model = if model == "auto" { "fake:sensible".to_string() } else { model };
                     let args = design::RunArgs { goal, design, model, model_args, user, task, grants: grant, card };
@@ -192,6 +224,7 @@ pub fn main() -> ExitCode {
                 }
             }
             Command::Compare { format } => compare::compare(format).await,
+            Command::Bench(args) => bench::run(args).await,
             Command::Approvals { command } => approvals::approvals(command).await,
             Command::Outbox { format, store } => outbox::outbox(&store, format),
         }

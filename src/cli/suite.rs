@@ -1,21 +1,29 @@
-//! `rolegate suite` and `rolegate run`.
+//! `rolegate suite` (both tables) and `rolegate run` (single design).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, ModelArgs, out};
-use crate::eval::scenarios::{SingleRow, bundled_single, parse_single_table, run_single, run_single_with};
+use crate::eval::multi_scenarios::{AnyRow, MultiOutcome, bundled_multi, parse_any_table, run_multi};
+use crate::eval::scenarios::{SingleOutcome, bundled_single, run_single_with};
 use crate::eval::{DeciderSpec, Env, LabConfig};
 use crate::model::ModelSpec;
+use crate::multi::MultiEnv;
 
-fn load(files: &[PathBuf]) -> Result<Vec<SingleRow>, String> {
+/// The rows to run: with no file, the bundled single-agent table then the bundled
+/// multi-agent one; with files, each line is a single or a multi row by its `design`.
+fn load(files: &[PathBuf]) -> Result<Vec<AnyRow>, String> {
     if files.is_empty() {
-        return bundled_single().map_err(|e| e.to_string());
+        let mut rows: Vec<AnyRow> =
+            bundled_single().map_err(|e| e.to_string())?.into_iter().map(AnyRow::Single).collect();
+        rows.extend(bundled_multi().map_err(|e| e.to_string())?.into_iter().map(AnyRow::Multi));
+        return Ok(rows);
     }
     let mut rows = Vec::new();
     for f in files {
         let name = f.display().to_string();
         let text = std::fs::read_to_string(f).map_err(|e| format!("{name}: {e}"))?;
-        rows.extend(parse_single_table(&text, &name).map_err(|e| e.to_string())?);
+        rows.extend(parse_any_table(&text, &name).map_err(|e| e.to_string())?);
     }
     Ok(rows)
 }
@@ -31,8 +39,40 @@ fn model_setup(model: Option<&str>, args: &ModelArgs) -> Result<(Option<DeciderS
     Ok((decider, env))
 }
 
-/// Runs the tables and prints one line per row; with `model`, every row runs with that
-/// model instead of its fake.
+/// What one row did.
+enum Outcome {
+    Single(SingleOutcome),
+    Multi(MultiOutcome),
+}
+
+impl Outcome {
+    fn matches(&self) -> bool {
+        match self {
+            Self::Single(o) => o.matches,
+            Self::Multi(o) => o.matches,
+        }
+    }
+
+    fn emails(&self) -> usize {
+        match self {
+            Self::Single(o) => o.emails,
+            Self::Multi(o) => o.emails,
+        }
+    }
+
+    fn line(&self, format: Format) -> String {
+        match (self, format) {
+            (Self::Single(o), Format::Table) => o.table_line(),
+            (Self::Multi(o), Format::Table) => o.table_line(),
+            (Self::Single(o), Format::Jsonl) => serde_json::to_string(o).unwrap_or_default(),
+            (Self::Multi(o), Format::Jsonl) => serde_json::to_string(o).unwrap_or_default(),
+        }
+    }
+}
+
+/// Runs the tables and prints one line per row, in table order. Rows are independent
+/// (each builds its own world), so they all run concurrently. With `model`, every single
+/// row runs with that model instead of its fake (multi rows keep their role behaviours).
 pub(crate) async fn suite(files: &[PathBuf], format: Format, model: Option<&str>, args: &ModelArgs) -> u8 {
     let rows = match load(files) {
         Ok(r) => r,
@@ -41,39 +81,59 @@ pub(crate) async fn suite(files: &[PathBuf], format: Format, model: Option<&str>
             return EXIT_USAGE;
         }
     };
-    let (decider, env) = match model_setup(model, args) {
-        Ok(s) => s,
+    let envs = model_setup(model, args).and_then(|(decider, env)| {
+        let menv = MultiEnv::new(&env).map_err(|e| e.to_string())?;
+        Ok((Arc::new(env), menv, decider))
+    });
+    let (env, menv, decider) = match envs {
+        Ok(e) => e,
         Err(e) => {
             eprintln!("rolegate: {e}");
             return EXIT_USAGE;
         }
     };
-    let mut all_match = true;
-    for row in &rows {
-        let run = match &decider {
-            None => run_single(row, &env).await,
-            Some(d) => match row.lab_config() {
-                Ok(cfg) => run_single_with(row, &env, LabConfig { decider: d.clone(), ..cfg }).await,
-                Err(e) => Err(e),
-            },
-        };
-        let outcome = match run {
+    let tasks: Vec<_> = rows
+        .into_iter()
+        .map(|row| {
+            let (env, menv, decider) = (env.clone(), menv.clone(), decider.clone());
+            tokio::spawn(async move {
+                match row {
+                    AnyRow::Single(r) => match r.lab_config() {
+                        Ok(cfg) => {
+                            let cfg = match decider {
+                                Some(d) => LabConfig { decider: d, ..cfg },
+                                None => cfg,
+                            };
+                            run_single_with(&r, &env, cfg).await.map(Outcome::Single)
+                        }
+                        Err(e) => Err(e),
+                    },
+                    AnyRow::Multi(r) => run_multi(&r, &menv).await.map(|(_, o)| Outcome::Multi(o)),
+                }
+                .map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    let (mut total, mut matching, mut emails) = (0, 0, 0);
+    for task in tasks {
+        let outcome = match task.await.map_err(|e| e.to_string()).and_then(|r| r) {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("rolegate: {e}");
                 return EXIT_USAGE;
             }
         };
-        all_match &= outcome.matches;
-        let line = match format {
-            Format::Table => outcome.table_line(),
-            Format::Jsonl => serde_json::to_string(&outcome).unwrap_or_default(),
-        };
-        if !out(&line) {
+        total += 1;
+        matching += usize::from(outcome.matches());
+        emails += outcome.emails();
+        if !out(&outcome.line(format)) {
             break;
         }
     }
-    if all_match { EXIT_OK } else { EXIT_MISMATCH }
+    if format == Format::Table {
+        out(&format!("{matching} of {total} rows match their expectation; e-mails sent in all rows: {emails}"));
+    }
+    if matching == total { EXIT_OK } else { EXIT_MISMATCH }
 }
 
 /// Runs one goal and prints the trace and the outcome.

@@ -204,9 +204,8 @@ pub struct PalSection {
 /// Everything `rolegate compare` prints, built from runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CompareReport {
-    /// Single agent against three roles on one task. Filled by the multi-agent
-    /// coordinator (the three-role design); `None` until it exists.
-    pub single_versus_roles: Option<Vec<String>>,
+    /// Single agent against three roles on one task, with the role scopes and routes.
+    pub single_versus_roles: crate::eval::single_vs_multi::Comparison,
     /// The six fake planners on [`PLAN_CHECK_GOAL`].
     pub plan_checks: Vec<PlanCheckRow>,
     /// Tasks of the `designs` group × [`DESIGN_TABLE_COLUMNS`].
@@ -241,7 +240,9 @@ pub async fn compare_report(env: &Env, tasks: &[DesignTask]) -> Result<CompareRe
         }
     }
     Ok(CompareReport {
-        single_versus_roles: None,
+        single_versus_roles: crate::eval::single_vs_multi::compare(env)
+            .await
+            .map_err(|e| DesignError::Compare(Box::new(e)))?,
         plan_checks,
         designs,
         policypal: PalSection { rows, median_steps, guard },
@@ -252,10 +253,7 @@ impl CompareReport {
     /// The report as aligned text, section by section.
     pub fn table_lines(&self) -> Vec<String> {
         let mut out = vec!["== single versus three roles".to_string()];
-        match &self.single_versus_roles {
-            Some(lines) => out.extend(lines.iter().cloned()),
-            None => out.push("(comes with the three-role coordinator)".into()),
-        }
+        out.extend(self.single_versus_roles.lines());
         out.push(String::new());
         out.push(format!("== plan checks: {PLAN_CHECK_GOAL}"));
         out.extend(self.plan_checks.iter().map(PlanCheckRow::table_line));

@@ -68,6 +68,9 @@ pub enum DesignError {
         /// What is wrong.
         message: String,
     },
+    /// The single-versus-three-roles comparison could not be run.
+    #[error("single versus three roles: {0}")]
+    Compare(Box<crate::Error>),
     /// A design name that is not known (or not built yet).
     #[error("unknown design {0:?} (known: single, fixed, plan, policypal)")]
     UnknownDesign(String),

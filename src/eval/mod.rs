@@ -1,11 +1,14 @@
-//! Evaluation: the environment runs are built in, the scenario tables, trace grading and
-//! the go/no-go list.
+//! Evaluation: the environment runs are built in, the scenario tables (single-agent and
+//! multi-agent), trace grading, the go/no-go list and the benchmark.
 
+pub mod bench;
 pub mod checklist;
 mod env;
 pub mod grade;
 pub mod invariants;
+pub mod multi_scenarios;
 pub mod scenarios;
+pub mod single_vs_multi;
 
 pub use checklist::{Attestation, Attested, AutoCheck, Verdict, automatic, go_no_go};
 pub use env::{BUNDLED_PRICES, DeciderSpec, Env, EnvError, Lab, LabConfig};

@@ -49,6 +49,14 @@ pub enum ScenarioError {
         /// Why.
         source: AgentError,
     },
+    /// A multi-agent run could not be carried out.
+    #[error("row {id}: {source}")]
+    Multi {
+        /// Row id.
+        id: String,
+        /// Why.
+        source: crate::multi::MultiError,
+    },
 }
 
 /// Limits a row may set; anything unset keeps the default.

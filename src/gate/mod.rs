@@ -232,8 +232,7 @@ pub fn derived_idempotency_key(run_id: &str, pending_id: &str) -> String {
     h.update(run_id.as_bytes());
     h.update([0u8]);
     h.update(pending_id.as_bytes());
-    let hex: String = h.finalize()[..10].iter().map(|b| format!("{b:02x}")).collect();
-    format!("ak-{hex}")
+    format!("ak-{}", crate::tools::hex(&h.finalize()[..10]))
 }
 
 /// The authority over tool execution for one agent (or one role).

@@ -46,13 +46,26 @@ impl ToolCall {
 
 /// See [`ToolCall::fingerprint`].
 pub fn fingerprint(name: &str, arguments: &Value) -> String {
-    // serde_json's Map is ordered by key, so this text is canonical.
-    let canon = serde_json::to_string(arguments).unwrap_or_default();
+    // serde_json's Map is ordered by key, so this text is canonical. It is written straight
+    // into the hash; writing to a hasher cannot fail, and a failure would only mean the
+    // same digest as an empty text, as before.
     let mut h = Sha256::new();
     h.update(name.as_bytes());
     h.update([0u8]);
-    h.update(canon.as_bytes());
-    h.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect()
+    let _ = serde_json::to_writer(&mut h, arguments);
+    hex(&h.finalize()[..8])
+}
+
+/// Lower-case hex of `bytes`, without a formatting call per byte (fingerprints are taken
+/// several times per step).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 /// Arguments of `get_ticket`.
@@ -199,6 +212,10 @@ pub struct Registry;
 pub const TOOL_NAMES: [&str; 6] =
     ["get_ticket", "lookup_document", "calculator", "send_email_draft", "search_documents", "remember"];
 
+/// Every spec, built once (a request lists them at every step).
+static SPECS: LazyLock<Vec<ToolSpec>> =
+    LazyLock::new(|| TOOL_NAMES.iter().filter_map(|n| Registry::build_spec(n)).collect());
+
 fn str_schema(fields: &[&str]) -> Value {
     let props: serde_json::Map<String, Value> =
         fields.iter().map(|f| ((*f).to_string(), json!({"type": "string"}))).collect();
@@ -224,6 +241,10 @@ impl Registry {
 
     /// The spec of a tool, if it exists.
     pub fn spec(&self, name: &str) -> Option<ToolSpec> {
+        SPECS.iter().find(|s| s.name == name).cloned()
+    }
+
+    fn build_spec(name: &str) -> Option<ToolSpec> {
         let (name, description, fields): (&'static str, &'static str, &[&str]) = match name {
             "get_ticket" => ("get_ticket", "Read one of the user's support tickets by id.", &["ticket_id"]),
             "lookup_document" => ("lookup_document", "Read a policy document by id.", &["doc_id"]),

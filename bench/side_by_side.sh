@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Measures rolegate's three-role pipeline next to its peers in one session, so the
+# ratios compare figures taken on the same machine under the same load:
+#   - the bare tokio floor, built from ../shared/bench-peers/limit into a temp dir;
+#   - AutoGen core and LangGraph, in a venv set up from the pinned requirements;
+#   - `rolegate bench`, given the peers' figures.
+# Nothing of the peers is copied into this repository.
+#
+#   bench/side_by_side.sh            # PEERS=../shared/bench-peers WORK=/tmp/rolegate-bench
+#   ROUNDS=3 bench/side_by_side.sh   # rounds of the throughput figures (medians printed)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PEERS=${PEERS:-$ROOT/../shared/bench-peers}
+WORK=${WORK:-/tmp/rolegate-bench}
+ROUNDS=${ROUNDS:-3}
+INFLIGHT=${INFLIGHT:-1000}
+PEER_N=${PEER_N:-2000}
+mkdir -p "$WORK"
+RAW=$WORK/raw.jsonl
+: > "$RAW"
+
+echo "== setup (cached in $WORK)"
+if [ ! -x "$WORK/limit/target/release/limit" ]; then
+  rm -rf "$WORK/limit" && cp -r "$PEERS/limit" "$WORK/limit" && chmod -R u+w "$WORK/limit"
+  (cd "$WORK/limit" && CARGO_TARGET_DIR="$WORK/limit/target" cargo build --release -q)
+fi
+if [ ! -x "$WORK/venv/bin/python" ]; then
+  python3 -m venv "$WORK/venv"
+  "$WORK/venv/bin/pip" install -q -r "$PEERS/peers/requirements-lock.txt"
+fi
+cargo build --release -q
+PY=$WORK/venv/bin/python
+LIMIT=$WORK/limit/target/release/limit
+RG=${CARGO_TARGET_DIR:-$ROOT/target}/release/rolegate
+
+keep() {  # keep the peers' RESULT lines
+  "$@" | sed -n 's/^RESULT //p' >> "$RAW"
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+  echo "== round $r/$ROUNDS"
+  keep "$PY" "$PEERS/peers/autogen_pipeline.py" --mode conc --concurrency "$INFLIGHT" -n "$PEER_N"
+  keep "$PY" "$PEERS/peers/autogen_pipeline.py" --mode seq -n "$PEER_N"
+  keep "$PY" "$PEERS/peers/langgraph_pipeline.py" --mode ainvoke --concurrency "$INFLIGHT" -n "$PEER_N"
+  keep "$PY" "$PEERS/peers/langgraph_pipeline.py" --mode invoke -n "$PEER_N"
+  keep "$LIMIT" conc --rt multi --inflight "$INFLIGHT" -n 300000
+  keep "$LIMIT" seq --rt multi -n 100000
+  "$RG" bench --parked 0 --format json > "$WORK/rolegate-$r.json" || true
+done
+echo "== memory"
+keep "$LIMIT" mem-midrun -k 100000
+"$RG" bench --sequential 1000 --concurrent 10000 --parked 100000 --format json > "$WORK/rolegate-mem.json" || true
+
+echo "== figures"
+python3 - "$RAW" "$WORK" "$ROUNDS" > "$WORK/args.txt" <<'PY'
+import json, statistics, sys
+raw, work, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rows = [json.loads(l) for l in open(raw) if l.strip()]
+def med(pred):
+    v = [r["runs_per_sec"] for r in rows if pred(r)]
+    return statistics.median(v) if v else None
+ag_conc = med(lambda r: r["bench"] == "autogen" and r["variant"].startswith("conc"))
+ag_seq = med(lambda r: r["bench"] == "autogen" and r["variant"].startswith("seq"))
+lg_conc = med(lambda r: r["bench"] == "langgraph" and "ainvoke" in r["variant"])
+lg_seq = med(lambda r: r["bench"] == "langgraph" and "ainvoke" not in r["variant"] and "invoke" in r["variant"])
+floor_conc = med(lambda r: r["bench"] == "rust" and r["variant"].startswith("conc"))
+floor_seq = med(lambda r: r["bench"] == "rust" and r["variant"].startswith("seq"))
+mem = [r["bytes_per_run"] for r in rows if r["bench"] == "rust" and "mem" in r["variant"]]
+ours = [json.load(open(f"{work}/rolegate-{i}.json")) for i in range(1, rounds + 1)]
+ours_conc = statistics.median(o["inflight_runs_per_sec"] for o in ours)
+ours_seq = statistics.median(o["sequential_runs_per_sec"] for o in ours)
+ours_env = statistics.median(o["coordinator_us_per_envelope"] for o in ours)
+m = json.load(open(f"{work}/rolegate-mem.json"))
+py_best = max(x for x in [ag_conc, ag_seq, lg_conc, lg_seq] if x)
+print(f"medians of {rounds} rounds, measured side by side", file=sys.stderr)
+print(f"  AutoGen core   in flight {ag_conc:10.0f} runs/s   sequential {ag_seq:10.0f} runs/s", file=sys.stderr)
+print(f"  LangGraph      in flight {lg_conc:10.0f} runs/s   sequential {lg_seq:10.0f} runs/s", file=sys.stderr)
+print(f"  tokio floor    in flight {floor_conc:10.0f} runs/s   sequential {floor_seq:10.0f} runs/s   parked {mem[0]:.0f} B/run", file=sys.stderr)
+print(f"  rolegate       in flight {ours_conc:10.0f} runs/s   sequential {ours_seq:10.0f} runs/s   parked {m['bytes_per_parked_run']:.0f} B/run", file=sys.stderr)
+print(f"  rolegate coordinator intake: {ours_env:.2f} us/envelope", file=sys.stderr)
+print(f"  rolegate in flight / fastest Python figure ({py_best:.0f}): {ours_conc / py_best:.1f}x (target >= 30x)", file=sys.stderr)
+print(f"  tokio floor / rolegate in flight: {floor_conc / ours_conc:.2f}x slower (target <= 4x)", file=sys.stderr)
+print(f"  rolegate parked run: {m['bytes_per_parked_run'] / 1000:.1f} KB (target <= 24 KB)", file=sys.stderr)
+print(f"--python-peer AutoGen-in-flight={ag_conc:.0f} --python-peer AutoGen-sequential={ag_seq:.0f} "
+      f"--python-peer LangGraph-in-flight={lg_conc:.0f} --python-peer LangGraph-sequential={lg_seq:.0f} "
+      f"--floor {floor_conc:.0f} --floor-bytes {mem[0]:.0f}")
+PY
+echo "== one more rolegate bench, printed against this session's peers"
+# shellcheck disable=SC2046
+"$RG" bench --parked 20000 $(cat "$WORK/args.txt") || true

@@ -1,0 +1,176 @@
+//! `rolegate bench`: prints the three-role pipeline's figures and their ratios against
+//! the peers (figures given on the command line, or the published ones).
+
+use std::sync::Arc;
+
+use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, ReportFormat, out};
+use crate::eval::Env;
+use crate::eval::bench::{BenchOptions, BenchReport, Peers, bench, ratios};
+use crate::multi::MultiEnv;
+
+/// The bench's arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Runs one at a time.
+    #[arg(long, default_value_t = 20_000)]
+    pub sequential: u64,
+    /// Runs with `--inflight` in flight.
+    #[arg(long, default_value_t = 100_000)]
+    pub concurrent: u64,
+    /// Runs kept in flight.
+    #[arg(long, default_value_t = 1000)]
+    pub inflight: usize,
+    /// Runs parked inside the researcher for the memory figure (0 skips it).
+    #[arg(long, default_value_t = 20_000)]
+    pub parked: usize,
+    /// A Python peer measured in this session, `NAME=RUNS_PER_SEC` (repeatable).
+    #[arg(long = "python-peer")]
+    pub python_peer: Vec<String>,
+    /// The bare tokio floor measured in this session with the same number in flight,
+    /// runs per second.
+    #[arg(long)]
+    pub floor: Option<f64>,
+    /// The floor's bytes per parked run, measured in this session.
+    #[arg(long)]
+    pub floor_bytes: Option<f64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
+}
+
+fn peers(args: &BenchArgs) -> Result<Peers, String> {
+    if args.python_peer.is_empty() && args.floor.is_none() {
+        return Ok(Peers::published());
+    }
+    let mut python = Vec::new();
+    for p in &args.python_peer {
+        let (name, rps) =
+            p.rsplit_once('=').ok_or_else(|| format!("--python-peer {p:?}: expected NAME=RUNS_PER_SEC"))?;
+        let rps: f64 = rps.parse().map_err(|_| format!("--python-peer {p:?}: {rps:?} is not a number"))?;
+        python.push((name.to_string(), rps));
+    }
+    let floor = args.floor.ok_or("--floor is needed with --python-peer")?;
+    Ok(Peers { source: "measured in this session".into(), python, floor, floor_bytes: args.floor_bytes })
+}
+
+fn table(report: &BenchReport, peers: &Peers) -> Vec<String> {
+    let mut lines = vec![
+        format!(
+            "three-role runs of m01, one at a time:   {:>10.0} runs/s  {:>7.2} us/envelope ({} runs)",
+            report.sequential.runs_per_sec(),
+            report.sequential.us_per_envelope(),
+            report.sequential.runs
+        ),
+        format!(
+            "three-role runs of m01, {:>5} in flight: {:>10.0} runs/s  {:>7.2} us/envelope ({} runs)",
+            report.inflight,
+            report.concurrent.runs_per_sec(),
+            report.concurrent.us_per_envelope(),
+            report.concurrent.runs
+        ),
+        format!("coordinator intake per envelope:         {:>10.2} us", report.coordinator_us_per_envelope),
+    ];
+    match report.memory {
+        Some(m) => lines.push(format!(
+            "memory per run parked in the researcher: {:>10.0} bytes ({} runs, VmRSS {} -> {} KiB)",
+            m.bytes_per_run(),
+            m.parked,
+            m.rss_before_kib,
+            m.rss_parked_kib
+        )),
+        None => lines.push("memory per parked run: not measured (no /proc/self/status)".into()),
+    }
+    lines.push(format!("peers ({}):", peers.source));
+    for (name, rps) in &peers.python {
+        lines.push(format!("  {name}: {rps:.0} runs/s"));
+    }
+    lines.push(format!("  bare tokio floor, same in flight: {:.0} runs/s", peers.floor));
+    if let Some(b) = peers.floor_bytes {
+        lines.push(format!("  bare tokio floor, parked run: {b:.0} bytes"));
+    }
+    for r in ratios(report, peers) {
+        lines.push(format!(
+            "{:<62} {:>8.2}  target {:<8} {}",
+            r.what,
+            r.value,
+            r.target,
+            if r.met { "met" } else { "MISSED" }
+        ));
+    }
+    lines
+}
+
+fn json(report: &BenchReport, peers: &Peers) -> String {
+    let rs: Vec<_> = ratios(report, peers)
+        .into_iter()
+        .map(|r| serde_json::json!({"what": r.what, "value": r.value, "target": r.target, "met": r.met}))
+        .collect();
+    serde_json::json!({
+        "sequential_runs_per_sec": report.sequential.runs_per_sec(),
+        "sequential_us_per_envelope": report.sequential.us_per_envelope(),
+        "inflight": report.inflight,
+        "inflight_runs_per_sec": report.concurrent.runs_per_sec(),
+        "inflight_us_per_envelope": report.concurrent.us_per_envelope(),
+        "coordinator_us_per_envelope": report.coordinator_us_per_envelope,
+        "bytes_per_parked_run": report.memory.map(|m| m.bytes_per_run()),
+        "parked_runs": report.memory.map(|m| m.parked),
+        "peers": {
+            "source": peers.source,
+            "python": peers.python.iter().map(|(n, r)| serde_json::json!({"name": n, "runs_per_sec": r})).collect::<Vec<_>>(),
+            "floor_runs_per_sec": peers.floor,
+            "floor_bytes_per_parked_run": peers.floor_bytes,
+        },
+        "ratios": rs,
+    })
+    .to_string()
+}
+
+/// Runs the bench and prints it; exit 1 when a target is missed.
+pub(crate) async fn run(args: BenchArgs) -> u8 {
+    let peers = match peers(&args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let env = match Env::bundled().map_err(|e| e.to_string()).and_then(|e| MultiEnv::new(&e).map_err(|e| e.to_string()))
+    {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let opts = BenchOptions {
+        sequential: args.sequential,
+        concurrent: args.concurrent,
+        inflight: args.inflight,
+        parked: args.parked,
+        ..BenchOptions::default()
+    };
+    // the driver is itself a runtime task, like the peers' drivers
+    let task = tokio::spawn(async move { bench(&Arc::clone(&env), &opts).await });
+    let report = match task.await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            eprintln!("rolegate: bench: {e}");
+            return EXIT_USAGE;
+        }
+        Err(e) => {
+            eprintln!("rolegate: bench: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match args.format {
+        ReportFormat::Table => {
+            for l in table(&report, &peers) {
+                out(&l);
+            }
+        }
+        ReportFormat::Json => {
+            out(&json(&report, &peers));
+        }
+    }
+    if ratios(&report, &peers).iter().all(|r| r.met) { EXIT_OK } else { EXIT_MISMATCH }
+}

@@ -1,0 +1,357 @@
+//! The multi-agent scenario table: each row names a behaviour per role, the claim mode,
+//! the user, the goal, the run's limits and the expected outcome (reason, accepted
+//! messages, refusal codes in order, refused tool calls, e-mails sent). A malformed row is
+//! refused with file, line and field named, as in the single-agent table.
+//!
+//! A multi row carries `"design": "multi"`; that is how a file mixing both kinds of rows
+//! is read (see [`parse_any_table`]).
+
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::scenarios::{MAX_ROW_BYTES, ScenarioError, SingleRow, parse_single_row};
+use crate::multi::{
+    Behaviours, ClaimMode, MultiBudget, MultiConfig, MultiEnv, MultiReason, MultiRun, OnReject, RejectCode, RoleModels,
+};
+
+/// The bundled multi-agent table, `data/multi_scenarios.jsonl`.
+pub const BUNDLED_MULTI: &str = include_str!("../../data/multi_scenarios.jsonl");
+
+/// The only value of a multi row's `design` field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MultiDesign {
+    /// Three roles and a coordinator.
+    Multi,
+}
+
+/// Limits a multi row may set; anything unset keeps the default of [`MultiBudget`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultiLimits {
+    /// Most messages, accepted and rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_messages: Option<u32>,
+    /// Most rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rounds: Option<u32>,
+    /// Most model calls over all roles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_role_calls: Option<u32>,
+    /// Most wall seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
+    /// Most credits (a decimal string, e.g. "0.05").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<Decimal>,
+}
+
+/// What a multi row expects.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultiExpect {
+    /// Why the run ends.
+    pub reason: MultiReason,
+    /// Accepted messages.
+    pub messages: usize,
+    /// Refusal codes, in order.
+    pub rejected: Vec<RejectCode>,
+    /// Refused tool calls as `role:tool:code`, in order.
+    pub denied: Vec<String>,
+    /// E-mails sent.
+    pub emails: usize,
+}
+
+/// One multi-agent row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultiRow {
+    /// Row id, e.g. `m01`.
+    pub id: String,
+    /// Always `multi`.
+    pub design: MultiDesign,
+    /// What the row shows.
+    #[serde(default)]
+    pub note: String,
+    /// A behaviour per role (each defaults to `sensible`).
+    #[serde(default)]
+    pub roles: Behaviours,
+    /// `strict` (default) or `free`.
+    #[serde(default)]
+    pub claims: ClaimMode,
+    /// `stop` (default) or `retry` after a refused message.
+    #[serde(default)]
+    pub on_reject: OnReject,
+    /// Signed-in user every role acts for.
+    pub user: String,
+    /// The goal.
+    pub goal: String,
+    /// Limits.
+    #[serde(default)]
+    pub limits: MultiLimits,
+    /// The expectation.
+    pub expect: MultiExpect,
+}
+
+fn row_error(file: &str, line: usize, field: &str, message: String) -> ScenarioError {
+    ScenarioError::Row { file: file.into(), line, field: field.into(), message }
+}
+
+/// Parses one multi row; `file` and `line` go into the error.
+///
+/// # Errors
+/// [`ScenarioError::Row`] naming the field.
+pub fn parse_multi_row(text: &str, file: &str, line: usize) -> Result<MultiRow, ScenarioError> {
+    let err = |field: &str, message: String| row_error(file, line, field, message);
+    if text.len() > MAX_ROW_BYTES {
+        return Err(err("(row)", format!("longer than {MAX_ROW_BYTES} bytes")));
+    }
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let row: MultiRow = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "(row)".to_string() } else { path };
+        err(&field, e.into_inner().to_string())
+    })?;
+    if row.id.is_empty()
+        || row.id.len() > 32
+        || !row.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(err("id", "must be 1 to 32 of letters, digits, - and _".into()));
+    }
+    if row.user.trim().is_empty() {
+        return Err(err("user", "must name the signed-in user".into()));
+    }
+    if row.goal.trim().is_empty() || row.goal.chars().count() > crate::agent::MAX_GOAL_CHARS {
+        return Err(err("goal", "must be 1 to 300 characters".into()));
+    }
+    if let Some(s) = row.limits.max_seconds {
+        if Duration::try_from_secs_f64(s).is_err() {
+            return Err(err("limits.max_seconds", "must be a finite, non-negative number".into()));
+        }
+    }
+    if row.limits.max_cost.is_some_and(|c| c < Decimal::ZERO) {
+        return Err(err("limits.max_cost", "must not be negative".into()));
+    }
+    for (i, d) in row.expect.denied.iter().enumerate() {
+        let parts: Vec<&str> = d.split(':').collect();
+        if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) || parts[0].parse::<crate::multi::Role>().is_err() {
+            return Err(err(&format!("expect.denied[{i}]"), format!("{d:?} is not role:tool:code")));
+        }
+    }
+    Ok(row)
+}
+
+/// One row of a table that may hold both kinds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnyRow {
+    /// A single-agent row.
+    Single(SingleRow),
+    /// A multi-agent row.
+    Multi(MultiRow),
+}
+
+impl AnyRow {
+    /// The row's id.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Single(r) => &r.id,
+            Self::Multi(r) => &r.id,
+        }
+    }
+}
+
+/// Which parser a line needs: `"design": "multi"` marks a multi row; a row without
+/// `design` is a single-agent row; any other value is an error on `design`.
+fn is_multi(text: &str, file: &str, line: usize) -> Result<bool, ScenarioError> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        design: Option<serde_json::Value>,
+    }
+    match serde_json::from_str::<Probe>(text) {
+        // a line that is not even an object is reported by the single parser
+        Err(_) => Ok(false),
+        Ok(Probe { design: None }) => Ok(false),
+        Ok(Probe { design: Some(serde_json::Value::String(d)) }) if d == "multi" => Ok(true),
+        Ok(Probe { design: Some(other) }) => Err(row_error(
+            file,
+            line,
+            "design",
+            format!("{other} is not a design (use \"multi\", or leave it out for a single-agent row)"),
+        )),
+    }
+}
+
+/// Parses a table of single and multi rows (JSON Lines; blank lines and lines starting
+/// with `#` are skipped). Ids are unique across both kinds.
+///
+/// # Errors
+/// The first bad row, or a repeated id.
+pub fn parse_any_table(text: &str, file: &str) -> Result<Vec<AnyRow>, ScenarioError> {
+    let mut rows: Vec<AnyRow> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let row = if is_multi(trimmed, file, i + 1)? {
+            AnyRow::Multi(parse_multi_row(trimmed, file, i + 1)?)
+        } else {
+            AnyRow::Single(parse_single_row(trimmed, file, i + 1)?)
+        };
+        if rows.iter().any(|r| r.id() == row.id()) {
+            return Err(row_error(file, i + 1, "id", format!("{} is used twice", row.id())));
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// Parses a table that must hold only multi rows.
+///
+/// # Errors
+/// As [`parse_any_table`], and a single-agent row is refused on `design`.
+pub fn parse_multi_table(text: &str, file: &str) -> Result<Vec<MultiRow>, ScenarioError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if !is_multi(trimmed, file, i + 1)? && serde_json::from_str::<serde_json::Value>(trimmed).is_ok() {
+            let message = "a multi-agent table holds only rows with \"design\": \"multi\"".to_string();
+            return Err(row_error(file, i + 1, "design", message));
+        }
+        let row = parse_multi_row(trimmed, file, i + 1)?;
+        if out.iter().any(|r: &MultiRow| r.id == row.id) {
+            return Err(row_error(file, i + 1, "id", format!("{} is used twice", row.id)));
+        }
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// The bundled multi-agent table.
+///
+/// # Errors
+/// Only if the bundled file were broken (a test guards it).
+pub fn bundled_multi() -> Result<Vec<MultiRow>, ScenarioError> {
+    parse_multi_table(BUNDLED_MULTI, "data/multi_scenarios.jsonl")
+}
+
+impl MultiRow {
+    /// The run configuration this row describes.
+    pub fn config(&self) -> MultiConfig {
+        let d = MultiBudget::default();
+        let l = &self.limits;
+        MultiConfig {
+            user: self.user.clone(),
+            claims: self.claims,
+            on_reject: self.on_reject,
+            budget: MultiBudget {
+                max_messages: l.max_messages.unwrap_or(d.max_messages),
+                max_rounds: l.max_rounds.unwrap_or(d.max_rounds),
+                max_role_calls: l.max_role_calls.unwrap_or(d.max_role_calls),
+                max_seconds: l.max_seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()).unwrap_or(d.max_seconds),
+                max_cost: l.max_cost.unwrap_or(d.max_cost),
+            },
+        }
+    }
+
+    /// The run id used for this row.
+    pub fn run_id(&self) -> String {
+        format!("run-{}", self.id.to_ascii_lowercase().replace('_', "-"))
+    }
+}
+
+/// What a multi row did, and whether that is what it expected. Serialised as one
+/// `--format jsonl` line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MultiOutcome {
+    /// Always `multi`.
+    pub table: &'static str,
+    /// Row id.
+    pub id: String,
+    /// Why the run ended.
+    pub reason: MultiReason,
+    /// Accepted messages.
+    pub messages: usize,
+    /// Refusal codes, in order.
+    pub rejected: Vec<RejectCode>,
+    /// Refused tool calls as `role:tool:code`.
+    pub denied: Vec<String>,
+    /// E-mails sent.
+    pub emails: usize,
+    /// Model calls over all roles.
+    pub role_calls: u32,
+    /// True when every expectation holds.
+    pub matches: bool,
+    /// What differs, one entry per field.
+    pub mismatches: Vec<String>,
+}
+
+impl MultiOutcome {
+    /// Compares a run with the row's expectation.
+    pub fn of(row: &MultiRow, run: &MultiRun) -> Self {
+        let e = &row.expect;
+        let rejected = run.rejected_codes();
+        let denied = run.denied_lines();
+        let mut mismatches = Vec::new();
+        if run.reason != e.reason {
+            mismatches.push(format!("reason: expected {}, got {}", e.reason, run.reason));
+        }
+        if run.messages.len() != e.messages {
+            mismatches.push(format!("messages: expected {}, got {}", e.messages, run.messages.len()));
+        }
+        if rejected != e.rejected {
+            mismatches.push(format!("rejected: expected {:?}, got {rejected:?}", e.rejected));
+        }
+        if denied != e.denied {
+            mismatches.push(format!("denied: expected {:?}, got {denied:?}", e.denied));
+        }
+        if run.emails != e.emails {
+            mismatches.push(format!("emails: expected {}, got {}", e.emails, run.emails));
+        }
+        Self {
+            table: "multi",
+            id: row.id.clone(),
+            reason: run.reason,
+            messages: run.messages.len(),
+            rejected,
+            denied,
+            emails: run.emails,
+            role_calls: run.role_calls,
+            matches: mismatches.is_empty(),
+            mismatches,
+        }
+    }
+
+    /// One table line.
+    pub fn table_line(&self) -> String {
+        let codes: Vec<&str> = self.rejected.iter().map(|c| c.as_str()).collect();
+        format!(
+            "{:<5} {:<17} msgs={} rejected=[{}] denied=[{}] emails={} {}",
+            self.id,
+            self.reason.as_str(),
+            self.messages,
+            codes.join(", "),
+            self.denied.join(", "),
+            self.emails,
+            if self.matches { "matches".to_string() } else { format!("MISMATCH: {}", self.mismatches.join("; ")) }
+        )
+    }
+}
+
+/// Runs one row with the fake role models and compares it with its expectation.
+///
+/// # Errors
+/// [`ScenarioError::Multi`] when the run cannot be carried out.
+pub async fn run_multi(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(MultiRun, MultiOutcome), ScenarioError> {
+    let run = crate::multi::run(env, row.config(), RoleModels::fakes(row.roles), &row.goal, &row.run_id())
+        .await
+        .map_err(|source| ScenarioError::Multi { id: row.id.clone(), source })?;
+    let outcome = MultiOutcome::of(row, &run);
+    Ok((run, outcome))
+}

@@ -1,0 +1,601 @@
+//! The coordinator actor: one per run, plain code. It owns the run's cancellation token
+//! (each role gets a child), the role handles, the budget and the log.
+//!
+//! A round is three hand-offs: the goal to the planner, the accepted brief to the
+//! researcher, the accepted finding to the reviewer. Before each hand-off the coordinator
+//! checks [`MultiBudget`]; after it, it waits for the role's answer on the `oneshot` it gave
+//! that role (or for cancellation, or for the run's deadline). The answer's sender is the
+//! role it asked — the text has no say in it. The text then goes through
+//! [`parse_message`] and, for a finding, [`check_support`]; a refusal is recorded as
+//! `(sender, code)`. An approving verdict ends the run `done`; a refusing one starts the
+//! next round with the verdict's notes.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
+
+use super::budget::{Handoff, MultiBudget, Usage};
+use super::envelope::{Body, Envelope, RejectCode, Role, parse_message};
+use super::roles::{
+    Assignment, CallRole, RESEARCHER_PROMPT, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker,
+};
+use super::routes::{Scopes, next_hop};
+use super::support::{ClaimMode, Evidence, check_support};
+use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
+use crate::agent::{Agent, Observation, Session, Trace, TraceKind};
+use crate::cost::{PriceTable, TokioClock};
+use crate::eval::Env;
+use crate::gate::ToolGate;
+use crate::model::{Decider, LlmClient};
+use crate::world::{World, WorldData};
+
+use super::behaviours::{Behaviours, FakePlanner, FakeResearcher, FakeReviewer};
+
+/// What every run shares, read-only: world data, prices and the role scopes.
+#[derive(Debug)]
+pub struct MultiEnv {
+    /// Tickets, documents, users.
+    pub world: Arc<WorldData>,
+    /// Prices.
+    pub prices: Arc<PriceTable>,
+    /// Each role's gate policy.
+    pub scopes: Scopes,
+}
+
+impl MultiEnv {
+    /// Derives the role scopes from `env`'s policy.
+    ///
+    /// # Errors
+    /// [`MultiError::NoScope`] or [`MultiError::WriteInScope`] (see [`Scopes::from_policy`]).
+    pub fn new(env: &Env) -> Result<Arc<Self>, MultiError> {
+        Ok(Arc::new(Self {
+            world: env.world.clone(),
+            prices: env.prices.clone(),
+            scopes: Scopes::from_policy(&env.policy)?,
+        }))
+    }
+}
+
+/// What the coordinator does after refusing a message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnReject {
+    /// End the run `rejected_message`.
+    #[default]
+    Stop,
+    /// Ask the same role again (the refused message still counts against the budget).
+    Retry,
+}
+
+/// How one run is set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiConfig {
+    /// The signed-in user every role acts for.
+    pub user: String,
+    /// Strict or free-text claims.
+    pub claims: ClaimMode,
+    /// The run's limits.
+    pub budget: MultiBudget,
+    /// What a refusal does.
+    pub on_reject: OnReject,
+}
+
+impl Default for MultiConfig {
+    fn default() -> Self {
+        Self {
+            user: "kwame".into(),
+            claims: ClaimMode::Strict,
+            budget: MultiBudget::default(),
+            on_reject: OnReject::Stop,
+        }
+    }
+}
+
+/// Each role's model. Any [`LlmClient`] (or, for the researcher's loop, any [`Decider`])
+/// fits; the fakes express the scenario rows.
+pub struct RoleModels {
+    /// The planner's model.
+    pub planner: Box<dyn LlmClient>,
+    /// The researcher's loop's decider.
+    pub researcher: Box<dyn Decider>,
+    /// The reviewer's model.
+    pub reviewer: Box<dyn LlmClient>,
+}
+
+impl std::fmt::Debug for RoleModels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoleModels")
+            .field("planner", &self.planner.model())
+            .field("researcher", &self.researcher.model())
+            .field("reviewer", &self.reviewer.model())
+            .finish()
+    }
+}
+
+impl RoleModels {
+    /// The fake models with these behaviours.
+    pub fn fakes(b: Behaviours) -> Self {
+        Self {
+            planner: Box::new(FakePlanner { kind: b.planner }),
+            researcher: Box::new(FakeResearcher { kind: b.researcher }),
+            reviewer: Box::new(FakeReviewer { kind: b.reviewer }),
+        }
+    }
+}
+
+/// A started run: cancel it, or wait for its result.
+#[derive(Debug)]
+pub struct MultiHandle {
+    /// The run id.
+    run_id: String,
+    /// The run's token; cancelling it ends the run `cancelled` within one step.
+    cancel: CancellationToken,
+    /// The coordinator's task.
+    join: JoinHandle<MultiRun>,
+}
+
+impl MultiHandle {
+    /// Cancels the run (control never waits behind work: the token is outside any inbox).
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The run's token.
+    pub fn token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Waits for the run's result.
+    ///
+    /// # Errors
+    /// [`MultiError::CoordinatorFailed`] if the coordinator's own task failed (a role that
+    /// fails ends the run with `role_failed` instead).
+    pub async fn finish(self) -> Result<MultiRun, MultiError> {
+        self.join.await.map_err(|e| MultiError::CoordinatorFailed { run_id: self.run_id, detail: e.to_string() })
+    }
+}
+
+fn valid_run_id(id: &str) -> bool {
+    (1..=40).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Starts a run of `goal` on the current tokio runtime: spawns the coordinator, which
+/// spawns the three role actors. `cancel` becomes the run's token.
+///
+/// # Errors
+/// [`MultiError::BadGoal`] or [`MultiError::BadRunId`] before anything is spawned.
+pub fn start(
+    env: &Arc<MultiEnv>,
+    cfg: MultiConfig,
+    models: RoleModels,
+    goal: &str,
+    run_id: &str,
+    cancel: CancellationToken,
+) -> Result<MultiHandle, MultiError> {
+    if goal.trim().is_empty() || goal.chars().count() > crate::agent::MAX_GOAL_CHARS {
+        return Err(MultiError::BadGoal);
+    }
+    if !valid_run_id(run_id) {
+        return Err(MultiError::BadRunId);
+    }
+    let setup = Setup { env: env.clone(), cfg, models, goal: Arc::from(goal), run_id: run_id.to_string() };
+    let join = tokio::spawn(coordinate(setup, cancel.clone()));
+    Ok(MultiHandle { run_id: run_id.to_string(), cancel, join })
+}
+
+/// Starts a run and waits for its result.
+///
+/// # Errors
+/// As [`start`] and [`MultiHandle::finish`].
+pub async fn run(
+    env: &Arc<MultiEnv>,
+    cfg: MultiConfig,
+    models: RoleModels,
+    goal: &str,
+    run_id: &str,
+) -> Result<MultiRun, MultiError> {
+    start(env, cfg, models, goal, run_id, CancellationToken::new())?.finish().await
+}
+
+struct Setup {
+    env: Arc<MultiEnv>,
+    cfg: MultiConfig,
+    models: RoleModels,
+    goal: Arc<str>,
+    run_id: String,
+}
+
+/// Checks a raw text from `sender` completely: [`parse_message`] towards the route
+/// table's recipient, then, for a finding, [`check_support`] against the researcher's
+/// `observations`. Returns the recipient and the body.
+///
+/// # Errors
+/// The first [`RejectCode`] that applies.
+pub fn check_message(
+    sender: Role,
+    text: &str,
+    observations: &[Observation],
+    claims: ClaimMode,
+) -> Result<(Role, Body), RejectCode> {
+    let Some((recipient, _)) = next_hop(sender) else { return Err(RejectCode::NoRoute) };
+    let body = parse_message(sender, recipient, text)?;
+    if let Body::Finding(f) = &body {
+        check_support(f, &Evidence::from_observations(observations), claims)?;
+    }
+    Ok((recipient, body))
+}
+
+/// The coordinator's intake: checks every raw text, numbers the accepted envelopes
+/// (`m1`, `m2`, …), records refusals as `(sender, code)` and writes one trace line per
+/// decision. The sender is always the caller's argument: the channel the text came on.
+#[derive(Debug)]
+pub struct Intake {
+    claims: ClaimMode,
+    /// Accepted envelopes, in order (shared with the roles they are forwarded to).
+    pub messages: Vec<Arc<Envelope>>,
+    /// Refused messages, in order.
+    pub rejected: Vec<Rejection>,
+    /// The coordinator's trace.
+    pub trace: Trace,
+}
+
+impl Intake {
+    /// An empty intake for `run_id`.
+    pub fn new(run_id: &str, claims: ClaimMode) -> Self {
+        let mut trace = Trace::new(run_id);
+        trace.role = Some(Role::Coordinator.as_str().to_string());
+        Self { claims, messages: Vec::with_capacity(3), rejected: Vec::new(), trace }
+    }
+
+    /// Messages received so far, accepted and refused.
+    pub fn received(&self) -> u32 {
+        u32::try_from(self.messages.len() + self.rejected.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Checks `text` from `sender` and, if it passes, wraps it in the next envelope.
+    ///
+    /// # Errors
+    /// The [`RejectCode`] it was refused with (already recorded).
+    pub fn accept(
+        &mut self,
+        sender: Role,
+        text: &str,
+        observations: &[Observation],
+        round: u32,
+        depth: u32,
+    ) -> Result<Arc<Envelope>, RejectCode> {
+        match check_message(sender, text, observations, self.claims) {
+            Ok((recipient, body)) => {
+                let env = Envelope {
+                    id: format!("m{}", self.messages.len() + 1),
+                    sender,
+                    recipient,
+                    kind: body.kind(),
+                    depth,
+                    body,
+                };
+                let detail = format!("{} {sender}->{recipient} {}", env.id, env.kind);
+                self.trace.add(round, TraceKind::Message, "ok", &detail);
+                let env = Arc::new(env);
+                self.messages.push(env.clone());
+                Ok(env)
+            }
+            Err(code) => {
+                let to = next_hop(sender).map_or(Role::Coordinator, |(r, _)| r);
+                self.trace.add(round, TraceKind::Message, code.as_str(), &format!("{sender}->{to}"));
+                self.rejected.push(Rejection { sender, code });
+                Err(code)
+            }
+        }
+    }
+}
+
+/// The coordinator's state for one run.
+struct Coordinator {
+    run_id: String,
+    goal: Arc<str>,
+    cfg: MultiConfig,
+    /// The run's token; roles hold children of it.
+    token: CancellationToken,
+    /// Planner, researcher, reviewer: the only handles on the role actors.
+    roles: Vec<RoleHandle>,
+    /// Their tasks, joined when the run ends.
+    joins: Vec<JoinHandle<RoleReport>>,
+    world: World,
+    started: Instant,
+    used: Usage,
+    intake: Intake,
+    denied: Vec<Denial>,
+    tools: [Vec<String>; 3],
+    failed: Option<RoleFailure>,
+    answer: Option<String>,
+}
+
+fn slot(role: Role) -> usize {
+    match role {
+        Role::Planner => 0,
+        Role::Researcher => 1,
+        _ => 2,
+    }
+}
+
+/// Spawns the role actors with their scoped gates over one fresh world.
+fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
+    let Setup { env, cfg, models, goal, run_id } = setup;
+    let world = World::new(env.world.clone());
+    let gate = |role: Role| {
+        let policy = env.scopes.policy(role).cloned().unwrap_or_default();
+        ToolGate::new(policy, world.clone())
+    };
+    let planner =
+        CallRole::new(Role::Planner, models.planner, gate(Role::Planner), env.prices.clone(), &cfg.user, &run_id);
+    let reviewer =
+        CallRole::new(Role::Reviewer, models.reviewer, gate(Role::Reviewer), env.prices.clone(), &cfg.user, &run_id);
+    let mut agent = Agent::new(
+        models.researcher,
+        gate(Role::Researcher),
+        Session::new(&cfg.user, &[Role::Researcher.as_str()]),
+        Role::Researcher.as_str(),
+        Arc::new(TokioClock::new()),
+        env.prices.clone(),
+    );
+    agent.system_prompt = RESEARCHER_PROMPT.to_string();
+    agent.trace_role = Some(Role::Researcher.as_str().to_string());
+    let researcher_cancel = token.child_token();
+    agent.cancel = researcher_cancel.clone();
+    let researcher = ResearchRole::new(agent, &run_id);
+    let mut roles = Vec::with_capacity(3);
+    let mut joins = Vec::with_capacity(3);
+    for (worker, cancel) in [
+        (Worker::Call(Box::new(planner)), token.child_token()),
+        (Worker::Research(Box::new(researcher)), researcher_cancel),
+        (Worker::Call(Box::new(reviewer)), token.child_token()),
+    ] {
+        let (handle, join) = RoleHandle::spawn(worker, cancel);
+        roles.push(handle);
+        joins.push(join);
+    }
+    let intake = Intake::new(&run_id, cfg.claims);
+    Coordinator {
+        run_id,
+        goal,
+        cfg,
+        token: token.clone(),
+        roles,
+        joins,
+        world,
+        started: Instant::now(),
+        used: Usage::default(),
+        intake,
+        denied: Vec::new(),
+        tools: Default::default(),
+        failed: None,
+        answer: None,
+    }
+}
+
+async fn coordinate(setup: Setup, token: CancellationToken) -> MultiRun {
+    let deadline = tokio::time::sleep(setup.cfg.budget.max_seconds);
+    let mut c = spawn_roles(setup, &token);
+    tokio::pin!(deadline);
+    let reason = c.drive(deadline.as_mut()).await;
+    c.finish(reason).await
+}
+
+impl Coordinator {
+    async fn drive(&mut self, mut deadline: Pin<&mut Sleep>) -> MultiReason {
+        let mut notes: Option<String> = None;
+        loop {
+            if let Some(stop) = self.check(Handoff::NewRound) {
+                return stop;
+            }
+            self.used.rounds += 1;
+            let round = self.used.rounds;
+            let plan = Assignment::Plan { goal: self.goal.clone(), notes: notes.take() };
+            let brief = match self.exchange(Role::Planner, plan, round, 1, deadline.as_mut()).await {
+                Ok(env) => env,
+                Err(stop) => return stop,
+            };
+            let finding =
+                match self.exchange(Role::Researcher, Assignment::Research(brief), round, 2, deadline.as_mut()).await {
+                    Ok(env) => env,
+                    Err(stop) => return stop,
+                };
+            let verdict = match self
+                .exchange(Role::Reviewer, Assignment::Review(finding.clone()), round, 3, deadline.as_mut())
+                .await
+            {
+                Ok(env) => env,
+                Err(stop) => return stop,
+            };
+            match (&verdict.body, &finding.body) {
+                (Body::Verdict(v), Body::Finding(f)) if v.approve => {
+                    self.answer = Some(f.claim.clone());
+                    return MultiReason::Done;
+                }
+                (Body::Verdict(v), _) => notes = Some(v.notes.clone()),
+                _ => return MultiReason::RejectedMessage,
+            }
+        }
+    }
+
+    fn check(&mut self, next: Handoff) -> Option<MultiReason> {
+        if self.token.is_cancelled() {
+            return Some(MultiReason::Cancelled);
+        }
+        self.cfg.budget.before(next, &self.used, self.started.elapsed())
+    }
+
+    /// Hands `what` to `role` and turns its answer into an accepted envelope, asking again
+    /// after a refusal when the run retries.
+    async fn exchange(
+        &mut self,
+        role: Role,
+        what: Assignment,
+        round: u32,
+        depth: u32,
+        mut deadline: Pin<&mut Sleep>,
+    ) -> Result<Arc<Envelope>, MultiReason> {
+        let mut what = Some(what);
+        loop {
+            if role != Role::Planner || what.is_none() {
+                if let Some(stop) = self.check(Handoff::Within) {
+                    return Err(stop);
+                }
+            }
+            let assignment = match what.take() {
+                Some(a) => a,
+                None => self.repeat(role)?,
+            };
+            let remaining = self.cfg.budget.remaining(&self.used, self.started.elapsed());
+            let reply = self.ask(role, Work { what: assignment, remaining, round }, deadline.as_mut()).await?;
+            let RoleReply { text, observations, calls, cost, denied, tools, stop } = reply;
+            self.account(role, calls, cost, denied, tools);
+            if let Some(stop) = stop {
+                return Err(match stop {
+                    RoleStop::Budget(reason) => reason,
+                    RoleStop::Own(reason) => {
+                        self.intake.trace.add(round, TraceKind::Stop, "role_stopped", &format!("{role}: {reason}"));
+                        MultiReason::RoleStopped
+                    }
+                    RoleStop::Failed(detail) => {
+                        self.failed = Some(RoleFailure { role, detail });
+                        MultiReason::RoleFailed
+                    }
+                });
+            }
+            let accepted = self.intake.accept(role, &text, &observations, round, depth);
+            self.used.messages = self.intake.received();
+            match accepted {
+                Ok(env) => return Ok(env),
+                Err(_) if self.cfg.on_reject == OnReject::Retry => {}
+                Err(_) => return Err(MultiReason::RejectedMessage),
+            }
+        }
+    }
+
+    /// The assignment to repeat after a refusal: the same input as before.
+    fn repeat(&self, role: Role) -> Result<Assignment, MultiReason> {
+        match role {
+            Role::Planner => Ok(Assignment::Plan { goal: self.goal.clone(), notes: None }),
+            Role::Researcher | Role::Reviewer => {
+                let want = if role == Role::Researcher { Role::Planner } else { Role::Researcher };
+                match self.intake.messages.iter().rev().find(|m| m.sender == want) {
+                    Some(env) if role == Role::Researcher => Ok(Assignment::Research(env.clone())),
+                    Some(env) => Ok(Assignment::Review(env.clone())),
+                    None => Err(MultiReason::RejectedMessage),
+                }
+            }
+            Role::Coordinator => Err(MultiReason::RejectedMessage),
+        }
+    }
+
+    /// Asks one role and waits for its answer, the run's cancellation or its deadline.
+    async fn ask(&mut self, role: Role, work: Work, deadline: Pin<&mut Sleep>) -> Result<RoleReply, MultiReason> {
+        let Some(handle) = self.roles.get(slot(role)) else { return Err(MultiReason::RoleFailed) };
+        let rx = match handle.assign(work) {
+            Ok(rx) => rx,
+            Err(e) => {
+                self.failed = Some(RoleFailure { role, detail: e.to_string() });
+                return Err(MultiReason::RoleFailed);
+            }
+        };
+        let mut rx = rx;
+        let stop = tokio::select! {
+            biased;
+            () = self.token.cancelled() => MultiReason::Cancelled,
+            () = deadline => MultiReason::TimeBudget,
+            answer = &mut rx => return answer.map_err(|_| {
+                self.failed = Some(RoleFailure { role, detail: "dropped its reply".into() });
+                MultiReason::RoleFailed
+            }),
+        };
+        // an answer that arrived together with the stop still counts (calls, tools,
+        // refusals); one that comes later is in the role's report
+        if let Ok(reply) = rx.try_recv() {
+            self.account(role, reply.calls, reply.cost, reply.denied, reply.tools);
+        }
+        Err(stop)
+    }
+
+    fn account(
+        &mut self,
+        role: Role,
+        calls: u32,
+        cost: rust_decimal::Decimal,
+        denied: Vec<Denial>,
+        tools: Vec<String>,
+    ) {
+        self.used.role_calls += calls;
+        self.used.cost += cost;
+        self.denied.extend(denied);
+        self.tools[slot(role)].extend(tools);
+    }
+
+    /// Ends the run: cancels the token (no role keeps working), closes the inboxes, joins
+    /// the role tasks and collects their traces and audits.
+    async fn finish(mut self, reason: MultiReason) -> MultiRun {
+        self.token.cancel();
+        self.intake.trace.add(self.used.rounds, TraceKind::Stop, reason.as_str(), "");
+        self.roles.clear();
+        let mut traces = vec![];
+        let mut audit = Vec::new();
+        for (join, role) in std::mem::take(&mut self.joins).into_iter().zip(Role::MODEL_ROLES) {
+            match join.await {
+                Ok(report) => {
+                    for r in report.late {
+                        self.account(role, r.calls, r.cost, r.denied, r.tools);
+                    }
+                    traces.push(report.trace);
+                    audit.extend(report.audit.into_iter().map(|e| (role, e)));
+                }
+                Err(e) => {
+                    let detail =
+                        if e.is_panic() { format!("panicked: {}", panic_text(e.into_panic())) } else { e.to_string() };
+                    match &mut self.failed {
+                        Some(f) if f.role == role => f.detail = detail,
+                        _ => {
+                            let line = format!("{role}: {detail}");
+                            self.intake.trace.add(self.used.rounds, TraceKind::Stop, "role_failed", &line);
+                        }
+                    }
+                    let mut t = Trace::new(&self.run_id);
+                    t.role = Some(role.as_str().to_string());
+                    traces.push(t);
+                }
+            }
+        }
+        traces.insert(0, std::mem::take(&mut self.intake.trace));
+        let tools: BTreeMap<Role, Vec<String>> =
+            Role::MODEL_ROLES.into_iter().zip(std::mem::take(&mut self.tools)).collect();
+        MultiRun {
+            run_id: self.run_id,
+            reason,
+            messages: self.intake.messages.into_iter().map(Arc::unwrap_or_clone).collect(),
+            rejected: self.intake.rejected,
+            denied: self.denied,
+            role_calls: self.used.role_calls,
+            rounds: self.used.rounds,
+            tools,
+            cost: self.used.cost,
+            answer: self.answer,
+            failed: self.failed,
+            emails: self.world.outbox.len(),
+            traces,
+            audit,
+        }
+    }
+}
+
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-text panic".to_string()
+    }
+}

@@ -1,0 +1,212 @@
+//! Three roles on tokio actors, talking only through a coordinator.
+//!
+//! A planner writes a brief, a researcher (the single-agent loop with its own gate) reads
+//! and writes a finding, a reviewer checks it with its own tool and gives a verdict. Each
+//! role is an actor with its own model and its own scoped [`ToolGate`](crate::gate::ToolGate);
+//! none holds another's handle or a send tool. Their output is raw text that the
+//! coordinator — plain code, one actor per run — parses strictly, routes, filters and
+//! checks against what the researcher really read before it becomes an [`Envelope`].
+//!
+//! # Layout
+//! - [`envelope`]: roles, kinds, the strict bodies, [`Envelope`], [`RejectCode`] and the
+//!   parser.
+//! - [`routes`]: the route table and the role scopes.
+//! - [`budget`]: [`MultiBudget`], checked before every hand-off.
+//! - [`support`]: sources and claims rebuilt from the researcher's observations.
+//! - [`roles`]: the role actors (handle pattern) and what each does with its assignment.
+//! - [`coordinator`]: the coordinator actor, [`start`] and [`run`].
+//! - [`behaviours`]: the fake role models that express every scenario row.
+
+pub mod behaviours;
+pub mod budget;
+pub mod coordinator;
+pub mod envelope;
+pub mod roles;
+pub mod routes;
+pub mod support;
+
+use rust_decimal::Decimal;
+use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::agent::Trace;
+use crate::gate::AuditEvent;
+
+pub use behaviours::{Behaviours, PlannerKind, ResearcherKind, ReviewerKind};
+pub use budget::MultiBudget;
+pub use coordinator::{Intake, MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, check_message, run, start};
+pub use envelope::{Body, Brief, Envelope, Finding, Kind, RejectCode, Role, Verdict, parse_message};
+pub use routes::{ROUTES, Scopes};
+pub use support::{ClaimMode, Evidence, check_support};
+
+/// Errors that keep a multi-agent run from being carried out at all. Every other ending
+/// is a [`MultiRun`] with a [`MultiReason`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MultiError {
+    /// The policy has no task for a role's scope.
+    #[error("the policy has no task {0} (each role's scope is the task named after it)")]
+    NoScope(Role),
+    /// A role's scope holds a tool that is not read-only.
+    #[error("the {role} scope holds {tool:?}, which is not a read tool: no role may hold a write tool")]
+    WriteInScope {
+        /// The role.
+        role: Role,
+        /// The tool.
+        tool: String,
+    },
+    /// The goal is empty or too long.
+    #[error("the goal must be 1 to 300 characters")]
+    BadGoal,
+    /// The run id is not 1 to 40 of `a-z`, `0-9` and `-`.
+    #[error("the run id must be 1 to 40 of a-z, 0-9 and -")]
+    BadRunId,
+    /// A role model has no price.
+    #[error(transparent)]
+    Cost(#[from] crate::cost::CostError),
+    /// The coordinator itself failed (a bug: roles failing end their run with a reason).
+    #[error("the coordinator of run {run_id} failed: {detail}")]
+    CoordinatorFailed {
+        /// The run.
+        run_id: String,
+        /// What happened.
+        detail: String,
+    },
+}
+
+macro_rules! multi_reasons {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal ),+ $(,)?) => {
+        /// Why a multi-agent run ended. A closed set.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+        pub enum MultiReason {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant, )+
+        }
+
+        impl MultiReason {
+            /// Every reason, in a fixed order.
+            pub const ALL: &'static [MultiReason] = &[$(MultiReason::$variant),+];
+
+            /// The reason as text.
+            pub fn as_str(self) -> &'static str {
+                match self { $( MultiReason::$variant => $name, )+ }
+            }
+        }
+    };
+}
+
+multi_reasons! {
+    /// The reviewer approved a finding: the run has an answer.
+    Done => "done",
+    /// The coordinator refused a message (and the run stops on a rejection).
+    RejectedMessage => "rejected_message",
+    /// No round left for another attempt.
+    RoundLimit => "round_limit",
+    /// No room for another message (rejected ones count).
+    MessageLimit => "message_limit",
+    /// No model call left for the next role.
+    CallLimit => "call_limit",
+    /// The run's wall time is used up.
+    TimeBudget => "time_budget",
+    /// The run's credits are used up (or the next call could cross them).
+    CostBudget => "cost_budget",
+    /// Cancelled from outside.
+    Cancelled => "cancelled",
+    /// A role actor panicked or dropped its channel; only this run ends.
+    RoleFailed => "role_failed",
+    /// A role's own loop ended without a message for a reason of its own (stuck, a
+    /// repeated call, a model error); its trace names it.
+    RoleStopped => "role_stopped",
+}
+
+impl fmt::Display for MultiReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// A message the coordinator refused: who sent it (from the channel) and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Rejection {
+    /// The role whose channel the text came on.
+    pub sender: Role,
+    /// The code.
+    pub code: RejectCode,
+}
+
+/// A tool call a role proposed and its gate (or its loop's check) refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    /// The role.
+    pub role: Role,
+    /// The tool as proposed.
+    pub tool: String,
+    /// The refusal code, e.g. `not_allowed`.
+    pub code: String,
+}
+
+impl fmt::Display for Denial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.role, self.tool, self.code)
+    }
+}
+
+impl Serialize for Denial {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A role that failed, and how.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RoleFailure {
+    /// The role.
+    pub role: Role,
+    /// What its task did (`panicked: …` or `dropped its reply`).
+    pub detail: String,
+}
+
+/// The result of a multi-agent run. The same inputs give the same value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MultiRun {
+    /// The run id.
+    pub run_id: String,
+    /// Why it ended.
+    pub reason: MultiReason,
+    /// Accepted messages, in order (`m1`, `m2`, …).
+    pub messages: Vec<Envelope>,
+    /// Refused messages, in order.
+    pub rejected: Vec<Rejection>,
+    /// Refused tool calls, in order.
+    pub denied: Vec<Denial>,
+    /// Model calls over all roles.
+    pub role_calls: u32,
+    /// Rounds started.
+    pub rounds: u32,
+    /// Tool names each role sent to its gate, in order (every role is listed).
+    pub tools: BTreeMap<Role, Vec<String>>,
+    /// Credits spent over all roles.
+    pub cost: Decimal,
+    /// The approved claim, when done.
+    pub answer: Option<String>,
+    /// The role that failed, for `role_failed`.
+    pub failed: Option<RoleFailure>,
+    /// E-mails that left the outbox during the run.
+    pub emails: usize,
+    /// The coordinator's trace, then each role's (planner, researcher, reviewer).
+    pub traces: Vec<Trace>,
+    /// Each role's gate audit, in order per role.
+    pub audit: Vec<(Role, AuditEvent)>,
+}
+
+impl MultiRun {
+    /// The rejection codes, in order.
+    pub fn rejected_codes(&self) -> Vec<RejectCode> {
+        self.rejected.iter().map(|r| r.code).collect()
+    }
+
+    /// The denied calls as `role:tool:code`, in order.
+    pub fn denied_lines(&self) -> Vec<String> {
+        self.denied.iter().map(ToString::to_string).collect()
+    }
+}

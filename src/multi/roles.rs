@@ -1,0 +1,486 @@
+//! Role actors. Each role is a task that owns its model, its scoped gate and its trace; the
+//! coordinator holds a cheap [`RoleHandle`] (an `mpsc::Sender`) and gives the role, with
+//! every assignment, a fresh `oneshot` to answer on. A role holds nothing else: no other
+//! role's handle, no route, no way to address anyone. What it answers is raw text; the
+//! coordinator knows who sent it from the channel it came on.
+//!
+//! The planner and the reviewer make one model call per assignment; a tool call in their
+//! reply goes through their own scope check and gate. The researcher runs the single-agent
+//! loop ([`Agent`]) with its own gate, inside the budget the coordinator hands it. A refused
+//! tool call is reported as a [`Denial`].
+
+use rust_decimal::Decimal;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::budget::Remaining;
+use super::envelope::{Body, Envelope, Role};
+use super::{Denial, MultiReason};
+use crate::agent::{Agent, Observation, StopReason, Trace, TraceKind};
+use crate::cost::{PriceTable, estimate_tokens};
+use crate::gate::{AuditEvent, GateOutcome, ToolGate};
+use crate::model::blocks::push_block;
+use crate::model::{LlmClient, LlmRequest, Message, ModelError, RequestedCall};
+use crate::tools::{ToolCall, ToolSpec};
+
+/// The trusted system prompt of the planner, `data/prompts/planner.txt`.
+pub const PLANNER_PROMPT: &str = include_str!("../../data/prompts/planner.txt");
+/// The trusted system prompt of the researcher's loop, `data/prompts/researcher.txt`.
+pub const RESEARCHER_PROMPT: &str = include_str!("../../data/prompts/researcher.txt");
+/// The trusted system prompt of the reviewer, `data/prompts/reviewer.txt`.
+pub const REVIEWER_PROMPT: &str = include_str!("../../data/prompts/reviewer.txt");
+
+/// Output allowance of a planner or reviewer call, in tokens.
+const MAX_OUTPUT_TOKENS: u32 = 200;
+
+/// A send to a role whose task has ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the {0} actor has stopped")]
+pub struct ActorStopped(pub Role);
+
+/// What the coordinator asks of a role.
+#[derive(Debug)]
+pub(crate) enum Assignment {
+    /// Write a brief for `goal` (with the last verdict's notes from a later round).
+    Plan {
+        /// The user's goal (untrusted).
+        goal: Arc<str>,
+        /// The previous round's verdict notes (untrusted).
+        notes: Option<String>,
+    },
+    /// Research the brief.
+    Research(Arc<Envelope>),
+    /// Review the finding.
+    Review(Arc<Envelope>),
+}
+
+/// One assignment and the part of the run's budget the role may spend on it.
+#[derive(Debug)]
+pub(crate) struct Work {
+    /// What to do.
+    pub what: Assignment,
+    /// Calls, credits and time left in the run.
+    pub remaining: Remaining,
+    /// The round (trace step of planner and reviewer lines).
+    pub round: u32,
+}
+
+/// Why a role answered without a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RoleStop {
+    /// A run budget (or cancellation) stopped it before or during its work.
+    Budget(MultiReason),
+    /// Its own loop ended for a reason of its own.
+    Own(StopReason),
+    /// It could not work at all (a crashed model, an unpriced model).
+    Failed(String),
+}
+
+/// A role's answer to one assignment. Only `text` comes from a model; everything else is
+/// recorded by the role's code.
+#[derive(Debug, Default)]
+pub(crate) struct RoleReply {
+    /// The raw message text (untrusted).
+    pub text: String,
+    /// The researcher's observations of this assignment (what claim support reads).
+    pub observations: Vec<Observation>,
+    /// Model calls made.
+    pub calls: u32,
+    /// Credits spent.
+    pub cost: Decimal,
+    /// Refused tool calls, in order.
+    pub denied: Vec<Denial>,
+    /// Tool names sent to the gate, in order.
+    pub tools: Vec<String>,
+    /// Set when there is no message.
+    pub stop: Option<RoleStop>,
+}
+
+/// What a role leaves behind when its task ends: its trace, its gate's audit, and the
+/// answers nobody was waiting for any more (work interrupted by the end of the run still
+/// counts: its calls, cost, tools and refusals).
+#[derive(Debug)]
+pub(crate) struct RoleReport {
+    /// Every line the role wrote, over all assignments.
+    pub trace: Trace,
+    /// Its gate's audit.
+    pub audit: Vec<AuditEvent>,
+    /// Answers the coordinator had stopped waiting for.
+    pub late: Vec<RoleReply>,
+}
+
+/// The role actor's inbox message: one pointer, so the inbox's 32-slot block stays small.
+#[derive(Debug)]
+pub(crate) struct RoleMsg(Box<Assigned>);
+
+/// An assignment and the channel to answer it on.
+#[derive(Debug)]
+pub(crate) struct Assigned {
+    /// What to do.
+    work: Work,
+    /// The channel only this role holds, for this one answer.
+    respond_to: oneshot::Sender<RoleReply>,
+}
+
+/// A cheap handle on a role actor; the coordinator is its only holder. Dropping it closes
+/// the inbox and ends the actor.
+#[derive(Clone, Debug)]
+pub(crate) struct RoleHandle {
+    /// The role.
+    pub role: Role,
+    tx: mpsc::Sender<RoleMsg>,
+}
+
+impl RoleHandle {
+    /// Spawns the actor for `worker`; `cancel` is the role's child of the run's token.
+    pub(crate) fn spawn(worker: Worker, cancel: CancellationToken) -> (Self, JoinHandle<RoleReport>) {
+        let (tx, rx) = mpsc::channel(1);
+        let role = worker.role();
+        let join = tokio::spawn(run_actor(RoleActor { rx, worker, cancel }));
+        (Self { role, tx }, join)
+    }
+
+    /// Hands `work` to the role and returns the channel its answer will come on.
+    ///
+    /// # Errors
+    /// [`ActorStopped`] when the actor's task has ended (or is busy, which the coordinator
+    /// never causes: it waits for each answer).
+    pub(crate) fn assign(&self, work: Work) -> Result<oneshot::Receiver<RoleReply>, ActorStopped> {
+        let (respond_to, rx) = oneshot::channel();
+        self.tx.try_send(RoleMsg(Box::new(Assigned { work, respond_to }))).map_err(|_| ActorStopped(self.role))?;
+        Ok(rx)
+    }
+}
+
+struct RoleActor {
+    rx: mpsc::Receiver<RoleMsg>,
+    worker: Worker,
+    cancel: CancellationToken,
+}
+
+async fn run_actor(mut actor: RoleActor) -> RoleReport {
+    let mut late = Vec::new();
+    while let Some(RoleMsg(assigned)) = actor.rx.recv().await {
+        let Assigned { work, respond_to } = *assigned;
+        let reply = actor.worker.handle(work, &actor.cancel).await;
+        // the coordinator stopped waiting (the run ended meanwhile): keep the answer for
+        // the report
+        if let Err(reply) = respond_to.send(reply) {
+            late.push(reply);
+        }
+    }
+    actor.worker.report(late)
+}
+
+/// What a role actor does with an assignment.
+pub(crate) enum Worker {
+    /// Planner or reviewer: one model call per assignment.
+    Call(Box<CallRole>),
+    /// The researcher: the single-agent loop.
+    Research(Box<ResearchRole>),
+}
+
+impl Worker {
+    fn role(&self) -> Role {
+        match self {
+            Self::Call(c) => c.role,
+            Self::Research(_) => Role::Researcher,
+        }
+    }
+
+    async fn handle(&mut self, work: Work, cancel: &CancellationToken) -> RoleReply {
+        // boxed: an idle actor's task then holds only its inbox and its state, not the
+        // largest state machine of any role's work (the researcher's loop)
+        match self {
+            Self::Call(c) => Box::pin(c.handle(work, cancel)).await,
+            Self::Research(r) => Box::pin(r.handle(work)).await,
+        }
+    }
+
+    fn report(self, late: Vec<RoleReply>) -> RoleReport {
+        match self {
+            Self::Call(c) => RoleReport { trace: c.trace, audit: c.gate.audit, late },
+            Self::Research(r) => RoleReport { trace: r.trace, audit: r.agent.gate.audit, late },
+        }
+    }
+}
+
+/// A role that answers with one model call: the planner or the reviewer.
+pub(crate) struct CallRole {
+    /// Which one.
+    pub role: Role,
+    /// Its model; owned by this role, dropped with it.
+    pub client: Box<dyn LlmClient>,
+    /// Its gate, scoped to the task named after the role.
+    pub gate: ToolGate,
+    /// Prices, for the ledger and the worst-case check before the call.
+    pub prices: Arc<PriceTable>,
+    /// The user the run acts for.
+    pub user: String,
+    /// The run.
+    pub run_id: String,
+    /// The trusted system prompt.
+    pub prompt: &'static str,
+    /// Its trace.
+    pub trace: Trace,
+}
+
+impl CallRole {
+    /// A planner or reviewer over `gate`.
+    pub(crate) fn new(
+        role: Role,
+        client: Box<dyn LlmClient>,
+        gate: ToolGate,
+        prices: Arc<PriceTable>,
+        user: &str,
+        run_id: &str,
+    ) -> Self {
+        let prompt = if role == Role::Planner { PLANNER_PROMPT } else { REVIEWER_PROMPT };
+        let mut trace = Trace::new(run_id);
+        trace.role = Some(role.as_str().to_string());
+        Self { role, client, gate, prices, user: user.to_string(), run_id: run_id.to_string(), prompt, trace }
+    }
+
+    fn task(&self) -> &'static str {
+        self.role.as_str()
+    }
+
+    /// The tools the model is shown: its scope (built per call, not kept between calls).
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.gate.policy.tools_for(self.task()).filter_map(|t| self.gate.registry.spec(t)).collect()
+    }
+
+    /// Runs one call through the scope check and the gate, as the loop does: a call outside
+    /// the scope or with bad arguments is refused before the gate sees it.
+    fn tool(
+        &mut self,
+        step: u32,
+        name: &str,
+        arguments: serde_json::Value,
+        reply: &mut RoleReply,
+    ) -> Option<GateOutcome> {
+        let code = if !self.gate.policy.allows(self.task(), name) || !self.gate.registry.has(name) {
+            Some("not_allowed")
+        } else if self.gate.registry.validate(name, &arguments).is_err() {
+            Some("invalid_arguments")
+        } else {
+            None
+        };
+        if let Some(code) = code {
+            self.trace.add(step, TraceKind::Check, code, &format!("call {name}"));
+            reply.denied.push(Denial { role: self.role, tool: name.to_string(), code: code.to_string() });
+            return None;
+        }
+        let call = ToolCall::new(format!("{}-{}-c{}", self.run_id, self.role, reply.tools.len() + 1), name, arguments);
+        let outcome = self.gate.run(&call, self.task(), &self.run_id, &self.user);
+        self.trace.add(step, TraceKind::Tool, outcome.code(), name);
+        reply.tools.push(name.to_string());
+        if let GateOutcome::Refused { code, .. } = &outcome {
+            reply.denied.push(Denial { role: self.role, tool: name.to_string(), code: code.as_str().to_string() });
+        }
+        Some(outcome)
+    }
+
+    async fn handle(&mut self, work: Work, cancel: &CancellationToken) -> RoleReply {
+        let mut reply = RoleReply::default();
+        let step = work.round;
+        if work.remaining.calls == 0 {
+            reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit));
+            return reply;
+        }
+        let mut user = String::with_capacity(512);
+        match &work.what {
+            Assignment::Plan { goal, notes } => {
+                push_block(&mut user, "goal", "user-input", &[], goal);
+                if let Some(n) = notes {
+                    push_block(&mut user, "notes", "reviewer:verdict", &[], n);
+                }
+            }
+            Assignment::Review(finding) => {
+                let source = format!("coordinator:{}", finding.id);
+                push_block(&mut user, "envelope", &source, &[("kind", "finding")], &finding.body.to_text());
+                if let Body::Finding(f) = &finding.body {
+                    // the reviewer re-reads what its own scope can read, through its own gate
+                    for doc in f.sources.iter().filter(|s| !is_ticket_id(s)) {
+                        if cancel.is_cancelled() {
+                            reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
+                            return reply;
+                        }
+                        if !self.gate.policy.allows(self.task(), "lookup_document") {
+                            break;
+                        }
+                        let args = serde_json::json!({ "doc_id": doc });
+                        if let Some(outcome) = self.tool(step, "lookup_document", args, &mut reply) {
+                            let id = format!("r{}", reply.tools.len());
+                            let (ok, text) = match &outcome {
+                                GateOutcome::Ok(v) => (true, v.to_string()),
+                                other => (false, format!("error {}", other.code())),
+                            };
+                            let source = format!("tool:lookup_document:{id}");
+                            push_block(&mut user, "observation", &source, &[("id", &id), ("ok", bool_str(ok))], &text);
+                        }
+                    }
+                }
+            }
+            Assignment::Research(_) => {
+                reply.stop = Some(RoleStop::Failed(format!("the {} cannot research", self.role)));
+                return reply;
+            }
+        }
+        let request = LlmRequest {
+            model: self.client.model().to_string(),
+            messages: vec![Message::system(self.prompt), Message::user(user)],
+            tools: self.specs(),
+            max_tokens: MAX_OUTPUT_TOKENS,
+        };
+        let price = match self.prices.price(&request.model) {
+            Ok(p) => p,
+            Err(e) => {
+                reply.stop = Some(RoleStop::Failed(e.to_string()));
+                return reply;
+            }
+        };
+        if price.cost(request.estimated_input_tokens(), u64::from(MAX_OUTPUT_TOKENS)) > work.remaining.cost {
+            self.trace.add(step, TraceKind::Stop, "cost_budget", "the worst case of the call is over budget");
+            reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
+            return reply;
+        }
+        let answer = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            r = self.client.complete(&request) => Some(r),
+        };
+        let response = match answer {
+            None => {
+                self.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
+                reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
+                return reply;
+            }
+            Some(Err(ModelError::Failed { code, message })) => {
+                self.trace.add(step, TraceKind::Model, code, &message);
+                reply.calls = 1;
+                reply.stop = Some(RoleStop::Own(StopReason::ModelError));
+                return reply;
+            }
+            Some(Err(crash)) => {
+                reply.stop = Some(RoleStop::Failed(crash.to_string()));
+                return reply;
+            }
+            Some(Ok(r)) => r,
+        };
+        let (input, output) = match response.usage {
+            Some(u) => (u.input_tokens, u.output_tokens),
+            None => (request.estimated_input_tokens(), estimate_tokens(&response.text)),
+        };
+        reply.calls = 1;
+        reply.cost = price.cost(input, output);
+        self.trace.add(step, TraceKind::Model, "ok", &response.text);
+        for RequestedCall { name, arguments, .. } in response.tool_calls {
+            if cancel.is_cancelled() {
+                break;
+            }
+            self.tool(step, &name, arguments, &mut reply);
+        }
+        reply.text = response.text;
+        reply
+    }
+}
+
+fn bool_str(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
+}
+
+/// True for `T-` followed by digits only.
+fn is_ticket_id(s: &str) -> bool {
+    s.strip_prefix("T-").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The researcher: the single-agent loop with its own gate, run once per brief.
+pub(crate) struct ResearchRole {
+    /// The loop; its gate is the researcher's scoped gate, its cancel token the role's.
+    pub agent: Agent,
+    /// The run.
+    pub run_id: String,
+    /// The loop's own step limit (the run's remaining calls may lower it).
+    pub max_steps: u32,
+    /// Every line of every loop run, in order.
+    pub trace: Trace,
+}
+
+impl ResearchRole {
+    /// A researcher over `agent`.
+    pub(crate) fn new(agent: Agent, run_id: &str) -> Self {
+        let mut trace = Trace::new(run_id);
+        trace.role = Some(Role::Researcher.as_str().to_string());
+        let max_steps = agent.budget.max_steps;
+        Self { agent, run_id: run_id.to_string(), max_steps, trace }
+    }
+
+    async fn handle(&mut self, work: Work) -> RoleReply {
+        let mut reply = RoleReply::default();
+        let question = match &work.what {
+            Assignment::Research(env) => match &env.body {
+                Body::Brief(b) => b.question.clone(),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        };
+        if question.is_empty() {
+            reply.stop = Some(RoleStop::Failed("the researcher needs a brief".into()));
+            return reply;
+        }
+        let capped = work.remaining.calls < self.max_steps;
+        let budget = &mut self.agent.budget;
+        budget.max_steps = self.max_steps.min(work.remaining.calls);
+        budget.max_seconds = work.remaining.time;
+        budget.max_cost = work.remaining.cost;
+        let run = match self.agent.run(&question, &self.run_id).await {
+            Ok(run) => run,
+            Err(e) => {
+                reply.stop = Some(RoleStop::Failed(e.to_string()));
+                return reply;
+            }
+        };
+        reply.calls = run.state.step();
+        reply.cost = run.ledger().summary().cost;
+        reply.tools = run.calls().to_vec();
+        reply.denied = refusals(run.trace(), Role::Researcher);
+        reply.observations = run.state.observations().to_vec();
+        self.trace.lines.extend_from_slice(&run.trace().lines);
+        match run.reason() {
+            StopReason::Done => reply.text = run.state.answer().unwrap_or_default().to_string(),
+            StopReason::StepBudget if capped => reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit)),
+            StopReason::TimeBudget => reply.stop = Some(RoleStop::Budget(MultiReason::TimeBudget)),
+            StopReason::CostBudget => reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget)),
+            StopReason::Cancelled => reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled)),
+            other => reply.stop = Some(RoleStop::Own(other)),
+        }
+        reply
+    }
+}
+
+/// The tool calls a loop's trace shows refused: by the loop's own check (`call <tool>`
+/// lines) or by the gate.
+pub fn refusals(trace: &Trace, role: Role) -> Vec<Denial> {
+    trace
+        .lines
+        .iter()
+        .filter_map(|l| {
+            let code = l.code.as_ref();
+            let tool = match l.kind {
+                TraceKind::Check if matches!(code, "not_allowed" | "invalid_arguments" | "repeated_call") => {
+                    l.detail.strip_prefix("call ")?
+                }
+                TraceKind::Tool
+                    if matches!(code, "not_allowed" | "invalid_arguments" | "call_limit" | "not_granted") =>
+                {
+                    l.detail.as_str()
+                }
+                _ => return None,
+            };
+            Some(Denial { role, tool: tool.to_string(), code: code.to_string() })
+        })
+        .collect()
+}

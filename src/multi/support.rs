@@ -1,0 +1,177 @@
+//! Claim support: a finding may cite only what the researcher really read, and with strict
+//! claims it may say only what the coordinator can rebuild from those reads.
+//!
+//! The evidence comes from the researcher's run state (its successful observations, as the
+//! loop recorded them), never from the finding. Each observation yields one source id and
+//! one fact: a ticket gives `T-601 status is open` (id and status only, the same rule as
+//! memory facts: the ticket's free text never becomes a claim), a document gives
+//! `kc-returns-v3 is titled Returns and refunds (v3)`. A strict claim is a list of such facts
+//! separated by `; `, each from a cited source. A free-text claim only has to pass the
+//! instruction filter — a pattern list, so a paraphrase with no trigger words passes: the
+//! known gap that row m05 keeps in the table on purpose.
+
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+use super::envelope::{Finding, RejectCode};
+use crate::agent::Observation;
+
+/// How much a finding's claim must be backed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimMode {
+    /// Every part of the claim must be rebuilt from a cited observation.
+    #[default]
+    Strict,
+    /// Any text that passes the instruction filter (sources are still checked).
+    Free,
+}
+
+impl ClaimMode {
+    /// The mode as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Strict => "strict",
+            Self::Free => "free",
+        }
+    }
+}
+
+impl std::str::FromStr for ClaimMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "strict" => Ok(Self::Strict),
+            "free" => Ok(Self::Free),
+            other => Err(format!("unknown claim mode {other:?} (known: strict, free)")),
+        }
+    }
+}
+
+/// One fact the coordinator rebuilt from a successful observation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fact {
+    /// What was read: a ticket or document id.
+    pub source: String,
+    /// The fact's text.
+    pub text: String,
+}
+
+/// What the researcher really read in this run, as facts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Evidence {
+    /// One fact per successful ticket or document observation, in order.
+    pub facts: Vec<Fact>,
+}
+
+/// The fields of a tool result that facts are built from; everything else is ignored.
+#[derive(Deserialize)]
+struct Seen<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    title: Option<Cow<'a, str>>,
+}
+
+impl Evidence {
+    /// Rebuilds facts from observations: only successful `get_ticket` and
+    /// `lookup_document` results whose text is a JSON object with the fields the fact
+    /// needs. Anything else yields nothing, so a claim resting on it is unsupported (fail
+    /// closed).
+    pub fn from_observations(observations: &[Observation]) -> Self {
+        let facts = observations
+            .iter()
+            .filter(|o| o.ok)
+            .filter_map(|o| {
+                let seen: Seen<'_> = serde_json::from_str(&o.text).ok()?;
+                let text = match (o.tool.as_str(), &seen.status, &seen.title) {
+                    ("get_ticket", Some(status), _) => format!("{} status is {status}", seen.id),
+                    ("lookup_document", _, Some(title)) => format!("{} is titled {title}", seen.id),
+                    _ => return None,
+                };
+                Some(Fact { source: seen.id.into_owned(), text })
+            })
+            .collect();
+        Self { facts }
+    }
+
+    /// True when `source` is something the researcher read.
+    pub fn knows(&self, source: &str) -> bool {
+        self.facts.iter().any(|f| f.source == source)
+    }
+
+    /// The strict claim these facts support, in order: what a careful researcher writes.
+    pub fn strict_claim(&self) -> String {
+        self.facts.iter().map(|f| f.text.as_str()).collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// Checks a finding against the evidence: sources first, then (strict mode) the claim.
+///
+/// # Errors
+/// [`RejectCode::UnknownSource`] for a cited source the researcher never read;
+/// [`RejectCode::UnsupportedClaim`] for a strict claim with a part that is not a fact of a
+/// cited source.
+pub fn check_support(finding: &Finding, evidence: &Evidence, mode: ClaimMode) -> Result<(), RejectCode> {
+    if !finding.sources.iter().all(|s| evidence.knows(s)) {
+        return Err(RejectCode::UnknownSource);
+    }
+    if mode == ClaimMode::Free {
+        return Ok(());
+    }
+    let rebuilt = |part: &str| evidence.facts.iter().any(|f| f.text == part && finding.sources.contains(&f.source));
+    if finding.claim.split(';').map(str::trim).all(rebuilt) { Ok(()) } else { Err(RejectCode::UnsupportedClaim) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(id: &str, tool: &str, ok: bool, text: &str) -> Observation {
+        Observation { id: id.into(), step: 1, tool: tool.into(), ok, text: text.into() }
+    }
+
+    fn evidence() -> Evidence {
+        Evidence::from_observations(&[
+            obs("o1", "get_ticket", true, r#"{"id":"T-602","status":"open","subject":"s","text":"NOTE: x"}"#),
+            obs("o2", "lookup_document", true, r#"{"id":"kc-returns-v3","text":"t","title":"Returns (v3)"}"#),
+            obs("o3", "get_ticket", false, "error not_found: no ticket T-603"),
+            obs("o4", "rejected", false, "rejected: not_allowed"),
+        ])
+    }
+
+    fn finding(claim: &str, sources: &[&str]) -> Finding {
+        Finding { claim: claim.into(), sources: sources.iter().map(|s| (*s).to_string()).collect() }
+    }
+
+    #[test]
+    fn facts_are_rebuilt_from_successful_reads_only() {
+        let e = evidence();
+        assert_eq!(e.strict_claim(), "T-602 status is open; kc-returns-v3 is titled Returns (v3)");
+        assert!(e.knows("T-602") && !e.knows("T-603"));
+    }
+
+    #[test]
+    fn strict_claims_must_be_rebuilt_and_free_claims_only_need_known_sources() {
+        let e = evidence();
+        let both = ["T-602", "kc-returns-v3"];
+        let good = finding("T-602 status is open; kc-returns-v3 is titled Returns (v3)", &both);
+        assert_eq!(check_support(&good, &e, ClaimMode::Strict), Ok(()));
+        let paraphrase = finding("T-602 status is open; the customer wants the list at x@example.org", &both);
+        assert_eq!(check_support(&paraphrase, &e, ClaimMode::Strict), Err(RejectCode::UnsupportedClaim));
+        assert_eq!(check_support(&paraphrase, &e, ClaimMode::Free), Ok(()));
+        let uncited = finding("kc-returns-v3 is titled Returns (v3)", &["T-602"]);
+        assert_eq!(check_support(&uncited, &e, ClaimMode::Strict), Err(RejectCode::UnsupportedClaim));
+        let trailing = finding("T-602 status is open;", &["T-602"]);
+        assert_eq!(check_support(&trailing, &e, ClaimMode::Strict), Err(RejectCode::UnsupportedClaim));
+        for mode in [ClaimMode::Strict, ClaimMode::Free] {
+            let made_up = finding("T-602 status is open", &["T-602", "kc-internal-v9"]);
+            assert_eq!(check_support(&made_up, &e, mode), Err(RejectCode::UnknownSource));
+            let failed_read = finding("T-603 status is closed", &["T-603"]);
+            assert_eq!(check_support(&failed_read, &e, mode), Err(RejectCode::UnknownSource));
+        }
+    }
+}
