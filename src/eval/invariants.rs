@@ -19,7 +19,25 @@
 //! - validated tool arguments are exactly the arguments given, and the gate agrees with
 //!   the validation;
 //! - a PolicyPal run on any sequence of model replies ends with a named reason, sends
-//!   nothing unless its card is confirmed, and then sends exactly the card's arguments.
+//!   nothing unless its card is confirmed, and then sends exactly the card's arguments;
+//! - an envelope on any channel gets one named code, the intake agrees with the checks,
+//!   and an accepted body re-serialises to a text accepted again as the same body
+//!   ([`envelopes`]);
+//! - a checkpoint that loads was signed by the key, and any single-byte change of a signed
+//!   checkpoint is refused ([`checkpoints`]);
+//! - no e-mail leaves without an approved, unexpired, non-self decision, and a decision
+//!   applies at most once ([`approvals`]).
+
+pub mod approvals;
+pub mod checkpoints;
+pub mod envelopes;
+
+pub use approvals::{ApprovalOp, ApprovalVerdict, check_approval_ops};
+pub use checkpoints::{
+    CheckpointInput, check_byte_change, check_checkpoint_input, check_checkpoint_text, check_signed_body,
+    checkpoint_input,
+};
+pub use envelopes::{CHANNELS, EnvelopeContext, EnvelopeVerdict, check_envelope, envelope_input, verdict_code};
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
