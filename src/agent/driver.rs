@@ -354,9 +354,10 @@ impl Agent {
                 let outcome = match self.guarded.as_mut() {
                     Some(memory) => {
                         let mut effects = MemoryEffects { memory, observations: state.observations() };
-                        self.gate.run_with(&call, &self.task, state.run_id(), &self.session.user_id, &mut effects)
+                        let user = &self.session.user_id;
+                        self.gate.run_with_async(&call, &self.task, state.run_id(), user, &mut effects).await
                     }
-                    None => self.gate.run(&call, &self.task, state.run_id(), &self.session.user_id),
+                    None => self.gate.run_async(&call, &self.task, state.run_id(), &self.session.user_id).await,
                 };
                 progress.trace.add(step, TraceKind::Tool, outcome.code(), &call.name);
                 if call.name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {

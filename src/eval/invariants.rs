@@ -163,7 +163,7 @@ fn audit_holds(gate: &ToolGate, task: &str) -> Result<(), Broken> {
             confirmed.insert(e.fingerprint.clone());
             continue;
         }
-        let ran = matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input");
+        let ran = matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input" | "tool_timeout" | "tool_panicked");
         let read = gate.policy.allows(task, &e.tool)
             && gate.registry.has(&e.tool)
             && gate.policy.access_of(&e.tool) == Access::Read;
@@ -473,6 +473,7 @@ fn args_value(args: &ToolArgs) -> Result<Value, serde_json::Error> {
         ToolArgs::SendEmailDraft(a) => serde_json::to_value(a),
         ToolArgs::SearchDocuments(a) => serde_json::to_value(a),
         ToolArgs::Remember(a) => serde_json::to_value(a),
+        ToolArgs::Added(a) => Ok(a.to_value()),
     }
 }
 
@@ -624,7 +625,7 @@ pub async fn check_pal_replies(fx: &Fixture, replies: Vec<LlmResponse>, confirm:
 pub fn executions(gate: &ToolGate) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for e in &gate.audit {
-        if matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input") {
+        if matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input" | "tool_timeout" | "tool_panicked") {
             *out.entry(e.tool.clone()).or_insert(0) += 1;
         }
     }
