@@ -25,6 +25,7 @@ mod hardening_corpora;
 mod hardening_faults;
 mod hardening_props;
 mod hardening_regressions;
+mod hardening_roles;
 mod hardening_trace;
 mod multi_actors;
 mod multi_parsers;

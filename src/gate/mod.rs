@@ -20,13 +20,13 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::model::BoxFuture;
 use crate::tools::{AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, ToolFailure, ToolFailureCode, ToolSet};
+use crate::unwind::CatchUnwind;
 use crate::world::World;
 
 pub use policy::{Access, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
@@ -573,28 +573,11 @@ fn answer_at_once(tool: &str, mut answer: BoxFuture<'static, Result<Value, ToolF
 async fn wait_for(tool: &str, limit: Duration, answer: BoxFuture<'static, Result<Value, ToolFailure>>) -> GateOutcome {
     match tokio::time::timeout(limit, CatchUnwind(answer)).await {
         Ok(Ok(result)) => outcome_of(result),
-        Ok(Err(())) => panicked(tool),
+        Ok(Err(_)) => panicked(tool),
         Err(_) => GateOutcome::Failed {
             code: ToolFailureCode::ToolTimeout.as_str(),
             message: format!("{tool} did not answer within {limit:?}"),
         },
-    }
-}
-
-/// A future whose panic while being polled becomes `Err(())` (and which is not polled
-/// again: it is ready).
-struct CatchUnwind(BoxFuture<'static, Result<Value, ToolFailure>>);
-
-impl Future for CatchUnwind {
-    type Output = Result<Result<Value, ToolFailure>, ()>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
-            Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(_) => Poll::Ready(Err(())),
-        }
     }
 }
 
