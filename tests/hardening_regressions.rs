@@ -126,3 +126,26 @@ async fn a_signature_in_upper_case_or_with_a_plus_sign_is_refused() {
         assert_eq!(refused.code(), Some(CheckpointCode::BadSignature), "{forged}");
     }
 }
+
+/// fault test `a_store_cut_short_is_refused_untouched_and_nothing_is_lost_or_sent_twice`:
+/// a store cut inside its last page passed the open checks (SQLite reads the missing part
+/// of a page as zeros and `quick_check` found nothing); the refusal came only later, from
+/// a stored checkpoint's JSON. The open now checks the size against the header's pages.
+#[tokio::test]
+async fn a_store_cut_inside_a_page_is_refused_when_it_is_opened() {
+    use rolegate::store::{Desk, RunSpec, Store, StoreError};
+    let path = crate::util::temp_dir("regression-cut-page").join("rolegate.db");
+    let store = Store::open(&path).unwrap();
+    let clock = rolegate::cost::ManualClock::new();
+    let mut desk = Desk::new(store, crate::util::key(), env(), clock.shared());
+    let spec = RunSpec::new("auto", "kwame", "reply", &[]);
+    desk.start(&spec, crate::util::REPLY_GOAL).await.unwrap();
+    drop(desk);
+    let whole = std::fs::read(&path).unwrap();
+    for cut in [whole.len() - 1, whole.len() - 824, whole.len() - 4096] {
+        std::fs::write(&path, &whole[..cut]).unwrap();
+        let refused = Store::open(&path).unwrap_err();
+        assert!(matches!(refused, StoreError::Damaged { .. }), "cut to {cut}: {refused}");
+        assert_eq!(std::fs::read(&path).unwrap(), &whole[..cut], "left untouched");
+    }
+}
