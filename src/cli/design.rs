@@ -59,7 +59,7 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
         task: args.task.clone(),
         fake: fake.to_string(),
         grants: args.grants.clone(),
-        run_id: "run-1".into(),
+        ..DesignConfig::default()
     };
     match run_design(design, &args.goal, &env, &cfg).await {
         Ok(outcome) => {
