@@ -1,5 +1,6 @@
 //! Designs side by side on fake models: the six plan checks, the seed's four tasks under
-//! the fixed, plan and ReAct designs, and PolicyPal's parallel calls and search guard.
+//! the fixed, plan, ReAct and three-role designs, and PolicyPal's parallel calls and
+//! search guard.
 //!
 //! Run with `cargo run --example designs`.
 

@@ -9,7 +9,7 @@ use rolegate::eval::checklist::{
 use rolegate::eval::scenarios::{bundled_single, run_single};
 use rolegate::eval::{Env, Lab, LabConfig, TraceSpec, grade};
 use rolegate::gate::{Access, Policy};
-use rolegate::human::policy_problems;
+use rolegate::human::{DecisionCode, Verdict as Decision, policy_problems, resume_with_decision};
 use rolegate::model::{
     BoxFuture, FakeKind, LlmClient, LlmRequest, LlmResponse, ModelDecider, ModelError, ScriptedModel, research_script,
 };
@@ -48,18 +48,26 @@ async fn a_mislabelled_tool_runs_and_sends_the_grade_flags_it_and_the_policy_che
     );
 }
 
-/// The research run parked for approval, then denied. The real human flow (approval
-/// queue, resume) comes with the approvals work; the denial is applied to the parked state.
+/// The research run parked for approval, then denied by an approver through the approval
+/// queue and `resume_with_decision`: the flow `rolegate approvals deny` runs.
 async fn denied_run() -> rolegate::agent::Run {
-    let policy = env().policy.with_grant("send_email_draft");
-    let mut lab = research_lab(policy);
-    let mut run = lab.agent.run(GOAL, "run-1").await.unwrap();
-    assert_eq!(run.reason(), StopReason::NeedsApproval);
-    assert!(lab.world.outbox.is_empty());
-    let step = run.state.step();
-    run.progress.trace.add(step, TraceKind::Human, "denied", "pa-1 send_email_draft");
-    run.state = run.state.stop(StopReason::Denied).unwrap();
-    run
+    let mut p = crate::util::parked().await;
+    assert_eq!(p.run.reason(), StopReason::NeedsApproval);
+    let decided = resume_with_decision(
+        &mut p.lab.agent,
+        &mut p.queue,
+        p.checkpoint.clone(),
+        &p.request.id,
+        "lena",
+        Decision::Deny,
+    )
+    .await
+    .unwrap();
+    assert_eq!(decided.code, DecisionCode::Ok);
+    assert!(p.lab.world.outbox.is_empty());
+    let human: Vec<&str> = decided.run.trace().codes(TraceKind::Human);
+    assert_eq!(human, ["denied"], "the decision is in the trace");
+    decided.run
 }
 
 #[tokio::test]
@@ -103,14 +111,10 @@ async fn reached() -> Result<(BTreeSet<StopReason>, Vec<StopReason>), AgentError
     Ok((reached, table_misses))
 }
 
-/// The three-role scopes of the comparison (planner, researcher, reviewer). The
-/// multi-agent coordinator owns the real table; this mirrors it until that lands.
+/// The scopes the coordinator enforces (planner, researcher, reviewer), derived from the
+/// deployed policy exactly as every three-role run derives them.
 fn role_scopes() -> BTreeMap<String, BTreeSet<String>> {
-    BTreeMap::from([
-        ("planner".to_string(), BTreeSet::new()),
-        ("researcher".to_string(), BTreeSet::from(["get_ticket".to_string(), "lookup_document".to_string()])),
-        ("reviewer".to_string(), BTreeSet::from(["lookup_document".to_string()])),
-    ])
+    rolegate::multi::MultiEnv::new(&env()).unwrap().scopes.by_name()
 }
 
 #[tokio::test]
@@ -121,6 +125,8 @@ async fn reasons_coverage_and_both_verdicts() {
     assert!(unreached(&reached).is_empty(), "{:?}", unreached(&reached));
     let policy = env().policy.with_grant("send_email_draft");
     let (budget, scopes) = (RunBudget::default(), role_scopes());
+    assert_eq!(scopes.keys().map(String::as_str).collect::<Vec<_>>(), ["planner", "researcher", "reviewer"]);
+    assert!(scopes["researcher"].contains("get_ticket"), "{scopes:?}");
     let input = ChecklistInput { policy: &policy, budget: &budget, role_scopes: &scopes, reached: &reached };
     let auto = automatic(&input);
     assert_eq!(auto.keys().copied().collect::<Vec<_>>(), AUTOMATIC);

@@ -2,14 +2,21 @@
 //! answers from a script, then from a fallback. `Reply::Fake` answers as the fake model
 //! the request names (`fake-<kind>`), with tool calls when the request offers tools and
 //! proposal JSON as text otherwise, so any fake row can run through real HTTP.
+//! `Reply::Roles` answers as the fake role whose trusted prompt opens the request (the
+//! researcher's loop state is read back from the request's blocks), so any three-role row
+//! can run through real HTTP too; any other request gets `Reply::Fake`'s answer.
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use rolegate::agent::AgentState;
 use rolegate::cost::estimate_tokens;
-use rolegate::model::{FakeKind, FakeModel, LlmRequest, Message};
+use rolegate::model::blocks::parse_blocks;
+use rolegate::model::{FakeKind, FakeModel, LlmRequest, Message, prompts};
+use rolegate::multi::Behaviours;
+use rolegate::multi::behaviours::{FakePlanner, FakeResearcher, FakeReviewer};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -29,6 +36,8 @@ pub enum Reply {
     Hang,
     /// Answers as the fake model named in the request.
     Fake,
+    /// Answers as the fake role (with these behaviours) whose prompt the request carries.
+    Roles(Behaviours),
 }
 
 /// A request as the server saw it.
@@ -130,6 +139,9 @@ async fn handle(State(shared): State<Shared>, uri: Uri, headers: HeaderMap, body
         }
         Some(Reply::Hang) => std::future::pending().await,
         Some(Reply::Fake) => ([("content-type", "application/json")], fake_answer(&body).to_string()).into_response(),
+        Some(Reply::Roles(b)) => {
+            ([("content-type", "application/json")], role_answer(&body, b).to_string()).into_response()
+        }
     }
 }
 
@@ -190,12 +202,18 @@ pub fn request_of(body: &Value) -> LlmRequest {
 
 fn fake_answer(body: &Value) -> Value {
     let request = request_of(body);
-    let kind: FakeKind = request.model.strip_prefix("fake-").unwrap_or("sensible").parse().unwrap();
+    let kind: FakeKind =
+        request.model.strip_prefix("fake-").unwrap_or("sensible").parse().unwrap_or(FakeKind::Sensible);
     let proposal = FakeModel::new(kind).propose(&request);
+    proposal_answer(body, &request, &proposal)
+}
+
+/// The answer carrying a loop proposal: a tool call in native mode, fenced text otherwise.
+fn proposal_answer(body: &Value, request: &LlmRequest, proposal: &str) -> Value {
     // usage as the fake's own estimate, so the ledger matches the fake run exactly
-    let usage = Some((request.estimated_input_tokens(), estimate_tokens(&proposal)));
+    let usage = Some((request.estimated_input_tokens(), estimate_tokens(proposal)));
     let native = body.get("tools").is_some();
-    let parsed: Option<Value> = serde_json::from_str(&proposal).ok();
+    let parsed: Option<Value> = serde_json::from_str(proposal).ok();
     let message = match (native, parsed) {
         (true, Some(p)) if p["action"] == "call" => json!({"role": "assistant", "content": null, "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": p["tool"], "arguments": p["arguments"].to_string()}}
@@ -209,4 +227,47 @@ fn fake_answer(body: &Value) -> Value {
         _ => json!({"role": "assistant", "content": proposal}),
     };
     answer(message, usage)
+}
+
+/// The answer of the fake role whose trusted prompt opens the request.
+fn role_answer(body: &Value, b: Behaviours) -> Value {
+    let request = request_of(body);
+    let system = request.messages.first().map_or("", |m| m.content.as_str());
+    let message = |text: &str, calls: Vec<Value>| {
+        let mut m = json!({"role": "assistant", "content": text});
+        if !calls.is_empty() {
+            m["tool_calls"] = Value::Array(calls);
+        }
+        answer(m, Some((request.estimated_input_tokens(), estimate_tokens(text))))
+    };
+    if system.starts_with(prompts::PLANNER) {
+        return message(&FakePlanner { kind: b.planner }.write(&request), Vec::new());
+    }
+    if system.starts_with(prompts::REVIEWER) {
+        let (text, calls) = FakeReviewer { kind: b.reviewer }.review(&request);
+        let calls = calls
+            .iter()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}}))
+            .collect();
+        return message(&text, calls);
+    }
+    if system.starts_with(prompts::RESEARCHER) {
+        let proposal = FakeResearcher { kind: b.researcher }.propose(&state_of(&request));
+        return proposal_answer(body, &request, &proposal);
+    }
+    fake_answer(body)
+}
+
+/// The researcher's loop state as its request shows it: the goal, then each observation
+/// block in order (a refused proposal's block is the loop's `rejected` observation).
+fn state_of(request: &LlmRequest) -> AgentState {
+    let blocks = parse_blocks(request.user_text());
+    let goal = blocks.iter().find(|b| b.tag == "goal").map_or("", |b| b.text.as_str());
+    let mut state = AgentState::new("run-server", "kwame", "researcher", goal).unwrap();
+    for b in blocks.iter().filter(|b| b.tag == "observation") {
+        let tool =
+            if b.source.starts_with("loop:rejected:") { "rejected" } else { b.source.split(':').nth(1).unwrap() };
+        state = state.next_step().unwrap().observe(b.attr("ok") == Some("true"), tool, &b.text).unwrap().0;
+    }
+    state
 }

@@ -13,6 +13,7 @@ mod designs_plans;
 mod designs_policypal;
 mod designs_table;
 mod http_failures;
+mod http_multi;
 mod http_runs;
 mod http_server;
 mod human_approvals;

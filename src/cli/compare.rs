@@ -1,10 +1,13 @@
-//! `rolegate compare`: designs side by side on the bundled tasks.
+//! `rolegate compare`: designs side by side on the bundled tasks, on fakes or with
+//! `--model openai:NAME` for the model-driven designs.
 
 use clap::ValueEnum;
 
-use super::{EXIT_OK, EXIT_USAGE, out};
-use crate::design::{bundled_tasks, compare_report};
+use super::{EXIT_OK, EXIT_USAGE, ModelArgs, RoleModelArgs, out};
+use crate::design::{CompareModels, bundled_tasks, compare_report_with};
 use crate::eval::Env;
+use crate::model::{FakeKind, ModelSpec};
+use crate::multi::Behaviours;
 
 /// Output formats of `compare`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -15,12 +18,25 @@ pub enum CompareFormat {
     Json,
 }
 
+/// The models of the comparison and the environment priced for them: `--model` must be
+/// `openai:NAME` (or the default `fake:sensible`, which keeps every fake).
+fn models(model: Option<&str>, roles: &RoleModelArgs, args: &ModelArgs) -> Result<(CompareModels, Env), String> {
+    let spec: ModelSpec = model.map_or_else(|| Ok(ModelSpec::default()), str::parse).map_err(|e| e.to_string())?;
+    if matches!(spec, ModelSpec::Fake(k) if k != FakeKind::Sensible) {
+        return Err(format!("compare --model takes openai:NAME; {spec} is one fake, and compare shows each design's"));
+    }
+    let (setup, env) = super::design::role_setup(&spec, roles, Behaviours::default(), args)?;
+    let endpoint = args.endpoint(&[&spec])?;
+    let model = spec.http_config(endpoint.as_ref()).map_err(|e| e.to_string())?;
+    Ok((CompareModels { model, roles: setup }, env))
+}
+
 /// Runs every comparison and prints it.
-pub(crate) async fn compare(format: CompareFormat) -> u8 {
+pub(crate) async fn compare(format: CompareFormat, model: Option<&str>, roles: &RoleModelArgs, args: &ModelArgs) -> u8 {
     let report = async {
-        let env = Env::bundled().map_err(|e| e.to_string())?;
+        let (models, env) = models(model, roles, args)?;
         let tasks = bundled_tasks().map_err(|e| e.to_string())?;
-        compare_report(&env, &tasks).await.map_err(|e| e.to_string())
+        compare_report_with(&env, &tasks, &models).await.map_err(|e| e.to_string())
     };
     let report = match report.await {
         Ok(r) => r,

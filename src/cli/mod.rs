@@ -64,12 +64,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
         /// Run every row with this model instead of the row's fake: `fake:KIND` or
-        /// `openai:NAME`.
+        /// `openai:NAME`. An openai: model also replaces the role behaviours of the
+        /// multi rows (every role asks it); a fake: kind leaves those on their behaviours.
         #[arg(long)]
         model: Option<String>,
         /// How to reach an openai: model.
         #[command(flatten)]
         model_args: ModelArgs,
+        /// A model per role for the multi rows (default: --model).
+        #[command(flatten)]
+        role_models: RoleModelArgs,
     },
     /// Run one goal and print its trace.
     Run {
@@ -84,13 +88,17 @@ pub enum Command {
         /// garbage, early_finish), `openai:NAME` (a model behind an OpenAI-compatible
         /// server), `scripted:research`, or `auto` (the research script for the reply task,
         /// which parks its e-mail for a person; fake:sensible otherwise); plan: fake
-        /// sensible, prose, long, bad_tool, bad_args, write; policypal: fake sensible
-        /// (= parallel), sequential, flail; fixed: ignored.
+        /// sensible, prose, long, bad_tool, bad_args, write, or openai:NAME; policypal: fake
+        /// sensible (= parallel), sequential, flail, or openai:NAME; multi: openai:NAME for
+        /// every role (the fakes are --planner, --researcher, --reviewer); fixed: ignored.
         #[arg(long, default_value = "auto")]
         model: String,
         /// How to reach an openai: model.
         #[command(flatten)]
         model_args: ModelArgs,
+        /// multi: a model per role (default: --model).
+        #[command(flatten)]
+        role_models: RoleModelArgs,
         /// The signed-in user.
         #[arg(long, default_value = "kwame")]
         user: String,
@@ -140,6 +148,17 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = compare::CompareFormat::Table)]
         format: compare::CompareFormat,
+        /// Run the model-driven designs (single agent, plan's planner, ReAct, PolicyPal and
+        /// every role) with `openai:NAME` instead of their fakes; the plan checks and the
+        /// guard rows keep their fakes.
+        #[arg(long)]
+        model: Option<String>,
+        /// How to reach an openai: model.
+        #[command(flatten)]
+        model_args: ModelArgs,
+        /// A model per role for the three-role design (default: --model).
+        #[command(flatten)]
+        role_models: RoleModelArgs,
     },
     /// Throughput and memory of three-role runs, with ratios against the peers.
     Bench(bench::BenchArgs),
@@ -188,17 +207,41 @@ pub fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            Command::Suite { files, format, model, model_args } => {
-                suite::suite(&files, format, model.as_deref(), &model_args).await
+            Command::Suite { files, format, model, model_args, role_models } => {
+                suite::suite(&files, format, model.as_deref(), &role_models, &model_args).await
             }
-            Command::Run { goal, design, user, planner, researcher, reviewer, claims, .. } if design == "multi" => {
+            Command::Run {
+                goal,
+                design,
+                model,
+                model_args,
+                role_models,
+                user,
+                task,
+                grant,
+                card,
+                store,
+                planner,
+                researcher,
+                reviewer,
+                claims,
+            } => {
                 let roles = crate::multi::Behaviours { planner, researcher, reviewer };
-                run_multi::run(&goal, run_multi::MultiFlags { user, roles, claims }).await
-            }
-            Command::Run { goal, design, model, model_args, user, task, grant, card, store, .. } => {
                 if design != "single" {
                     let model = if model == "auto" { "fake:sensible".to_string() } else { model };
-                    let args = design::RunArgs { goal, design, model, model_args, user, task, grants: grant, card };
+                    let args = design::RunArgs {
+                        goal,
+                        design,
+                        model,
+                        model_args,
+                        user,
+                        task,
+                        grants: grant,
+                        card,
+                        roles,
+                        claims,
+                        role_models,
+                    };
                     return design::run(args).await;
                 }
                 let task_name = task.clone().unwrap_or_else(|| "triage".to_string());
@@ -218,12 +261,17 @@ pub fn main() -> ExitCode {
                             task,
                             grants: grant,
                             card,
+                            roles,
+                            claims,
+                            role_models,
                         };
                         design::run(args).await
                     }
                 }
             }
-            Command::Compare { format } => compare::compare(format).await,
+            Command::Compare { format, model, model_args, role_models } => {
+                compare::compare(format, model.as_deref(), &role_models, &model_args).await
+            }
             Command::Bench(args) => bench::run(args).await,
             Command::Approvals { command } => approvals::approvals(command).await,
             Command::Outbox { format, store } => outbox::outbox(&store, format),

@@ -1,20 +1,8 @@
-//! `rolegate run --design multi`: one three-role run, printed as its envelope log (every
-//! accepted envelope, every refusal, every refused tool call) and its outcome.
+//! How `rolegate run --design multi` prints a three-role run: its envelope log (every
+//! accepted envelope, every refusal, every refused tool call), its outcome and each role's
+//! usage. The run itself goes through the design dispatch (`design.rs`).
 
-use super::{EXIT_OK, EXIT_USAGE, out};
-use crate::eval::Env;
-use crate::multi::{Behaviours, ClaimMode, MultiConfig, MultiEnv, MultiRun, RoleModels};
-
-/// The flags of a multi run.
-#[derive(Debug, Clone)]
-pub(crate) struct MultiFlags {
-    /// The signed-in user.
-    pub user: String,
-    /// A behaviour per role.
-    pub roles: Behaviours,
-    /// Strict or free-text claims.
-    pub claims: ClaimMode,
-}
+use crate::multi::MultiRun;
 
 /// The log of a finished run, in the coordinator's order, then the outcome.
 pub fn log(run: &MultiRun) -> Vec<String> {
@@ -46,6 +34,12 @@ pub fn log(run: &MultiRun) -> Vec<String> {
         tools.join(", "),
         run.emails
     ));
+    for (role, u) in &run.usage {
+        lines.push(format!(
+            "usage    {role}: calls {} | input tokens {} | output tokens {} | credits {}",
+            u.calls, u.input_tokens, u.output_tokens, u.cost
+        ));
+    }
     if let Some(answer) = &run.answer {
         lines.push(format!("answer (agent output, shown as data): {}", crate::security::redact(answer)));
     }
@@ -53,31 +47,4 @@ pub fn log(run: &MultiRun) -> Vec<String> {
         lines.push(format!("failed role: {} ({})", f.role, f.detail));
     }
     lines
-}
-
-/// Runs `goal` with three roles and prints the log.
-pub(crate) async fn run(goal: &str, flags: MultiFlags) -> u8 {
-    let env = match Env::bundled().map_err(|e| e.to_string()).and_then(|e| MultiEnv::new(&e).map_err(|e| e.to_string()))
-    {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("rolegate: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let cfg = MultiConfig { user: flags.user, claims: flags.claims, ..MultiConfig::default() };
-    match crate::multi::run(&env, cfg, RoleModels::fakes(flags.roles), goal, "run-1").await {
-        Ok(run) => {
-            for l in log(&run) {
-                if !out(&l) {
-                    break;
-                }
-            }
-            EXIT_OK
-        }
-        Err(e) => {
-            eprintln!("rolegate: {e}");
-            EXIT_USAGE
-        }
-    }
 }

@@ -3,12 +3,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, ModelArgs, out};
-use crate::eval::multi_scenarios::{AnyRow, MultiOutcome, bundled_multi, parse_any_table, run_multi};
+use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, ModelArgs, RoleModelArgs, out};
+use crate::eval::multi_scenarios::{AnyRow, MultiOutcome, bundled_multi, parse_any_table, run_multi, run_multi_with};
 use crate::eval::scenarios::{SingleOutcome, bundled_single, run_single_with};
 use crate::eval::{DeciderSpec, Env, LabConfig};
 use crate::model::ModelSpec;
-use crate::multi::MultiEnv;
+use crate::multi::{Behaviours, MultiEnv, RoleSetup};
 
 /// The rows to run: with no file, the bundled single-agent table then the bundled
 /// multi-agent one; with files, each line is a single or a multi row by its `design`.
@@ -28,15 +28,28 @@ fn load(files: &[PathBuf]) -> Result<Vec<AnyRow>, String> {
     Ok(rows)
 }
 
-/// The decider a `--model` value selects and the environment (prices) it runs in.
-fn model_setup(model: Option<&str>, args: &ModelArgs) -> Result<(Option<DeciderSpec>, Env), String> {
+/// What `--model` (and the per-role flags) select: the single rows' decider, the multi
+/// rows' real role models (`None` when every role keeps its behaviour), and the
+/// environment priced for them.
+struct Models {
+    decider: Option<DeciderSpec>,
+    roles: Option<RoleSetup>,
+    env: Env,
+}
+
+/// The models a `--model` value and the per-role flags select.
+fn model_setup(model: Option<&str>, roles: &RoleModelArgs, args: &ModelArgs) -> Result<Models, String> {
     let spec = model.map(str::parse::<ModelSpec>).transpose().map_err(|e| e.to_string())?;
-    let specs: Vec<&ModelSpec> = spec.iter().collect();
+    let role_specs = roles.resolve(spec.as_ref().unwrap_or(&ModelSpec::default()))?;
+    let mut specs: Vec<&ModelSpec> = spec.iter().collect();
+    specs.extend(role_specs.all().into_iter().map(|(_, m)| m));
     let endpoint = args.endpoint(&specs)?;
     let env = args.env(&specs)?;
     let decider =
         spec.map(|m| DeciderSpec::from_model(&m, endpoint.as_ref())).transpose().map_err(|e| e.to_string())?;
-    Ok((decider, env))
+    let setup =
+        RoleSetup::from_specs(Behaviours::default(), &role_specs, endpoint.as_ref()).map_err(|e| e.to_string())?;
+    Ok(Models { decider, roles: (!setup.all_fake()).then_some(setup), env })
 }
 
 /// What one row did.
@@ -72,8 +85,15 @@ impl Outcome {
 
 /// Runs the tables and prints one line per row, in table order. Rows are independent
 /// (each builds its own world), so they all run concurrently. With `model`, every single
-/// row runs with that model instead of its fake (multi rows keep their role behaviours).
-pub(crate) async fn suite(files: &[PathBuf], format: Format, model: Option<&str>, args: &ModelArgs) -> u8 {
+/// row runs with that model instead of its fake; an `openai:` model (or a per-role one)
+/// also replaces the role behaviours of the multi rows (a `fake:` kind leaves them be).
+pub(crate) async fn suite(
+    files: &[PathBuf],
+    format: Format,
+    model: Option<&str>,
+    role_models: &RoleModelArgs,
+    args: &ModelArgs,
+) -> u8 {
     let rows = match load(files) {
         Ok(r) => r,
         Err(e) => {
@@ -81,11 +101,11 @@ pub(crate) async fn suite(files: &[PathBuf], format: Format, model: Option<&str>
             return EXIT_USAGE;
         }
     };
-    let envs = model_setup(model, args).and_then(|(decider, env)| {
+    let envs = model_setup(model, role_models, args).and_then(|Models { decider, roles, env }| {
         let menv = MultiEnv::new(&env).map_err(|e| e.to_string())?;
-        Ok((Arc::new(env), menv, decider))
+        Ok((Arc::new(env), menv, decider, roles))
     });
-    let (env, menv, decider) = match envs {
+    let (env, menv, decider, roles) = match envs {
         Ok(e) => e,
         Err(e) => {
             eprintln!("rolegate: {e}");
@@ -95,7 +115,7 @@ pub(crate) async fn suite(files: &[PathBuf], format: Format, model: Option<&str>
     let tasks: Vec<_> = rows
         .into_iter()
         .map(|row| {
-            let (env, menv, decider) = (env.clone(), menv.clone(), decider.clone());
+            let (env, menv, decider, roles) = (env.clone(), menv.clone(), decider.clone(), roles.clone());
             tokio::spawn(async move {
                 match row {
                     AnyRow::Single(r) => match r.lab_config() {
@@ -108,7 +128,11 @@ pub(crate) async fn suite(files: &[PathBuf], format: Format, model: Option<&str>
                         }
                         Err(e) => Err(e),
                     },
-                    AnyRow::Multi(r) => run_multi(&r, &menv).await.map(|(_, o)| Outcome::Multi(o)),
+                    AnyRow::Multi(r) => match roles {
+                        Some(setup) => run_multi_with(&r, &menv, setup.with_behaviours(r.roles).models()).await,
+                        None => run_multi(&r, &menv).await,
+                    }
+                    .map(|(_, o)| Outcome::Multi(o)),
                 }
                 .map_err(|e| e.to_string())
             })
@@ -145,9 +169,9 @@ pub(crate) async fn run_one(
     task: &str,
     grants: &[String],
 ) -> u8 {
-    let (decider, env) = match model_setup(Some(model), args) {
-        Ok((Some(d), env)) => (d, env),
-        Ok((None, _)) => return EXIT_USAGE,
+    let (decider, env) = match model_setup(Some(model), &RoleModelArgs::default(), args) {
+        Ok(Models { decider: Some(d), env, .. }) => (d, env),
+        Ok(Models { decider: None, .. }) => return EXIT_USAGE,
         Err(e) => {
             eprintln!("rolegate: {e}");
             return EXIT_USAGE;

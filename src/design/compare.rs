@@ -2,6 +2,12 @@
 //! planners, the design table (tasks × designs; the columns come from a list, so a design
 //! joins by being added to it), and the PolicyPal section (parallel against sequential
 //! calls with their median steps, and the flailing search with and without its guard).
+//!
+//! With a real model ([`CompareModels`], `rolegate compare --model openai:NAME`), the
+//! model-driven designs ask it instead of their fakes: the single agent and the three
+//! roles of the first section, plan's planner, ReAct and the three roles in the design
+//! table, and PolicyPal on every task. The plan checks and the guard rows show what the
+//! code does with particular misbehaviours, so they keep their fakes.
 
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -9,9 +15,21 @@ use serde::Serialize;
 use super::policypal::{PalConfig, PalKind, PalReply, PalRun};
 use super::{Design, DesignCode, DesignConfig, DesignError, DesignTask, PLANNER_KINDS, PlannerKind, run_design};
 use crate::eval::Env;
+use crate::model::http::HttpConfig;
+use crate::multi::{RoleSetup, Scopes};
 
-/// The designs of the design table, in column order. The three-role design joins here.
-pub const DESIGN_TABLE_COLUMNS: [Design; 3] = [Design::Fixed, Design::Plan, Design::React];
+/// The designs of the design table, in column order.
+pub const DESIGN_TABLE_COLUMNS: [Design; 4] = [Design::Fixed, Design::Plan, Design::React, Design::Multi];
+
+/// The real models of a comparison; the default runs every design on its fakes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompareModels {
+    /// The model of the single-model designs (the single agent, plan's planner, ReAct,
+    /// PolicyPal).
+    pub model: Option<HttpConfig>,
+    /// The three roles (a role without a model keeps its sensible fake).
+    pub roles: RoleSetup,
+}
 
 /// One row of the plan-check table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -85,15 +103,46 @@ impl DesignRow {
     }
 }
 
-/// Runs every design of `designs` on every task of `tasks`, task by task.
+/// Runs every design of `designs` on every task of `tasks`, task by task, on fakes.
 ///
 /// # Errors
 /// [`DesignError`] when a run cannot be carried out.
 pub async fn design_table(env: &Env, tasks: &[DesignTask], designs: &[Design]) -> Result<Vec<DesignRow>, DesignError> {
+    design_table_with(env, tasks, designs, &DesignConfig::default()).await
+}
+
+/// Runs every design of `designs` on every task of `tasks`, task by task, each with
+/// `base` (its models and user) and a run id of its own. The three roles serve a task
+/// only when every tool it needs is in some role's scope; any other task gets the code
+/// `out_of_scope`, and nothing runs.
+///
+/// # Errors
+/// [`DesignError`] when a run cannot be carried out (or the policy has no role scopes).
+pub async fn design_table_with(
+    env: &Env,
+    tasks: &[DesignTask],
+    designs: &[Design],
+    base: &DesignConfig,
+) -> Result<Vec<DesignRow>, DesignError> {
+    let scopes = if designs.contains(&Design::Multi) { Some(Scopes::from_policy(&env.policy)?) } else { None };
     let mut rows = Vec::new();
     for task in tasks {
         for design in designs {
-            let cfg = DesignConfig { run_id: format!("run-{}", task.id), ..DesignConfig::default() };
+            let out_of_scope =
+                *design == Design::Multi && scopes.as_ref().is_some_and(|s| task.needs.iter().any(|t| !s.any_holds(t)));
+            if out_of_scope {
+                rows.push(DesignRow {
+                    task: task.id.clone(),
+                    design: *design,
+                    code: DesignCode::OutOfScope,
+                    model_calls: 0,
+                    input_tokens: 0,
+                    covered: false,
+                    calls: Vec::new(),
+                });
+                continue;
+            }
+            let cfg = DesignConfig { run_id: format!("run-{}", task.id), ..base.clone() };
             let out = run_design(*design, &task.goal, env, &cfg).await?;
             rows.push(DesignRow {
                 task: task.id.clone(),
@@ -114,8 +163,8 @@ pub async fn design_table(env: &Env, tasks: &[DesignTask], designs: &[Design]) -
 pub struct PalRow {
     /// Task id.
     pub task: String,
-    /// The fake model.
-    pub model: &'static str,
+    /// The fake model's kind, or the real model's name.
+    pub model: String,
     /// Whether the search guard was on.
     pub guard: bool,
     /// How it ended (`needs_approval` when it shows a card).
@@ -141,11 +190,11 @@ impl PalRow {
         )
     }
 
-    fn of(task: &DesignTask, kind: PalKind, guard: bool, run: &PalRun) -> Self {
+    fn of(task: &DesignTask, model: String, guard: bool, run: &PalRun) -> Self {
         let s = run.run.ledger().summary();
         Self {
             task: task.id.clone(),
-            model: kind.name(),
+            model,
             guard,
             code: DesignCode::Run(run.run.reason()),
             model_calls: s.calls,
@@ -172,7 +221,18 @@ pub async fn pal_row(env: &Env, task: &DesignTask, kind: PalKind, guard: bool) -
     }
     let mut lab = cfg.build(env);
     let run = lab.pal.run(&task.goal, &format!("run-{}", task.id)).await?;
-    Ok(PalRow::of(task, kind, guard, &run))
+    Ok(PalRow::of(task, kind.name().to_string(), guard, &run))
+}
+
+/// Runs PolicyPal with the real model of `model` on `task`, search guard on.
+///
+/// # Errors
+/// [`DesignError`] when the run cannot be carried out.
+pub async fn pal_row_with(env: &Env, task: &DesignTask, model: &HttpConfig) -> Result<PalRow, DesignError> {
+    let mut lab = PalConfig::new(PalKind::Parallel).build(env);
+    lab.pal.use_model(model);
+    let run = lab.pal.run(&task.goal, &format!("run-{}", task.id)).await?;
+    Ok(PalRow::of(task, model.model.clone(), true, &run))
 }
 
 /// The median of `values` (the mean of the middle two for an even count); zero when empty.
@@ -193,10 +253,10 @@ pub const PLAN_CHECK_GOAL: &str = "Status of T-601 and our refund policy?";
 /// steps of each, and the flailing search with and without its guard.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PalSection {
-    /// One row per task and fake (sequential rows first).
+    /// One row per task and fake (sequential rows first), or per task for a real model.
     pub rows: Vec<PalRow>,
-    /// Median model calls per fake, in row order.
-    pub median_steps: Vec<(&'static str, Decimal)>,
+    /// Median model calls per fake (or of the real model), in row order.
+    pub median_steps: Vec<(String, Decimal)>,
     /// The flailing model on the first task of the PolicyPal group, guard on then off.
     pub guard: Vec<PalRow>,
 }
@@ -214,24 +274,50 @@ pub struct CompareReport {
     pub policypal: PalSection,
 }
 
-/// Builds the whole comparison over `tasks`.
+/// Builds the whole comparison over `tasks`, on fakes.
 ///
 /// # Errors
 /// [`DesignError`] when a run cannot be carried out.
 pub async fn compare_report(env: &Env, tasks: &[DesignTask]) -> Result<CompareReport, DesignError> {
+    compare_report_with(env, tasks, &CompareModels::default()).await
+}
+
+/// Builds the whole comparison over `tasks`, the model-driven designs on `models`.
+///
+/// # Errors
+/// [`DesignError`] when a run cannot be carried out.
+pub async fn compare_report_with(
+    env: &Env,
+    tasks: &[DesignTask],
+    models: &CompareModels,
+) -> Result<CompareReport, DesignError> {
     let plan_checks = plan_checks(env, PLAN_CHECK_GOAL).await?;
     let seed: Vec<DesignTask> = tasks.iter().filter(|t| t.group == super::TaskGroup::Designs).cloned().collect();
-    let designs = design_table(env, &seed, &DESIGN_TABLE_COLUMNS).await?;
+    let base = DesignConfig { model: models.model.clone(), roles: models.roles.clone(), ..DesignConfig::default() };
+    let designs = design_table_with(env, &seed, &DESIGN_TABLE_COLUMNS, &base).await?;
     let mut rows = Vec::new();
     let mut median_steps = Vec::new();
-    for kind in [PalKind::Sequential, PalKind::Parallel] {
-        let mut calls = Vec::new();
-        for task in tasks {
-            let row = pal_row(env, task, kind, true).await?;
-            calls.push(row.model_calls);
-            rows.push(row);
+    match &models.model {
+        Some(model) => {
+            let mut calls = Vec::new();
+            for task in tasks {
+                let row = pal_row_with(env, task, model).await?;
+                calls.push(row.model_calls);
+                rows.push(row);
+            }
+            median_steps.push((model.model.clone(), median(&calls)));
         }
-        median_steps.push((kind.name(), median(&calls)));
+        None => {
+            for kind in [PalKind::Sequential, PalKind::Parallel] {
+                let mut calls = Vec::new();
+                for task in tasks {
+                    let row = pal_row(env, task, kind, true).await?;
+                    calls.push(row.model_calls);
+                    rows.push(row);
+                }
+                median_steps.push((kind.name().to_string(), median(&calls)));
+            }
+        }
     }
     let mut guard = Vec::new();
     if let Some(task) = tasks.iter().find(|t| t.group == super::TaskGroup::Policypal) {
@@ -239,8 +325,14 @@ pub async fn compare_report(env: &Env, tasks: &[DesignTask]) -> Result<CompareRe
             guard.push(pal_row(env, task, PalKind::Flail, on).await?);
         }
     }
+    let single = match &models.model {
+        Some(http) => {
+            crate::eval::LabConfig { decider: crate::eval::DeciderSpec::Http(http.clone()), ..Default::default() }
+        }
+        None => crate::eval::LabConfig::default(),
+    };
     Ok(CompareReport {
-        single_versus_roles: crate::eval::single_vs_multi::compare(env)
+        single_versus_roles: crate::eval::single_vs_multi::compare_with(env, single, models.roles.models())
             .await
             .map_err(|e| DesignError::Compare(Box::new(e)))?,
         plan_checks,

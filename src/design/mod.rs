@@ -7,10 +7,12 @@
 //!   the last observation ([`Agent`](crate::agent::Agent) with a fake model).
 //! - [`Design::PolicyPal`]: the bounded loop with parallel tool calls, soft repeats, a
 //!   search guard, confirmation cards and an honest give-up ([`policypal`]).
+//! - [`Design::Multi`]: planner, researcher and reviewer behind the coordinator
+//!   ([`crate::multi`]), each in its own scope.
 //!
-//! [`run_design`] runs any of them on one goal; [`compare`] builds the tables of
-//! `rolegate compare`. The three-role design joins as one more [`Design`] variant and one
-//! more arm in [`run_design`]; the tables take their columns from a list.
+//! [`run_design`] runs any of them on one goal, on fakes or, for the model-driven
+//! designs, on a real model ([`DesignConfig::model`], [`DesignConfig::roles`]);
+//! [`compare`] builds the tables of `rolegate compare`, whose columns come from a list.
 //!
 //! [`FixedPlan`]: crate::model::FixedPlan
 
@@ -30,11 +32,13 @@ use crate::agent::{AgentError, Run, StateError, StopReason, Trace};
 use crate::cost::{CostError, Ledger};
 use crate::eval::{DeciderSpec, Env, LabConfig};
 use crate::gate::GateError;
-use crate::model::{FakeKind, FixedPlan};
+use crate::model::http::HttpConfig;
+use crate::model::{FakeKind, FixedPlan, HttpClient};
+use crate::multi::{ClaimMode, MultiConfig, MultiEnv, MultiError, MultiReason, MultiRun, RoleSetup};
 
 pub use compare::{
-    CompareReport, DESIGN_TABLE_COLUMNS, DesignRow, PLAN_CHECK_GOAL, PalRow, PalSection, PlanCheckRow, compare_report,
-    design_table, median, pal_row, plan_checks,
+    CompareModels, CompareReport, DESIGN_TABLE_COLUMNS, DesignRow, PLAN_CHECK_GOAL, PalRow, PalSection, PlanCheckRow,
+    compare_report, compare_report_with, design_table, design_table_with, median, pal_row, pal_row_with, plan_checks,
 };
 pub use fixed::{Route, Trigger, default_routes, route};
 pub use plan::{Plan, PlanCode, PlanOutcome, PlanProblem, PlanStep, check_plan, parse_plan, plan_then_execute};
@@ -71,8 +75,11 @@ pub enum DesignError {
     /// The single-versus-three-roles comparison could not be run.
     #[error("single versus three roles: {0}")]
     Compare(Box<crate::Error>),
+    /// The three-role run could not be carried out.
+    #[error(transparent)]
+    Multi(#[from] MultiError),
     /// A design name that is not known (or not built yet).
-    #[error("unknown design {0:?} (known: single, fixed, plan, policypal)")]
+    #[error("unknown design {0:?} (known: single, fixed, plan, policypal, multi)")]
     UnknownDesign(String),
     /// A fake model name this design does not know.
     #[error("{0}")]
@@ -99,6 +106,8 @@ pub enum Design {
     /// The PolicyPal loop.
     #[serde(rename = "policypal")]
     PolicyPal,
+    /// Three roles (planner, researcher, reviewer) behind the coordinator.
+    Multi,
 }
 
 impl Design {
@@ -112,14 +121,18 @@ impl Design {
             Self::Plan => "plan",
             Self::React => "react",
             Self::PolicyPal => "policypal",
+            Self::Multi => "multi",
         }
     }
 
-    /// The task a design runs in unless told otherwise.
+    /// The task a design runs in unless told otherwise. The three roles each run in the
+    /// policy task named after them (their scope) and take no other; `researcher`, the
+    /// scope that reads, stands for them.
     pub fn default_task(self) -> &'static str {
         match self {
             Self::PolicyPal => "helpdesk",
             Self::Fixed | Self::Plan | Self::React => "triage",
+            Self::Multi => "researcher",
         }
     }
 }
@@ -139,6 +152,7 @@ impl FromStr for Design {
             "plan" => Ok(Self::Plan),
             "single" | "react" => Ok(Self::React),
             "policypal" => Ok(Self::PolicyPal),
+            "multi" => Ok(Self::Multi),
             other => Err(DesignError::UnknownDesign(other.to_string())),
         }
     }
@@ -151,17 +165,24 @@ pub enum DesignCode {
     NoRoute,
     /// The plan failed its checks; nothing ran.
     PlanRejected,
+    /// The task needs a tool that no role's scope holds, so the three roles cannot serve
+    /// it; nothing ran.
+    OutOfScope,
     /// The run ended (or paused) for this reason.
     Run(StopReason),
+    /// The three-role run ended for this reason.
+    Multi(MultiReason),
 }
 
 impl DesignCode {
-    /// The code as text: `no_route`, `plan_rejected` or the run's reason.
+    /// The code as text: `no_route`, `plan_rejected`, `out_of_scope` or the run's reason.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::NoRoute => "no_route",
             Self::PlanRejected => "plan_rejected",
+            Self::OutOfScope => "out_of_scope",
             Self::Run(r) => r.as_str(),
+            Self::Multi(r) => r.as_str(),
         }
     }
 }
@@ -191,20 +212,26 @@ pub struct DesignOutcome {
     pub model_calls: u64,
     /// Input tokens over all model calls.
     pub input_tokens: u64,
-    /// Loop steps (model or plan steps the loop took).
+    /// Loop steps (model or plan steps the loop took; model calls over all roles for the
+    /// three roles).
     pub steps: u32,
-    /// Plan problems (`step 1: not_allowed`), empty otherwise.
+    /// Plan problems (`step 1: not_allowed`); for the three roles, the refused messages
+    /// (`planner: invalid_message`); empty otherwise.
     pub problems: Vec<String>,
     /// E-mails actually sent.
     pub emails: usize,
     /// What the user is told: the answer, the give-up message, or the card's summary.
     pub answer: Option<String>,
-    /// The decisions, in order (planning lines first, then the run's).
+    /// The decisions, in order (planning lines first, then the run's; the coordinator's
+    /// for the three roles, whose own traces are in [`DesignOutcome::multi`]).
     #[serde(serialize_with = "lines")]
     pub trace: Trace,
     /// The run, when one started.
     #[serde(skip)]
     pub run: Option<Run>,
+    /// The three-role run, for that design.
+    #[serde(skip)]
+    pub multi: Option<Box<MultiRun>>,
 }
 
 fn lines<S: serde::Serializer>(t: &Trace, s: S) -> Result<S::Ok, S::Error> {
@@ -228,6 +255,27 @@ impl DesignOutcome {
             answer: run.state.answer().map(str::to_string),
             trace,
             run: Some(run),
+            multi: None,
+        }
+    }
+
+    /// An outcome for a three-role run: calls are each role's tools in pipeline order, the
+    /// model figures are summed over the roles' paid calls.
+    pub fn from_multi(run: MultiRun) -> Self {
+        let paid = run.usage.values().fold((0u64, 0u64), |(c, t), u| (c + u.calls, t.saturating_add(u.input_tokens)));
+        Self {
+            design: Design::Multi,
+            code: DesignCode::Multi(run.reason),
+            calls: run.tools.values().flatten().cloned().collect(),
+            model_calls: paid.0,
+            input_tokens: paid.1,
+            steps: run.role_calls,
+            problems: run.rejected.iter().map(|r| format!("{}: {}", r.sender, r.code)).collect(),
+            emails: run.emails,
+            answer: run.answer.clone(),
+            trace: run.traces.first().cloned().unwrap_or_else(|| Trace::new(&run.run_id)),
+            run: None,
+            multi: Some(Box::new(run)),
         }
     }
 
@@ -241,16 +289,25 @@ impl DesignOutcome {
     }
 }
 
-/// Who runs a design, where, and with which fake.
+/// Who runs a design, where, and with which fake or model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DesignConfig {
     /// The signed-in user.
     pub user: String,
-    /// The task; `None` for the design's default ([`Design::default_task`]).
+    /// The task; `None` for the design's default ([`Design::default_task`]). The three
+    /// roles ignore it: each runs in its own scope.
     pub task: Option<String>,
     /// The fake for the design: a fake model kind (react), a planner kind (plan) or a
-    /// PolicyPal kind; ignored by the fixed design. `sensible` works for every design.
+    /// PolicyPal kind; ignored by the fixed design and the three roles (see `roles`).
+    /// `sensible` works for every design.
     pub fake: String,
+    /// A real model for plan (its planner), react and PolicyPal instead of the fake; the
+    /// fixed design has no model.
+    pub model: Option<HttpConfig>,
+    /// The three roles: a fake behaviour or a real model per role.
+    pub roles: RoleSetup,
+    /// The three roles' claim mode.
+    pub claims: ClaimMode,
     /// Write tools granted (PolicyPal grants `send_email_draft` itself, for its cards).
     pub grants: Vec<String>,
     /// The run id.
@@ -259,7 +316,16 @@ pub struct DesignConfig {
 
 impl Default for DesignConfig {
     fn default() -> Self {
-        Self { user: "kwame".into(), task: None, fake: "sensible".into(), grants: Vec::new(), run_id: "run-1".into() }
+        Self {
+            user: "kwame".into(),
+            task: None,
+            fake: "sensible".into(),
+            model: None,
+            roles: RoleSetup::default(),
+            claims: ClaimMode::default(),
+            grants: Vec::new(),
+            run_id: "run-1".into(),
+        }
     }
 }
 
@@ -305,6 +371,7 @@ pub async fn run_design(
                     answer: None,
                     trace,
                     run: None,
+                    multi: None,
                 });
             }
             let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::new(calls))).build(env);
@@ -313,17 +380,22 @@ pub async fn run_design(
             Ok(DesignOutcome { emails: lab.world.outbox.len(), ..out })
         }
         Design::React => {
-            let kind: FakeKind = cfg.fake.parse().map_err(DesignError::UnknownFake)?;
-            let mut lab = cfg.lab(design, DeciderSpec::Fake(kind)).build(env);
+            let decider = match &cfg.model {
+                Some(http) => DeciderSpec::Http(http.clone()),
+                None => DeciderSpec::Fake(cfg.fake.parse::<FakeKind>().map_err(DesignError::UnknownFake)?),
+            };
+            let mut lab = cfg.lab(design, decider).build(env);
             let run = lab.agent.run(goal, &cfg.run_id).await?;
             let out = DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id));
             Ok(DesignOutcome { emails: lab.world.outbox.len(), ..out })
         }
         Design::Plan => {
-            let kind: PlannerKind = cfg.fake.parse().map_err(DesignError::UnknownFake)?;
+            let mut planner: Box<dyn crate::model::LlmClient> = match &cfg.model {
+                Some(http) => Box::new(HttpClient::new(http.clone())),
+                None => Box::new(FakePlanner::new(cfg.fake.parse::<PlannerKind>().map_err(DesignError::UnknownFake)?)),
+            };
             let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::default())).build(env);
-            let mut planner = FakePlanner::new(kind);
-            let out = plan_then_execute(&mut planner, &mut lab.agent, goal, &cfg.run_id).await?;
+            let out = plan_then_execute(planner.as_mut(), &mut lab.agent, goal, &cfg.run_id).await?;
             match out.run {
                 Some(run) => {
                     let done = DesignOutcome::from_run(design, run, &out.ledger, out.trace);
@@ -343,12 +415,16 @@ pub async fn run_design(
                         answer: None,
                         trace: out.trace,
                         run: None,
+                        multi: None,
                     })
                 }
             }
         }
         Design::PolicyPal => {
-            let kind: PalKind = cfg.fake.parse().map_err(DesignError::UnknownFake)?;
+            let kind: PalKind = match &cfg.model {
+                Some(_) => PalKind::Parallel,
+                None => cfg.fake.parse().map_err(DesignError::UnknownFake)?,
+            };
             let mut pal_cfg = PalConfig::new(kind);
             pal_cfg.user = cfg.user.clone();
             if let Some(t) = &cfg.task {
@@ -356,8 +432,17 @@ pub async fn run_design(
             }
             pal_cfg.grants.extend(cfg.grants.iter().cloned());
             let mut lab = pal_cfg.build(env);
+            if let Some(http) = &cfg.model {
+                lab.pal.use_model(http);
+            }
             let pal_run = lab.pal.run(goal, &cfg.run_id).await?;
             Ok(DesignOutcome { emails: lab.world.outbox.len(), ..pal_run.outcome() })
+        }
+        Design::Multi => {
+            let menv = MultiEnv::new(env)?;
+            let mcfg = MultiConfig { user: cfg.user.clone(), claims: cfg.claims, ..MultiConfig::default() };
+            let run = crate::multi::run(&menv, mcfg, cfg.roles.models(), goal, &cfg.run_id).await?;
+            Ok(DesignOutcome::from_multi(run))
         }
     }
 }

@@ -349,7 +349,20 @@ impl MultiOutcome {
 /// # Errors
 /// [`ScenarioError::Multi`] when the run cannot be carried out.
 pub async fn run_multi(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(MultiRun, MultiOutcome), ScenarioError> {
-    let run = crate::multi::run(env, row.config(), RoleModels::fakes(row.roles), &row.goal, &row.run_id())
+    run_multi_with(row, env, RoleModels::fakes(row.roles)).await
+}
+
+/// Runs one row with `models` instead of its fakes (e.g. a real model for some or all
+/// roles) and compares it with the row's expectation.
+///
+/// # Errors
+/// [`ScenarioError::Multi`] when the run cannot be carried out.
+pub async fn run_multi_with(
+    row: &MultiRow,
+    env: &Arc<MultiEnv>,
+    models: RoleModels,
+) -> Result<(MultiRun, MultiOutcome), ScenarioError> {
+    let run = crate::multi::run(env, row.config(), models, &row.goal, &row.run_id())
         .await
         .map_err(|source| ScenarioError::Multi { id: row.id.clone(), source })?;
     let outcome = MultiOutcome::of(row, &run);

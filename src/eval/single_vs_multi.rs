@@ -71,17 +71,19 @@ pub struct Comparison {
 /// # Errors
 /// [`crate::Error`] when either run cannot be carried out.
 pub async fn compare(env: &Env) -> Result<Comparison, crate::Error> {
-    let mut lab = LabConfig::fake(FakeKind::Sensible).build(env);
+    compare_with(env, LabConfig::fake(FakeKind::Sensible), RoleModels::fakes(Behaviours::default())).await
+}
+
+/// Runs [`COMPARE_GOAL`] as the single agent `single` builds and as three roles on
+/// `roles` (e.g. a real model for each).
+///
+/// # Errors
+/// [`crate::Error`] when either run cannot be carried out.
+pub async fn compare_with(env: &Env, single: LabConfig, roles: RoleModels) -> Result<Comparison, crate::Error> {
+    let mut lab = single.build(env);
     let single = lab.agent.run(COMPARE_GOAL, "run-single").await?;
     let menv: Arc<MultiEnv> = MultiEnv::new(env)?;
-    let multi = crate::multi::run(
-        &menv,
-        MultiConfig::default(),
-        RoleModels::fakes(Behaviours::default()),
-        COMPARE_GOAL,
-        "run-multi",
-    )
-    .await?;
+    let multi = crate::multi::run(&menv, MultiConfig::default(), roles, COMPARE_GOAL, "run-multi").await?;
     let scopes = Role::MODEL_ROLES
         .iter()
         .map(|r| (*r, menv.scopes.tools(*r).into_iter().map(str::to_string).collect()))

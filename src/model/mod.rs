@@ -19,6 +19,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::agent::AgentState;
 use crate::cost::ManualClock;
 use crate::tools::ToolSpec;
@@ -172,8 +174,20 @@ pub enum ModelError {
 pub trait LlmClient: Send {
     /// The model name used for prices and traces.
     fn model(&self) -> &str;
-    /// Answers one request.
+    /// Answers one request; the response's text is a proposal for the agent loop.
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>>;
+    /// Answers one request whose answer is a message for another role (a planner's brief,
+    /// a reviewer's verdict), not a proposal: the response's text is the reply's own text.
+    /// The default is [`LlmClient::complete`], which is the same thing for clients whose
+    /// text is never rewritten (fakes, scripts); the HTTP client, which turns a native
+    /// tool call into proposal text, keeps the reply's text instead.
+    fn complete_message<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        self.complete(request)
+    }
+    /// Ties the client to a cancellation token (e.g. a role's child of its run's token):
+    /// a client that can abandon its own work in flight stops when it fires. Callers still
+    /// race every call against their token; the default does nothing more.
+    fn bind_cancel(&mut self, _token: CancellationToken) {}
 }
 
 /// What the agent loop asks for the next proposal.
@@ -190,6 +204,9 @@ pub trait Decider: Send {
         state: &'a AgentState,
         request: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>>;
+    /// Ties the decider's model client to a cancellation token (see
+    /// [`LlmClient::bind_cancel`]); the default does nothing.
+    fn bind_cancel(&mut self, _token: CancellationToken) {}
 }
 
 /// A decider that asks a model client.
@@ -223,6 +240,10 @@ impl Decider for ModelDecider {
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         self.client.complete(request)
     }
+
+    fn bind_cancel(&mut self, token: CancellationToken) {
+        self.client.bind_cancel(token);
+    }
 }
 
 /// A client wrapper that makes every call take simulated time on a [`ManualClock`], so a
@@ -245,6 +266,15 @@ impl<C: LlmClient> LlmClient for SlowClient<C> {
         self.clock.advance(self.per_call);
         self.inner.complete(request)
     }
+
+    fn complete_message<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        self.clock.advance(self.per_call);
+        self.inner.complete_message(request)
+    }
+
+    fn bind_cancel(&mut self, token: CancellationToken) {
+        self.inner.bind_cancel(token);
+    }
 }
 
 impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
@@ -254,5 +284,13 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         (**self).complete(request)
+    }
+
+    fn complete_message<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        (**self).complete_message(request)
+    }
+
+    fn bind_cancel(&mut self, token: CancellationToken) {
+        (**self).bind_cancel(token);
     }
 }

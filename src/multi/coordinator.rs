@@ -26,7 +26,7 @@ use super::routes::{Scopes, next_hop};
 use super::support::{ClaimMode, Evidence, check_support};
 use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
 use crate::agent::{Agent, Observation, Session, Trace, TraceKind};
-use crate::cost::{PriceTable, TokioClock};
+use crate::cost::{PriceTable, Summary, TokioClock};
 use crate::eval::Env;
 use crate::gate::ToolGate;
 use crate::model::{Decider, LlmClient};
@@ -95,7 +95,9 @@ impl Default for MultiConfig {
 }
 
 /// Each role's model. Any [`LlmClient`] (or, for the researcher's loop, any [`Decider`])
-/// fits; the fakes express the scenario rows.
+/// fits; the fakes express the scenario rows, [`RoleSetup`](super::RoleSetup) builds them
+/// or HTTP clients. When its actor starts, each model is bound to the role's child of
+/// the run's token ([`LlmClient::bind_cancel`]).
 pub struct RoleModels {
     /// The planner's model.
     pub planner: Box<dyn LlmClient>,
@@ -310,6 +312,8 @@ struct Coordinator {
     intake: Intake,
     denied: Vec<Denial>,
     tools: [Vec<String>; 3],
+    /// Paid calls, tokens and credits per role (planner, researcher, reviewer).
+    usage: [Summary; 3],
     failed: Option<RoleFailure>,
     answer: Option<String>,
 }
@@ -324,7 +328,13 @@ fn slot(role: Role) -> usize {
 
 /// Spawns the role actors with their scoped gates over one fresh world.
 fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
-    let Setup { env, cfg, models, goal, run_id } = setup;
+    let Setup { env, cfg, mut models, goal, run_id } = setup;
+    // each role's child of the run's token, bound to its model before the actor starts
+    let tokens = [token.child_token(), token.child_token(), token.child_token()];
+    let [planner_cancel, researcher_cancel, reviewer_cancel] = tokens;
+    models.planner.bind_cancel(planner_cancel.clone());
+    models.researcher.bind_cancel(researcher_cancel.clone());
+    models.reviewer.bind_cancel(reviewer_cancel.clone());
     let world = World::new(env.world.clone());
     let gate = |role: Role| {
         let policy = env.scopes.policy(role).cloned().unwrap_or_default();
@@ -344,15 +354,14 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
     );
     agent.system_prompt = RESEARCHER_PROMPT.to_string();
     agent.trace_role = Some(Role::Researcher.as_str().to_string());
-    let researcher_cancel = token.child_token();
     agent.cancel = researcher_cancel.clone();
     let researcher = ResearchRole::new(agent, &run_id);
     let mut roles = Vec::with_capacity(3);
     let mut joins = Vec::with_capacity(3);
     for (worker, cancel) in [
-        (Worker::Call(Box::new(planner)), token.child_token()),
+        (Worker::Call(Box::new(planner)), planner_cancel),
         (Worker::Research(Box::new(researcher)), researcher_cancel),
-        (Worker::Call(Box::new(reviewer)), token.child_token()),
+        (Worker::Call(Box::new(reviewer)), reviewer_cancel),
     ] {
         let (handle, join) = RoleHandle::spawn(worker, cancel);
         roles.push(handle);
@@ -372,6 +381,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         intake,
         denied: Vec::new(),
         tools: Default::default(),
+        usage: Default::default(),
         failed: None,
         answer: None,
     }
@@ -452,8 +462,8 @@ impl Coordinator {
             };
             let remaining = self.cfg.budget.remaining(&self.used, self.started.elapsed());
             let reply = self.ask(role, Work { what: assignment, remaining, round }, deadline.as_mut()).await?;
-            let RoleReply { text, observations, calls, cost, denied, tools, stop } = reply;
-            self.account(role, calls, cost, denied, tools);
+            let RoleReply { text, observations, calls, cost, paid, denied, tools, stop } = reply;
+            self.account(role, calls, cost, paid, denied, tools);
             if let Some(stop) = stop {
                 return Err(match stop {
                     RoleStop::Budget(reason) => reason,
@@ -516,7 +526,7 @@ impl Coordinator {
         // an answer that arrived together with the stop still counts (calls, tools,
         // refusals); one that comes later is in the role's report
         if let Ok(reply) = rx.try_recv() {
-            self.account(role, reply.calls, reply.cost, reply.denied, reply.tools);
+            self.account(role, reply.calls, reply.cost, reply.paid, reply.denied, reply.tools);
         }
         Err(stop)
     }
@@ -526,6 +536,7 @@ impl Coordinator {
         role: Role,
         calls: u32,
         cost: rust_decimal::Decimal,
+        paid: Summary,
         denied: Vec<Denial>,
         tools: Vec<String>,
     ) {
@@ -533,6 +544,11 @@ impl Coordinator {
         self.used.cost += cost;
         self.denied.extend(denied);
         self.tools[slot(role)].extend(tools);
+        let usage = &mut self.usage[slot(role)];
+        usage.calls += paid.calls;
+        usage.input_tokens = usage.input_tokens.saturating_add(paid.input_tokens);
+        usage.output_tokens = usage.output_tokens.saturating_add(paid.output_tokens);
+        usage.cost += paid.cost;
     }
 
     /// Ends the run: cancels the token (no role keeps working), closes the inboxes, joins
@@ -549,7 +565,7 @@ impl Coordinator {
             let crash = match join.await {
                 Ok(report) => {
                     for r in report.late {
-                        self.account(role, r.calls, r.cost, r.denied, r.tools);
+                        self.account(role, r.calls, r.cost, r.paid, r.denied, r.tools);
                     }
                     traces.push(report.trace);
                     audit.extend(report.audit.into_iter().map(|e| (role, e)));
@@ -575,6 +591,7 @@ impl Coordinator {
         traces.insert(0, std::mem::take(&mut self.intake.trace));
         let tools: BTreeMap<Role, Vec<String>> =
             Role::MODEL_ROLES.into_iter().zip(std::mem::take(&mut self.tools)).collect();
+        let usage: BTreeMap<Role, Summary> = Role::MODEL_ROLES.into_iter().zip(self.usage).collect();
         MultiRun {
             run_id: self.run_id,
             reason,
@@ -585,6 +602,7 @@ impl Coordinator {
             rounds: self.used.rounds,
             tools,
             cost: self.used.cost,
+            usage,
             answer: self.answer,
             failed: self.failed,
             emails: self.world.outbox.len(),

@@ -16,11 +16,13 @@
 //! - [`roles`]: the role actors (handle pattern) and what each does with its assignment.
 //! - [`coordinator`]: the coordinator actor, [`start`] and [`run`].
 //! - [`behaviours`]: the fake role models that express every scenario row.
+//! - [`models`]: [`RoleSetup`], a fake behaviour or a real model (HTTP) per role.
 
 pub mod behaviours;
 pub mod budget;
 pub mod coordinator;
 pub mod envelope;
+pub mod models;
 pub mod roles;
 pub mod routes;
 pub mod support;
@@ -37,6 +39,7 @@ pub use behaviours::{Behaviours, PlannerKind, ResearcherKind, ReviewerKind};
 pub use budget::MultiBudget;
 pub use coordinator::{Intake, MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, check_message, run, start};
 pub use envelope::{Body, Brief, Envelope, Finding, Kind, RejectCode, Role, Verdict, parse_message};
+pub use models::RoleSetup;
 pub use routes::{ROUTES, Scopes};
 pub use support::{ClaimMode, Evidence, check_support};
 
@@ -187,6 +190,9 @@ pub struct MultiRun {
     pub tools: BTreeMap<Role, Vec<String>>,
     /// Credits spent over all roles.
     pub cost: Decimal,
+    /// Per role: paid model calls, input and output tokens (as the model's server reported
+    /// them, estimated when it did not) and credits. Every role is listed.
+    pub usage: BTreeMap<Role, crate::cost::Summary>,
     /// The approved claim, when done.
     pub answer: Option<String>,
     /// The role that failed, for `role_failed`.

@@ -24,9 +24,10 @@ use super::budget::Remaining;
 use super::envelope::{Body, Envelope, Role};
 use super::{Denial, MultiReason};
 use crate::agent::{Agent, Observation, StopReason, Trace, TraceKind};
-use crate::cost::{PriceTable, estimate_tokens};
+use crate::cost::{PriceTable, Summary, estimate_tokens};
 use crate::gate::{AuditEvent, GateOutcome, ToolGate};
 use crate::model::blocks::push_block;
+use crate::model::http::FINISH_TOOL;
 use crate::model::{BoxFuture, LlmClient, LlmRequest, Message, ModelError, RequestedCall};
 use crate::tools::{ToolCall, ToolSpec};
 use crate::unwind::{CatchUnwind, panic_text};
@@ -96,6 +97,9 @@ pub(crate) struct RoleReply {
     pub calls: u32,
     /// Credits spent.
     pub cost: Decimal,
+    /// The paid calls (those with an answer), their tokens as the model's server
+    /// reported them (estimated when it did not) and their credits.
+    pub paid: Summary,
     /// Refused tool calls, in order.
     pub denied: Vec<Denial>,
     /// Tool names sent to the gate, in order.
@@ -404,10 +408,12 @@ impl CallRole {
             reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
             return reply;
         }
+        // the answer is a message, not a proposal: a client that rewrites native tool
+        // calls into proposal text keeps the reply's own text here
         let answer = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
-            r = self.client.complete(&request) => Some(r),
+            r = self.client.complete_message(&request) => Some(r),
         };
         let response = match answer {
             None => {
@@ -433,8 +439,11 @@ impl CallRole {
         };
         reply.calls = 1;
         reply.cost = price.cost(input, output);
+        reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };
         self.trace.add(step, TraceKind::Model, "ok", &response.text);
-        for RequestedCall { name, arguments, .. } in response.tool_calls {
+        // a `finish` call is how a native tool-calling model may hand over its message
+        // (the text above); it is not a tool
+        for RequestedCall { name, arguments, .. } in response.tool_calls.into_iter().filter(|c| c.name != FINISH_TOOL) {
             if cancel.is_cancelled() {
                 break;
             }
@@ -501,7 +510,8 @@ impl ResearchRole {
             }
         };
         reply.calls = run.state.step();
-        reply.cost = run.ledger().summary().cost;
+        reply.paid = run.ledger().summary();
+        reply.cost = reply.paid.cost;
         reply.tools = run.calls().to_vec();
         reply.denied = refusals(run.trace(), Role::Researcher);
         reply.observations = run.state.observations().to_vec();

@@ -80,6 +80,21 @@ impl Scopes {
     pub fn tools(&self, role: Role) -> Vec<&str> {
         self.policy(role).map(|p| p.tools_for(role.as_str()).collect()).unwrap_or_default()
     }
+
+    /// True when some role's scope holds `tool`.
+    pub fn any_holds(&self, tool: &str) -> bool {
+        Role::MODEL_ROLES.iter().any(|r| self.policy(*r).is_some_and(|p| p.allows(r.as_str(), tool)))
+    }
+
+    /// Each role's tools by role name: the form the go/no-go check
+    /// ([`ChecklistInput::role_scopes`](crate::eval::checklist::ChecklistInput::role_scopes))
+    /// reads, taken from the scopes the coordinator enforces.
+    pub fn by_name(&self) -> BTreeMap<String, BTreeSet<String>> {
+        Role::MODEL_ROLES
+            .iter()
+            .map(|r| (r.as_str().to_string(), self.tools(*r).into_iter().map(str::to_string).collect()))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +112,10 @@ mod tests {
         assert_eq!(scopes.tools(Role::Researcher), ["get_ticket", "lookup_document"]);
         assert_eq!(scopes.tools(Role::Reviewer), ["lookup_document"]);
         assert!(scopes.policy(Role::Coordinator).is_none());
+        assert!(scopes.any_holds("lookup_document") && !scopes.any_holds("send_email_draft"));
+        assert!(!scopes.any_holds("search_documents"), "no role searches");
+        let names: Vec<(String, usize)> = scopes.by_name().into_iter().map(|(r, t)| (r, t.len())).collect();
+        assert_eq!(names, [("planner".to_string(), 0), ("researcher".to_string(), 2), ("reviewer".to_string(), 1)]);
         let mut p = Policy::bundled().unwrap();
         p.tasks.get_mut("reviewer").unwrap().insert("send_email_draft".into());
         assert!(matches!(Scopes::from_policy(&p), Err(MultiError::WriteInScope { role: Role::Reviewer, .. })));

@@ -185,6 +185,7 @@ impl PalRun {
             answer: Some(answer),
             trace: self.run.trace().clone(),
             run: Some(self.run.clone()),
+            multi: None,
         }
     }
 }
@@ -212,6 +213,15 @@ pub struct Pal {
     pub cancel: CancellationToken,
     /// The trusted system prompt.
     pub system_prompt: String,
+}
+
+impl Pal {
+    /// Asks the model of `config` instead of the fake; the deadline then counts real
+    /// (tokio) time, since a server's latency is real.
+    pub fn use_model(&mut self, config: &crate::model::http::HttpConfig) {
+        self.client = Box::new(crate::model::HttpClient::new(config.clone()));
+        self.clock = Arc::new(crate::cost::TokioClock::new());
+    }
 }
 
 impl std::fmt::Debug for Pal {

@@ -5,7 +5,9 @@
 //! - Tools: in [`ToolMode::Native`] the request's tools and a `finish` function are sent;
 //!   a reply's tool calls become the proposal text the loop parses (see `wire` for the
 //!   exact mapping). [`ToolMode::Text`] is the fallback for servers without tool
-//!   calling: the model answers the proposal JSON as text.
+//!   calling: the model answers the proposal JSON as text. A role's message
+//!   ([`LlmClient::complete_message`]: a brief, a verdict) is the reply's own text, or a
+//!   `finish` call's `answer`, never a tool call rewritten ([`Reading`]).
 //! - Usage from the answer goes into [`LlmResponse::usage`]; prices stay in
 //!   `data/prices.json`, keyed by the model name.
 //! - Each attempt has a timeout; 429 and 5xx answers are retried a bounded number of
@@ -14,7 +16,8 @@
 //!   [`Sleeper`].
 //! - Cancellation: dropping the future abandons the request in flight and any backoff
 //!   (the agent loop races every call against the run's token); a client given a token
-//!   with [`HttpClient::with_cancel`] also stops by itself with `cancelled`.
+//!   with [`HttpClient::with_cancel`] (or [`LlmClient::bind_cancel`], which a role actor
+//!   calls with its child token) also stops by itself with `cancelled`.
 //! - Every failure is a [`ModelError::Failed`] with an [`HttpCode`], never a panic.
 
 pub mod config;
@@ -33,7 +36,7 @@ pub use config::{
     ApiKey, ConfigError, ENV_API_KEY, ENV_BASE_URL, ENV_RETRIES, ENV_TIMEOUT_SECS, ENV_TOOL_MODE, Endpoint, HttpConfig,
     HttpFlags, RetryPolicy, ToolMode,
 };
-pub use wire::{FINISH_TOOL, MAX_TOOL_CALLS, finish_function, proposal_of, strip_fence};
+pub use wire::{FINISH_TOOL, MAX_TOOL_CALLS, Reading, finish_function, proposal_of, read_reply_as, strip_fence};
 
 /// Why an HTTP model call failed: the code written into the trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -230,8 +233,8 @@ impl HttpClient {
         Ok(client)
     }
 
-    /// One call with its retries.
-    async fn call(&mut self, request: &LlmRequest) -> Result<LlmResponse, HttpFailure> {
+    /// One call with its retries; `reading` says what the answer's text is.
+    async fn call(&mut self, request: &LlmRequest, reading: Reading) -> Result<LlmResponse, HttpFailure> {
         let ep = self.config.endpoint.clone();
         let body = wire::request_body(&self.config.model, ep.tool_mode, request)?;
         let pool = self.pool()?;
@@ -239,7 +242,7 @@ impl HttpClient {
         let mut retries = 0u32;
         loop {
             let (failure, retry_after) = match attempt(&pool, &ep, &url, &body).await {
-                Attempt::Answer(bytes) => return wire::read_reply(&bytes, &self.config.model),
+                Attempt::Answer(bytes) => return wire::read_reply_as(&bytes, &self.config.model, reading),
                 Attempt::Fail(f) => return Err(f),
                 Attempt::Retry { failure, retry_after } => (failure, retry_after),
             };
@@ -280,18 +283,30 @@ impl LlmClient for HttpClient {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        let cancel = self.cancel.clone();
-        Box::pin(async move {
-            let result = match cancel {
-                Some(token) => tokio::select! {
-                    biased;
-                    () = token.cancelled() => Err(HttpFailure::new(HttpCode::Cancelled, "model call abandoned")),
-                    r = self.call(request) => r,
-                },
-                None => self.call(request).await,
-            };
-            result.map_err(ModelError::from)
-        })
+        Box::pin(self.cancellable(request, Reading::Proposal))
+    }
+
+    fn complete_message<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        Box::pin(self.cancellable(request, Reading::Message))
+    }
+
+    fn bind_cancel(&mut self, token: CancellationToken) {
+        self.cancel = Some(token);
+    }
+}
+
+impl HttpClient {
+    /// One call, abandoned when the client's own token fires.
+    async fn cancellable(&mut self, request: &LlmRequest, reading: Reading) -> Result<LlmResponse, ModelError> {
+        let result = match self.cancel.clone() {
+            Some(token) => tokio::select! {
+                biased;
+                () = token.cancelled() => Err(HttpFailure::new(HttpCode::Cancelled, "model call abandoned")),
+                r = self.call(request, reading) => r,
+            },
+            None => self.call(request, reading).await,
+        };
+        result.map_err(ModelError::from)
     }
 }
 

@@ -172,11 +172,23 @@ fn malformed(message: impl Into<String>) -> HttpFailure {
     HttpFailure::new(HttpCode::MalformedJson, message)
 }
 
-/// Reads a successful answer body.
+/// What the text of a response is read as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// A proposal for the agent loop: the first tool call, else the reply's text.
+    Proposal,
+    /// A message for another role (a brief, a verdict): the reply's own text, else the
+    /// `answer` of a `finish` call; a reply with only other tool calls carries no message
+    /// (empty text, which the coordinator refuses as `not_json`).
+    Message,
+}
+
+/// Reads a successful answer body; `reading` says what its text is. The tool calls are
+/// the same either way.
 ///
 /// # Errors
 /// `malformed_json`, `empty_reply` or `invalid_tool_arguments`.
-pub fn read_reply(body: &[u8], default_model: &str) -> Result<LlmResponse, HttpFailure> {
+pub fn read_reply_as(body: &[u8], default_model: &str, reading: Reading) -> Result<LlmResponse, HttpFailure> {
     let reply: ChatResponse = serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
     let Some(choice) = reply.choices.into_iter().next() else {
         return Err(malformed("no choices in the answer"));
@@ -184,9 +196,14 @@ pub fn read_reply(body: &[u8], default_model: &str) -> Result<LlmResponse, HttpF
     let usage = reply.usage.as_ref().and_then(read_usage);
     let model = reply.model.filter(|m| !m.is_empty()).unwrap_or_else(|| default_model.to_string());
     let calls = read_calls(choice.message.tool_calls.unwrap_or_default())?;
-    let text = match calls.first() {
-        Some(first) => proposal_of(first),
-        None => {
+    let text = match (reading, calls.first()) {
+        (Reading::Proposal, Some(first)) => proposal_of(first),
+        (Reading::Message, Some(first)) => {
+            let content = read_content(choice.message.content)?;
+            let own = strip_fence(&content).trim();
+            if own.is_empty() { message_of(first) } else { own.to_string() }
+        }
+        (_, None) => {
             let content = read_content(choice.message.content)?;
             let text = strip_fence(&content).trim();
             if text.is_empty() {
@@ -196,6 +213,14 @@ pub fn read_reply(body: &[u8], default_model: &str) -> Result<LlmResponse, HttpF
         }
     };
     Ok(LlmResponse { text, model, usage, tool_calls: calls })
+}
+
+/// The message a tool call carries: a `finish` call's `answer` text, nothing otherwise.
+fn message_of(call: &RequestedCall) -> String {
+    match call.arguments.get("answer").and_then(Value::as_str) {
+        Some(answer) if call.name == FINISH_TOOL => strip_fence(answer).trim().to_string(),
+        _ => String::new(),
+    }
 }
 
 fn read_usage(v: &Value) -> Option<Usage> {
@@ -294,6 +319,10 @@ mod tests {
     use crate::agent::{Proposal, parse_proposal};
     use crate::model::Message;
 
+    fn read_reply(body: &[u8], default_model: &str) -> Result<LlmResponse, HttpFailure> {
+        read_reply_as(body, default_model, Reading::Proposal)
+    }
+
     fn reply(message: Value) -> Vec<u8> {
         json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}}).to_string().into_bytes()
     }
@@ -320,6 +349,29 @@ mod tests {
             json!({"tool_calls": [{"function": {"name": "finish", "arguments": "{\"action\":\"call\",\"tool\":\"send_email_draft\",\"answer\":\"x\"}"}}]}),
         );
         assert!(parse_proposal(&read_reply(&sneaky, "m").unwrap().text).is_err());
+    }
+
+    #[test]
+    fn a_message_is_the_replys_own_text_or_a_finish_answer_never_a_call() {
+        let verdict = r#"{"kind":"verdict","approve":true,"notes":"ok"}"#;
+        let with_call = reply(json!({"content": verdict, "tool_calls": [
+            {"id": "c1", "function": {"name": "send_email_draft", "arguments": "{\"to\":\"a@b.example\"}"}}
+        ]}));
+        let r = read_reply_as(&with_call, "m", Reading::Message).unwrap();
+        assert_eq!((r.text.as_str(), r.tool_calls.len()), (verdict, 1), "the text survives the tool call");
+        assert!(read_reply(&with_call, "m").unwrap().text.contains("send_email_draft"), "a proposal is the call");
+        let fenced = reply(json!({"content": format!("```json\n{verdict}\n```")}));
+        assert_eq!(read_reply_as(&fenced, "m", Reading::Message).unwrap().text, verdict);
+        let finish = reply(json!({"content": null, "tool_calls": [
+            {"function": {"name": "finish", "arguments": json!({"answer": verdict, "sources": []}).to_string()}}
+        ]}));
+        assert_eq!(read_reply_as(&finish, "m", Reading::Message).unwrap().text, verdict);
+        let only_call = reply(json!({"tool_calls": [{"function": {"name": "lookup_document", "arguments": "{}"}}]}));
+        assert_eq!(read_reply_as(&only_call, "m", Reading::Message).unwrap().text, "", "no message");
+        assert_eq!(
+            read_reply_as(&reply(json!({"content": " "})), "m", Reading::Message).map_err(|f| f.code).err(),
+            Some(HttpCode::EmptyReply)
+        );
     }
 
     #[test]
