@@ -26,13 +26,17 @@
 //! - a checkpoint that loads was signed by the key, and any single-byte change of a signed
 //!   checkpoint is refused ([`checkpoints`]);
 //! - no e-mail leaves without an approved, unexpired, non-self decision, and a decision
-//!   applies at most once ([`approvals`]).
+//!   applies at most once ([`approvals`]);
+//! - a `check` command's line reader gives every line one known verdict that depends on
+//!   that line alone ([`check_lines`]; ready for issue 7's reader, not yet on `main`).
 
 pub mod approvals;
+pub mod check_lines;
 pub mod checkpoints;
 pub mod envelopes;
 
 pub use approvals::{ApprovalOp, ApprovalVerdict, check_approval_ops};
+pub use check_lines::{LineKind, check_line_reader};
 pub use checkpoints::{
     CheckpointInput, check_byte_change, check_checkpoint_input, check_checkpoint_text, check_signed_body,
     checkpoint_input,
