@@ -328,3 +328,16 @@ async fn an_added_tool_keeps_the_allowlist_the_argument_types_the_limits_and_nev
     let spec = gate.registry.spec("faulty_lookup").unwrap();
     assert_eq!((spec.name, &spec.parameters["required"]), ("faulty_lookup", &json!(["ticket_id"])));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_its_caller_gave_up_on_is_still_audited_once() {
+    let (lab, calls) = faulty_lab(Fault::Hangs);
+    let mut gate = lab.agent.gate.clone();
+    let call = ToolCall::new("c1", "faulty_lookup", json!({"ticket_id": "T-601"}));
+    // the caller waits 1 s of the gate's 30, then drops the call
+    let gave_up = tokio::time::timeout(Duration::from_secs(1), gate.run_async(&call, "triage", "r1", "kwame")).await;
+    assert!(gave_up.is_err());
+    let audit: Vec<&str> = gate.audit.iter().map(|e| e.outcome.as_str()).collect();
+    assert_eq!(audit, ["tool_abandoned"], "one audit event, even for a call nobody waited out");
+    assert_eq!((calls.load(Ordering::SeqCst), gate.count("r1", "faulty_lookup")), (1, 1));
+}

@@ -381,8 +381,10 @@ impl ToolGate {
             match waiting {
                 Err(outcome) => outcome,
                 Ok((answer, call, run_id, caller)) => {
-                    let outcome = wait_for(&call.name, self.call_timeout, answer).await;
-                    self.record(&call, &run_id, &caller, outcome.code());
+                    let limit = self.call_timeout;
+                    let mut waiting = Waiting { gate: self, call, run_id, caller, recorded: false };
+                    let outcome = wait_for(&waiting.call.name, limit, answer).await;
+                    waiting.record(outcome.code());
                     outcome
                 }
             }
@@ -531,6 +533,32 @@ impl ToolGate {
             return Decided::Now(GateOutcome::NeedsApproval { pending_id: id });
         }
         self.start(&call.name, caller, &args)
+    }
+}
+
+/// A call the gate is waiting for. It records the call's one audit event when the answer
+/// comes, or `tool_abandoned` if whoever awaited it gave up first (the future was dropped:
+/// the tool's own future is dropped with it).
+struct Waiting<'a> {
+    gate: &'a mut ToolGate,
+    call: ToolCall,
+    run_id: String,
+    caller: String,
+    recorded: bool,
+}
+
+impl Waiting<'_> {
+    fn record(&mut self, outcome: &str) {
+        if !self.recorded {
+            self.recorded = true;
+            self.gate.record(&self.call, &self.run_id, &self.caller, outcome);
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.record("tool_abandoned");
     }
 }
 
