@@ -1,12 +1,15 @@
 //! Evaluation: the environment runs are built in, the scenario tables (single-agent and
 //! multi-agent), trace grading, the go/no-go list and the benchmark.
 
+pub mod attacks;
 pub mod bench;
 pub mod checklist;
+pub mod compromised;
 mod env;
 pub mod grade;
 pub mod invariants;
 pub mod multi_scenarios;
+pub mod rows;
 pub mod scenarios;
 pub mod single_vs_multi;
 
