@@ -3,15 +3,21 @@
 
 pub mod attacks;
 pub mod bench;
+pub mod checkers;
 pub mod checklist;
 pub mod compromised;
 mod env;
 pub mod grade;
 pub mod invariants;
+pub mod junit;
+pub mod markup;
+pub mod matrix;
 pub mod multi_scenarios;
+pub mod report;
 pub mod rows;
 pub mod scenarios;
 pub mod single_vs_multi;
+pub mod suite;
 
 pub use checklist::{Attestation, Attested, AutoCheck, Verdict, automatic, go_no_go};
 pub use env::{BUNDLED_PRICES, DeciderSpec, Env, EnvError, Lab, LabConfig};
