@@ -169,3 +169,13 @@ fn a_bad_task_or_payload_names_file_line_and_field() {
         assert!(err.starts_with(&format!("attacks.jsonl:1: field `{field}`")), "{field}: {err}");
     }
 }
+
+#[tokio::test]
+async fn a_payload_too_long_to_be_seen_whole_is_refused_before_any_run() {
+    let mut spec = MatrixSpec { configs: vec![single(NARROW, ON, ON)], ..MatrixSpec::bundled().unwrap() };
+    let mut long = spec.attacks[0].clone();
+    long.text = "x".repeat(390);
+    spec.attacks = Arc::from(vec![long]);
+    let err = run_matrix(&spec, &env()).await.unwrap_err().to_string();
+    assert!(err.contains("payload a01 makes the result of reading T-601") && err.contains("shorten"), "{err}");
+}

@@ -29,11 +29,11 @@ use super::compromised::{CompromisedResearcher, CompromisedReviewer, ResearcherC
 use super::rows::{ScopeWidth, Switch};
 use super::scenarios::{MAX_ROW_BYTES, ScenarioError};
 use super::{DeciderSpec, Env, LabConfig};
-use crate::agent::{CheckMode, Trace, TraceKind};
+use crate::agent::{CheckMode, MAX_OBSERVATION_CHARS, Trace, TraceKind};
 use crate::gate::ApprovalMode;
 use crate::multi::{Behaviours, ClaimMode, InstructionFilter, MultiConfig, MultiEnv, MultiReason, RoleModels, Scopes};
-use crate::tools::Registry;
-use crate::world::WorldData;
+use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
+use crate::world::{World, WorldData};
 
 /// The bundled benign tasks, `data/benign_tasks.jsonl`.
 pub const BUNDLED_TASKS: &str = include_str!("../../data/benign_tasks.jsonl");
@@ -569,6 +569,33 @@ async fn run_variant(
     Ok(VariantRun { config: index, task: task.id, attack: attack.map(|a| a.id), done, covered, verdict, refusals })
 }
 
+/// Checks that `attack` planted into `into` still fits in what a model is shown of the
+/// tool result that reads it ([`MAX_OBSERVATION_CHARS`]): a payload cut off there would
+/// measure the clipping, not the controls.
+///
+/// # Errors
+/// [`ScenarioError::Row`] naming the task's `into`, with the length.
+pub fn check_fits(world: &WorldData, task: &BenignTask, attack: &Attack) -> Result<(), ScenarioError> {
+    let planted = plant(world, attack, &task.into)
+        .map_err(|e| row_error("(matrix)", 0, "into", format!("task {}: {e}", task.id)))?;
+    let w = World::new(Arc::new(planted));
+    let args = match w.data.tickets.get(&task.into) {
+        Some(_) => ToolArgs::GetTicket(GetTicketArgs { ticket_id: task.into.clone() }),
+        None => ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: task.into.clone() }),
+    };
+    let owner = w.data.tickets.get(&task.into).map_or(task.user.as_str(), |t| t.owner.as_str());
+    let seen = Registry.execute(&w, owner, &args).map(|v| v.to_string()).unwrap_or_default();
+    let n = seen.chars().count();
+    if n > MAX_OBSERVATION_CHARS {
+        let message = format!(
+            "task {}: payload {} makes the result of reading {} {n} characters, but a model is shown {MAX_OBSERVATION_CHARS}: shorten the payload or plant it elsewhere",
+            task.id, attack.id, task.into
+        );
+        return Err(row_error("(matrix)", 0, "into", message));
+    }
+    Ok(())
+}
+
 /// Runs the matrix: every configuration × task × (benign, then each payload), all runs
 /// concurrently on the current runtime, each in a fresh world.
 ///
@@ -577,6 +604,11 @@ async fn run_variant(
 /// is missing from `env`'s world, or a run cannot be carried out.
 pub async fn run_matrix(spec: &MatrixSpec, env: &Env) -> Result<Matrix, ScenarioError> {
     let narrow = MultiEnv::new(env).map_err(|source| ScenarioError::Multi { id: "matrix".into(), source })?;
+    for task in &spec.tasks {
+        for attack in spec.attacks.iter() {
+            check_fits(&env.world, task, attack)?;
+        }
+    }
     let wide = narrow.scopes.widened();
     let shared = Arc::new(Shared { env: env.clone(), narrow, wide, roles: spec.roles });
     let mut handles = Vec::new();

@@ -243,7 +243,7 @@ table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
 th, td { border: 1px solid #d1d5db; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f4f6; } tr.multi td.design { color: #1d4ed8; } td.num { text-align: right; white-space: nowrap; }
 td.bad { background: #fee2e2; color: #991b1b; font-weight: 600; } td.good { background: #dcfce7; color: #166534; }
-td.warn { background: #fef3c7; } td.codes { font-family: ui-monospace, monospace; font-size: 12px; max-width: 420px; }
+td.warn { background: #fef3c7; } td.codes { font-family: ui-monospace, monospace; font-size: 12px; min-width: 300px; }
 .ok { color: #166534; font-weight: 600; } .fail { color: #991b1b; font-weight: 600; }
 figure { margin: 16px 0 24px; } figcaption { font-weight: 600; margin-bottom: 4px; }
 svg.seq { border: 1px solid #e5e7eb; background: #fcfcfd; display: block; }
@@ -343,9 +343,6 @@ pub fn html(rows: &[RowResult], matrix: &Matrix) -> String {
     h.push_str(r#"<section id="matrix"><h2>Defense matrix</h2><p class="lead">Every benign task, as it is and with each catalog payload planted into it, under each configuration. Utility: runs done that called every tool the task needs. Attack success: attacked runs whose effect executed (an e-mail left the outbox). Attempted: attacked runs whose effect was proposed or carried on and refused or held by code. The models are compromised fakes that obey every payload they read: the figures show what the controls do with a model that is fully taken over, not how susceptible a real model is.</p>"#);
     matrix_table(&mut h, matrix);
     h.push_str("</section>");
-    h.push_str(r#"<section id="rows"><h2>Scenario rows</h2>"#);
-    rows_table(&mut h, rows);
-    h.push_str("</section>");
     h.push_str(r#"<section id="diagrams"><h2>Multi-agent runs</h2><p class="lead">Blue: an accepted envelope. Red dashed with a cross: a message the coordinator refused, with its code. Dots: tool calls on a role's lifeline (red refused, amber held for a person, bold red a write that ran).</p>"#);
     for r in rows {
         if let RowResult::Multi(o, run) = r {
@@ -355,6 +352,9 @@ pub fn html(rows: &[RowResult], matrix: &Matrix) -> String {
             h.push_str("</figure>");
         }
     }
+    h.push_str("</section>");
+    h.push_str(r#"<section id="rows"><h2>Scenario rows</h2>"#);
+    rows_table(&mut h, rows);
     h.push_str("</section></body></html>\n");
     h
 }
