@@ -1,5 +1,7 @@
 //! Evaluation: the environment runs are built in, the scenario tables (single-agent and
-//! multi-agent), trace grading, the go/no-go list and the benchmark.
+//! multi-agent), trace grading, the go/no-go list and the benchmark; and the injection
+//! test suite: the attack catalog, rows that plant payloads, the compromised fakes, the
+//! defense matrix, the checkers, JUnit output and the HTML report.
 
 pub mod attacks;
 pub mod bench;
