@@ -332,7 +332,7 @@ pub fn html(rows: &[RowResult], matrix: &Matrix) -> String {
     h.push_str("<h1>rolegate: prompt-injection suite</h1>");
     let _ = write!(
         h,
-        r#"<p class="lead" id="summary">{matching} of {} rows as expected. Defense matrix: {} configurations, {} benign tasks, {} payloads, {} runs; configurations that must stop every effect and did not: <span class="{}">{broken}</span>.</p>"#,
+        r#"<p class="lead" id="summary">{matching} of {} rows as expected. Defense matrix: {} configurations × {} task(s) × (1 benign + {} attacked) = {} runs; configurations that must stop every effect and did not: <span class="{}">{broken}</span>.</p>"#,
         rows.len(),
         matrix.figures.len(),
         matrix.tasks,
