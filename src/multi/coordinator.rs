@@ -18,7 +18,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{Handoff, MultiBudget, Usage};
-use super::envelope::{Body, Envelope, RejectCode, Role, parse_message};
+use super::envelope::{Body, Envelope, InstructionFilter, RejectCode, Role, parse_message_with};
 use super::roles::{
     Assignment, CallRole, RESEARCHER_PROMPT, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker,
 };
@@ -28,7 +28,7 @@ use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
 use crate::agent::{Agent, Observation, Session, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, TokioClock};
 use crate::eval::Env;
-use crate::gate::ToolGate;
+use crate::gate::{ApprovalMode, ToolGate};
 use crate::model::{Decider, LlmClient};
 use crate::world::{World, WorldData};
 
@@ -81,6 +81,11 @@ pub struct MultiConfig {
     pub budget: MultiBudget,
     /// What a refusal does.
     pub on_reject: OnReject,
+    /// The instruction filter of the intake (on unless a defense experiment turns it off).
+    pub filter: InstructionFilter,
+    /// What the roles' gates do with a granted write (roles hold none unless their scopes
+    /// were widened on purpose).
+    pub approval: ApprovalMode,
 }
 
 impl Default for MultiConfig {
@@ -90,6 +95,8 @@ impl Default for MultiConfig {
             claims: ClaimMode::Strict,
             budget: MultiBudget::default(),
             on_reject: OnReject::Stop,
+            filter: InstructionFilter::On,
+            approval: ApprovalMode::Required,
         }
     }
 }
@@ -210,6 +217,15 @@ struct Setup {
     run_id: String,
 }
 
+/// The rules the intake checks a message by: the claim mode and the instruction filter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntakeRules {
+    /// Strict or free-text claims.
+    pub claims: ClaimMode,
+    /// The instruction filter.
+    pub filter: InstructionFilter,
+}
+
 /// Checks a raw text from `sender` completely: [`parse_message`] towards the route
 /// table's recipient, then, for a finding, [`check_support`] against the researcher's
 /// `observations`. Returns the recipient and the body.
@@ -222,12 +238,41 @@ pub fn check_message(
     observations: &[Observation],
     claims: ClaimMode,
 ) -> Result<(Role, Body), RejectCode> {
+    check_message_with(sender, text, observations, IntakeRules { claims, ..IntakeRules::default() })
+}
+
+/// [`check_message`] under `rules`.
+///
+/// # Errors
+/// The first [`RejectCode`] that applies.
+pub fn check_message_with(
+    sender: Role,
+    text: &str,
+    observations: &[Observation],
+    rules: IntakeRules,
+) -> Result<(Role, Body), RejectCode> {
     let Some((recipient, _)) = next_hop(sender) else { return Err(RejectCode::NoRoute) };
-    let body = parse_message(sender, recipient, text)?;
+    check_envelope(sender, recipient, text, observations, rules).map(|body| (recipient, body))
+}
+
+/// Checks a raw text `sender` wants delivered to `recipient` (which need not be the
+/// route's: a wrong one is `no_route`), as the intake would: [`parse_message`], then claim
+/// support for a finding.
+///
+/// # Errors
+/// The first [`RejectCode`] that applies.
+pub fn check_envelope(
+    sender: Role,
+    recipient: Role,
+    text: &str,
+    observations: &[Observation],
+    rules: IntakeRules,
+) -> Result<Body, RejectCode> {
+    let body = parse_message_with(sender, recipient, text, rules.filter)?;
     if let Body::Finding(f) = &body {
-        check_support(f, &Evidence::from_observations(observations), claims)?;
+        check_support(f, &Evidence::from_observations(observations), rules.claims)?;
     }
-    Ok((recipient, body))
+    Ok(body)
 }
 
 /// The coordinator's intake: checks every raw text, numbers the accepted envelopes
@@ -235,7 +280,7 @@ pub fn check_message(
 /// decision. The sender is always the caller's argument: the channel the text came on.
 #[derive(Debug)]
 pub struct Intake {
-    claims: ClaimMode,
+    rules: IntakeRules,
     /// Accepted envelopes, in order (shared with the roles they are forwarded to).
     pub messages: Vec<Arc<Envelope>>,
     /// Refused messages, in order.
@@ -249,7 +294,19 @@ impl Intake {
     pub fn new(run_id: &str, claims: ClaimMode) -> Self {
         let mut trace = Trace::new(run_id);
         trace.role = Some(Role::Coordinator.as_str().to_string());
-        Self { claims, messages: Vec::with_capacity(3), rejected: Vec::new(), trace }
+        Self {
+            rules: IntakeRules { claims, ..IntakeRules::default() },
+            messages: Vec::with_capacity(3),
+            rejected: Vec::new(),
+            trace,
+        }
+    }
+
+    /// This intake with the instruction filter on or off.
+    #[must_use]
+    pub fn with_filter(mut self, filter: InstructionFilter) -> Self {
+        self.rules.filter = filter;
+        self
     }
 
     /// Messages received so far, accepted and refused.
@@ -269,7 +326,7 @@ impl Intake {
         round: u32,
         depth: u32,
     ) -> Result<Arc<Envelope>, RejectCode> {
-        match check_message(sender, text, observations, self.claims) {
+        match check_message_with(sender, text, observations, self.rules) {
             Ok((recipient, body)) => {
                 let env = Envelope {
                     id: format!("m{}", self.messages.len() + 1),
@@ -338,7 +395,9 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
     let world = World::new(env.world.clone());
     let gate = |role: Role| {
         let policy = env.scopes.policy(role).cloned().unwrap_or_default();
-        ToolGate::new(policy, world.clone())
+        let mut gate = ToolGate::new(policy, world.clone());
+        gate.approval = cfg.approval;
+        gate
     };
     let planner =
         CallRole::new(Role::Planner, models.planner, gate(Role::Planner), env.prices.clone(), &cfg.user, &run_id);
@@ -367,7 +426,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         roles.push(handle);
         joins.push(join);
     }
-    let intake = Intake::new(&run_id, cfg.claims);
+    let intake = Intake::new(&run_id, cfg.claims).with_filter(cfg.filter);
     Coordinator {
         run_id,
         goal,

@@ -473,6 +473,18 @@ fn typed(kind: Kind, text: &str) -> Result<Body, RejectCode> {
     if fits { Ok(body) } else { Err(RejectCode::InvalidMessage) }
 }
 
+/// Whether the coordinator scans message strings for instruction-like text. Every run has
+/// it on; off exists so the defense matrix can measure what the filter is worth.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstructionFilter {
+    /// `instruction_like` refusals.
+    #[default]
+    On,
+    /// No scan: every other check still runs.
+    Off,
+}
+
 /// Parses and checks a message `sender` wants delivered to `recipient`: every check but
 /// claim support, in order. The sender is an argument (the channel it came on), never read
 /// from the text; a `sender` member in the text is an unknown field.
@@ -481,6 +493,19 @@ fn typed(kind: Kind, text: &str) -> Result<Body, RejectCode> {
 /// The first [`RejectCode`] that applies. Any input — garbage, huge, deeply nested,
 /// truncated — gives a code, never a panic.
 pub fn parse_message(sender: Role, recipient: Role, text: &str) -> Result<Body, RejectCode> {
+    parse_message_with(sender, recipient, text, InstructionFilter::On)
+}
+
+/// [`parse_message`] with the instruction filter on or off.
+///
+/// # Errors
+/// As [`parse_message`]; with the filter off, never [`RejectCode::InstructionLike`].
+pub fn parse_message_with(
+    sender: Role,
+    recipient: Role,
+    text: &str,
+    filter: InstructionFilter,
+) -> Result<Body, RejectCode> {
     if text.len() > MAX_MESSAGE_BYTES {
         return Err(RejectCode::InvalidMessage);
     }
@@ -490,7 +515,7 @@ pub fn parse_message(sender: Role, recipient: Role, text: &str) -> Result<Body, 
         return Err(RejectCode::NoRoute);
     }
     let body = typed(kind, text)?;
-    if body.any_string(is_instruction_like) {
+    if filter == InstructionFilter::On && body.any_string(is_instruction_like) {
         return Err(RejectCode::InstructionLike);
     }
     Ok(body)
