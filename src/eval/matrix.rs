@@ -522,7 +522,8 @@ async fn run_variant(
                 ..LabConfig::default()
             };
             let mut lab = cfg.build(&env);
-            lab.agent.gate.approval = approval_mode(approval);
+            let policy = std::mem::take(&mut lab.agent.gate.policy);
+            lab.agent.gate.policy = policy.with_approval(approval_mode(approval));
             let run = lab
                 .agent
                 .run(&task.goal, &run_id)

@@ -344,7 +344,8 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         .map_err(|(field, message)| ScenarioError::Row { file: "(row)".into(), line: 0, field, message })?;
     let env = Env { world, policy: row.defenses.policy(&env.policy, &row.task), prices: env.prices.clone() };
     let mut lab = cfg.build(&env);
-    lab.agent.gate.approval = row.defenses.approval();
+    let policy = std::mem::take(&mut lab.agent.gate.policy);
+    lab.agent.gate.policy = policy.with_approval(row.defenses.approval());
     let run = lab
         .agent
         .run(&row.goal, &row.run_id())

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use crate::tools::{ArgError, Registry, ToolArgs, ToolCall};
 use crate::world::World;
 
-pub use policy::{Access, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
+pub use policy::{Access, ApprovalMode, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
 
 /// Errors of the gate module.
 #[derive(Debug, thiserror::Error)]
@@ -64,20 +64,6 @@ impl Refusal {
             Self::NotGranted => "not_granted",
         }
     }
-}
-
-/// What the gate does with a granted write. Every run path builds gates with the default;
-/// the other value exists so the defense matrix can measure what approval is worth.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalMode {
-    /// Park it as `pa-N` for a person; it runs only with an [`ApprovalToken`].
-    #[default]
-    Required,
-    /// Run it at once, under a key the application derives: no person decides. Only a
-    /// gate whose owner sets this field explicitly behaves so (`suite --matrix` and
-    /// scenario rows with `"approval": "off"`).
-    Off,
 }
 
 /// What the gate did with a call.
@@ -263,7 +249,6 @@ pub struct ToolGate {
     /// Parked actions by id.
     pub pending: BTreeMap<String, PendingAction>,
     /// What a granted write does: parks (the default) or runs unattended.
-    pub approval: ApprovalMode,
     /// Calls that passed the allowlist per (run, tool).
     counts: BTreeMap<(String, String), u32>,
 }
@@ -271,15 +256,7 @@ pub struct ToolGate {
 impl ToolGate {
     /// A gate over `world` enforcing `policy`.
     pub fn new(policy: Policy, world: World) -> Self {
-        Self {
-            policy,
-            registry: Registry,
-            world,
-            audit: Vec::new(),
-            pending: BTreeMap::new(),
-            approval: ApprovalMode::Required,
-            counts: BTreeMap::new(),
-        }
+        Self { policy, registry: Registry, world, audit: Vec::new(), pending: BTreeMap::new(), counts: BTreeMap::new() }
     }
 
     /// How many calls of `tool` `run_id` has made through this gate.
@@ -411,7 +388,7 @@ impl ToolGate {
         if !self.policy.allows(task, &call.name) || !self.registry.has(&call.name) {
             return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
         }
-        let mut args = match self.registry.validate(&call.name, &call.arguments) {
+        let args = match self.registry.validate(&call.name, &call.arguments) {
             Ok(a) => a,
             Err(ArgError::UnknownTool) => {
                 return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
@@ -434,16 +411,6 @@ impl ToolGate {
         if access == Access::Write {
             if !self.policy.grants.contains(&call.name) {
                 return refuse(Refusal::NotGranted, format!("{} is not granted", call.name));
-            }
-            if self.approval == ApprovalMode::Off {
-                // unattended: no person, but still no key of the model's choosing
-                if let ToolArgs::SendEmailDraft(a) = &mut args {
-                    a.idempotency_key = derived_idempotency_key(run_id, &call.id);
-                }
-                return match self.registry.execute(&self.world, caller, &args) {
-                    Ok(v) => GateOutcome::Ok(v),
-                    Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
-                };
             }
             let id = format!("pa-{}", self.pending.len() + 1);
             let mut parked = call.clone();
@@ -523,21 +490,6 @@ mod tests {
         assert_eq!(pa.status, PendingStatus::Pending);
         assert_eq!(pa.call.arguments["idempotency_key"], json!(derived_idempotency_key("r1", "pa-1")));
         assert!(g.world.outbox.is_empty(), "parking sends nothing");
-    }
-
-    #[test]
-    fn with_approval_off_a_granted_write_runs_at_once_under_a_derived_key_and_an_ungranted_one_still_not() {
-        let mut g = gate(Policy::bundled().unwrap());
-        g.approval = ApprovalMode::Off;
-        assert_eq!(g.run(&mail(), "reply", "r1", "kwame").code(), "not_granted");
-        assert_eq!(g.run(&mail(), "triage", "r1", "kwame").code(), "not_allowed");
-        let mut g = gate(Policy::bundled().unwrap().with_grant("send_email_draft"));
-        g.approval = ApprovalMode::Off;
-        assert_eq!(g.run(&mail(), "reply", "r1", "kwame").code(), "ok");
-        assert!(g.pending.is_empty());
-        let sent = g.world.outbox.sent();
-        assert_eq!(sent.len(), 1);
-        assert_eq!(sent[0].idempotency_key, derived_idempotency_key("r1", "c1"));
     }
 
     #[test]

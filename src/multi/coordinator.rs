@@ -394,10 +394,8 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
     models.reviewer.bind_cancel(reviewer_cancel.clone());
     let world = World::new(env.world.clone());
     let gate = |role: Role| {
-        let policy = env.scopes.policy(role).cloned().unwrap_or_default();
-        let mut gate = ToolGate::new(policy, world.clone());
-        gate.approval = cfg.approval;
-        gate
+        let policy = env.scopes.policy(role).cloned().unwrap_or_default().with_approval(cfg.approval);
+        ToolGate::new(policy, world.clone())
     };
     let planner =
         CallRole::new(Role::Planner, models.planner, gate(Role::Planner), env.prices.clone(), &cfg.user, &run_id);
