@@ -342,7 +342,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         Arc::new(TokioClock::new()),
         env.prices.clone(),
     );
-    agent.system_prompt = RESEARCHER_PROMPT.to_string();
+    agent.system_prompt = RESEARCHER_PROMPT.into();
     agent.trace_role = Some(Role::Researcher.as_str().to_string());
     let researcher_cancel = token.child_token();
     agent.cancel = researcher_cancel.clone();

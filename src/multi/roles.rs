@@ -443,14 +443,19 @@ impl ResearchRole {
                 return reply;
             }
         };
-        reply.calls = run.state.step();
-        reply.cost = run.ledger().summary().cost;
-        reply.tools = run.calls().to_vec();
-        reply.denied = refusals(run.trace(), Role::Researcher);
-        reply.observations = run.state.observations().to_vec();
-        self.trace.lines.extend_from_slice(&run.trace().lines);
-        match run.reason() {
-            StopReason::Done => reply.text = run.state.answer().unwrap_or_default().to_string(),
+        let reason = run.reason();
+        let crate::agent::Run { state, mut progress } = run;
+        reply.calls = state.step();
+        reply.cost = progress.ledger.summary().cost;
+        reply.tools = std::mem::take(&mut progress.calls);
+        reply.denied = refusals(&progress.trace, Role::Researcher);
+        self.trace.lines.append(&mut progress.trace.lines);
+        if reason == StopReason::Done {
+            reply.text = state.answer().unwrap_or_default().to_string();
+        }
+        reply.observations = state.into_observations();
+        match reason {
+            StopReason::Done => {}
             StopReason::StepBudget if capped => reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit)),
             StopReason::TimeBudget => reply.stop = Some(RoleStop::Budget(MultiReason::TimeBudget)),
             StopReason::CostBudget => reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget)),
