@@ -11,6 +11,7 @@
 //! next round with the verdict's notes.
 
 use std::collections::BTreeMap;
+use std::fmt::Write;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -269,15 +270,11 @@ impl Intake {
     ) -> Result<Arc<Envelope>, RejectCode> {
         match check_message(sender, text, observations, self.claims) {
             Ok((recipient, body)) => {
-                let env = Envelope {
-                    id: format!("m{}", self.messages.len() + 1),
-                    sender,
-                    recipient,
-                    kind: body.kind(),
-                    depth,
-                    body,
-                };
-                let detail = format!("{} {sender}->{recipient} {}", env.id, env.kind);
+                let mut id = String::with_capacity(4);
+                id.push('m');
+                let _ = write!(id, "{}", self.messages.len() + 1);
+                let env = Envelope { id, sender, recipient, kind: body.kind(), depth, body };
+                let detail = [&env.id, " ", sender.as_str(), "->", recipient.as_str(), " ", env.kind.as_str()].concat();
                 self.trace.add(round, TraceKind::Message, "ok", &detail);
                 let env = Arc::new(env);
                 self.messages.push(env.clone());
@@ -285,7 +282,12 @@ impl Intake {
             }
             Err(code) => {
                 let to = next_hop(sender).map_or(Role::Coordinator, |(r, _)| r);
-                self.trace.add(round, TraceKind::Message, code.as_str(), &format!("{sender}->{to}"));
+                self.trace.add(
+                    round,
+                    TraceKind::Message,
+                    code.as_str(),
+                    &[sender.as_str(), "->", to.as_str()].concat(),
+                );
                 self.rejected.push(Rejection { sender, code });
                 Err(code)
             }

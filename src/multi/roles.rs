@@ -10,6 +10,7 @@
 //! tool call is reported as a [`Denial`].
 
 use rust_decimal::Decimal;
+use std::fmt::Write;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -273,7 +274,9 @@ impl CallRole {
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code: code.to_string() });
             return None;
         }
-        let call = ToolCall::new(format!("{}-{}-c{}", self.run_id, self.role, reply.tools.len() + 1), name, arguments);
+        let mut id = String::with_capacity(self.run_id.len() + 16);
+        let _ = write!(id, "{}-{}-c{}", self.run_id, self.role.as_str(), reply.tools.len() + 1);
+        let call = ToolCall::new(id, name, arguments);
         let outcome = self.gate.run(&call, self.task(), &self.run_id, &self.user);
         self.trace.add(step, TraceKind::Tool, outcome.code(), name);
         reply.tools.push(name.to_string());
@@ -299,7 +302,7 @@ impl CallRole {
                 }
             }
             Assignment::Review(finding) => {
-                let source = format!("coordinator:{}", finding.id);
+                let source = ["coordinator:", &finding.id].concat();
                 push_block(&mut user, "envelope", &source, &[("kind", "finding")], &finding.body.to_text());
                 if let Body::Finding(f) = &finding.body {
                     // the reviewer re-reads what its own scope can read, through its own gate
@@ -313,12 +316,14 @@ impl CallRole {
                         }
                         let args = serde_json::json!({ "doc_id": doc });
                         if let Some(outcome) = self.tool(step, "lookup_document", args, &mut reply) {
-                            let id = format!("r{}", reply.tools.len());
+                            let mut id = String::with_capacity(4);
+                            id.push('r');
+                            let _ = write!(id, "{}", reply.tools.len());
                             let (ok, text) = match &outcome {
-                                GateOutcome::Ok(v) => (true, v.to_string()),
-                                other => (false, format!("error {}", other.code())),
+                                GateOutcome::Ok(v) => (true, serde_json::to_string(v).unwrap_or_default()),
+                                other => (false, ["error ", other.code()].concat()),
                             };
-                            let source = format!("tool:lookup_document:{id}");
+                            let source = ["tool:lookup_document:", &id].concat();
                             push_block(&mut user, "observation", &source, &[("id", &id), ("ok", bool_str(ok))], &text);
                         }
                     }
@@ -342,7 +347,8 @@ impl CallRole {
                 return reply;
             }
         };
-        if price.cost(request.estimated_input_tokens(), u64::from(MAX_OUTPUT_TOKENS)) > work.remaining.cost {
+        let input_tokens = request.estimated_input_tokens();
+        if price.cost(input_tokens, u64::from(MAX_OUTPUT_TOKENS)) > work.remaining.cost {
             self.trace.add(step, TraceKind::Stop, "cost_budget", "the worst case of the call is over budget");
             reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
             return reply;
@@ -372,7 +378,7 @@ impl CallRole {
         };
         let (input, output) = match response.usage {
             Some(u) => (u.input_tokens, u.output_tokens),
-            None => (request.estimated_input_tokens(), estimate_tokens(&response.text)),
+            None => (input_tokens, estimate_tokens(&response.text)),
         };
         reply.calls = 1;
         reply.cost = price.cost(input, output);
