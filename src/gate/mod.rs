@@ -248,9 +248,8 @@ pub struct ToolGate {
     pub audit: Vec<AuditEvent>,
     /// Parked actions by id.
     pub pending: BTreeMap<String, PendingAction>,
-    /// What a granted write does: parks (the default) or runs unattended.
-    /// Calls that passed the allowlist per (run, tool).
-    counts: BTreeMap<(String, String), u32>,
+    /// Calls that passed the allowlist, per run and tool.
+    counts: BTreeMap<String, BTreeMap<String, u32>>,
 }
 
 impl ToolGate {
@@ -261,29 +260,44 @@ impl ToolGate {
 
     /// How many calls of `tool` `run_id` has made through this gate.
     pub fn count(&self, run_id: &str, tool: &str) -> u32 {
-        self.counts.get(&(run_id.to_string(), tool.to_string())).copied().unwrap_or(0)
+        self.counts.get(run_id).and_then(|c| c.get(tool)).copied().unwrap_or(0)
     }
 
     /// Sets the counters of `run_id` (used when a run resumes from a checkpoint).
     pub fn restore_counts(&mut self, run_id: &str, counts: &BTreeMap<String, u32>) {
+        if counts.is_empty() {
+            return;
+        }
+        let of_run = self.counts.entry(run_id.to_string()).or_default();
         for (tool, n) in counts {
-            self.counts.insert((run_id.to_string(), tool.clone()), *n);
+            of_run.insert(tool.clone(), *n);
         }
     }
 
     /// The counters of `run_id`, by tool.
     pub fn counts_of(&self, run_id: &str) -> BTreeMap<String, u32> {
-        self.counts.iter().filter(|((r, _), _)| r == run_id).map(|((_, t), n)| (t.clone(), *n)).collect()
+        self.counts.get(run_id).cloned().unwrap_or_default()
     }
 
     fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: &str) {
+        self.record_fingerprinted(call, call.fingerprint(), run_id, caller, outcome);
+    }
+
+    fn record_fingerprinted(
+        &mut self,
+        call: &ToolCall,
+        fingerprint: String,
+        run_id: &str,
+        caller: &str,
+        outcome: &str,
+    ) {
         tracing::debug!(target: "rolegate::gate", run = run_id, caller, tool = %call.name, outcome, "gate");
         self.audit.push(AuditEvent {
             run_id: run_id.to_string(),
             caller: caller.to_string(),
             tool: call.name.clone(),
             outcome: outcome.to_string(),
-            fingerprint: call.fingerprint(),
+            fingerprint,
         });
     }
 
@@ -304,6 +318,23 @@ impl ToolGate {
     ) -> GateOutcome {
         let outcome = self.decide(call, task, run_id, caller, internal);
         self.record(call, run_id, caller, outcome.code());
+        outcome
+    }
+
+    /// As [`ToolGate::run_with`], for a caller that has just taken `fingerprint` of this
+    /// very call (the loop's repeat check), so the audit event does not take it again.
+    pub(crate) fn run_fingerprinted(
+        &mut self,
+        call: &ToolCall,
+        fingerprint: &str,
+        task: &str,
+        run_id: &str,
+        caller: &str,
+        internal: &mut dyn InternalEffects,
+    ) -> GateOutcome {
+        debug_assert_eq!(fingerprint, call.fingerprint());
+        let outcome = self.decide(call, task, run_id, caller, internal);
+        self.record_fingerprinted(call, fingerprint.to_string(), run_id, caller, outcome.code());
         outcome
     }
 
@@ -395,12 +426,20 @@ impl ToolGate {
             }
             Err(ArgError::Invalid(m)) => return refuse(Refusal::InvalidArguments, m),
         };
-        let key = (run_id.to_string(), call.name.clone());
-        let used = self.counts.get(&key).copied().unwrap_or(0);
+        let used = self.count(run_id, &call.name);
         if used >= self.policy.limit_of(&call.name) {
             return refuse(Refusal::CallLimit, format!("{} may run {} times per run", call.name, used));
         }
-        self.counts.insert(key, used + 1);
+        let of_run = match self.counts.get_mut(run_id) {
+            Some(c) => c,
+            None => self.counts.entry(run_id.to_string()).or_default(),
+        };
+        match of_run.get_mut(&call.name) {
+            Some(n) => *n = used + 1,
+            None => {
+                of_run.insert(call.name.clone(), used + 1);
+            }
+        }
         let access = self.policy.access_of(&call.name);
         if access == Access::Internal {
             return match internal.apply(caller, &args) {

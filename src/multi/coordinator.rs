@@ -11,6 +11,7 @@
 //! next round with the verdict's notes.
 
 use std::collections::BTreeMap;
+use std::fmt::Write;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -328,15 +329,11 @@ impl Intake {
     ) -> Result<Arc<Envelope>, RejectCode> {
         match check_message_with(sender, text, observations, self.rules) {
             Ok((recipient, body)) => {
-                let env = Envelope {
-                    id: format!("m{}", self.messages.len() + 1),
-                    sender,
-                    recipient,
-                    kind: body.kind(),
-                    depth,
-                    body,
-                };
-                let detail = format!("{} {sender}->{recipient} {}", env.id, env.kind);
+                let mut id = String::with_capacity(4);
+                id.push('m');
+                let _ = write!(id, "{}", self.messages.len() + 1);
+                let env = Envelope { id, sender, recipient, kind: body.kind(), depth, body };
+                let detail = [&env.id, " ", sender.as_str(), "->", recipient.as_str(), " ", env.kind.as_str()].concat();
                 self.trace.add(round, TraceKind::Message, "ok", &detail);
                 let env = Arc::new(env);
                 self.messages.push(env.clone());
@@ -344,7 +341,12 @@ impl Intake {
             }
             Err(code) => {
                 let to = next_hop(sender).map_or(Role::Coordinator, |(r, _)| r);
-                self.trace.add(round, TraceKind::Message, code.as_str(), &format!("{sender}->{to}"));
+                self.trace.add(
+                    round,
+                    TraceKind::Message,
+                    code.as_str(),
+                    &[sender.as_str(), "->", to.as_str()].concat(),
+                );
                 self.rejected.push(Rejection { sender, code });
                 Err(code)
             }
@@ -409,7 +411,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         Arc::new(TokioClock::new()),
         env.prices.clone(),
     );
-    agent.system_prompt = RESEARCHER_PROMPT.to_string();
+    agent.system_prompt = RESEARCHER_PROMPT.into();
     agent.trace_role = Some(Role::Researcher.as_str().to_string());
     agent.cancel = researcher_cancel.clone();
     let researcher = ResearchRole::new(agent, &run_id);
