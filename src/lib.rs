@@ -19,7 +19,8 @@
 //!   coordinator that checks every message.
 //! - [`security`]: instruction-like text, secrets, personal data, redaction.
 //! - [`cost`]: usage ledger, price table, token estimate, clocks.
-//! - [`eval`]: the environment runs are built in and the scenario tables.
+//! - [`eval`]: the environment runs are built in, the scenario tables, the attack catalog,
+//!   the defense matrix, the checkers and the report.
 //! - [`design`]: designs side by side (fixed, plan, ReAct, PolicyPal) and their tables.
 //! - [`cli`]: the `rolegate` command line (thin: it parses and calls the library).
 //!

@@ -32,3 +32,8 @@ mod hardening_trace;
 mod multi_actors;
 mod multi_parsers;
 mod multi_table;
+
+mod suite_checkers;
+mod suite_matrix;
+mod suite_report;
+mod suite_rows;

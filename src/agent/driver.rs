@@ -7,21 +7,22 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::RunBudget;
 use super::proposal::{Proposal, parse_proposal};
-use super::state::{AgentState, StateError, Status, StopReason};
+use super::state::{AgentState, Observation, StateError, Status, StopReason};
 use super::trace::{Trace, TraceKind};
 use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estimate_tokens};
-use crate::gate::{GateOutcome, Refusal, ToolGate};
+use crate::gate::{GateOutcome, NoInternalEffects, Refusal, ToolGate};
 use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::blocks::push_block;
 use crate::model::{Decider, LlmRequest, LlmResponse, Message, ModelError};
-use crate::tools::{ToolCall, fact_of, fingerprint};
+use crate::tools::{Registry, TOOL_NAMES, ToolCall, fact_of, fingerprint};
 
 /// The trusted system prompt of the single-agent loop, `data/prompts/single.txt`.
 pub const SINGLE_PROMPT: &str = include_str!("../../data/prompts/single.txt");
@@ -186,8 +187,8 @@ pub struct Agent {
     pub cancel: CancellationToken,
     /// Checkpoint hooks, called at the top of every step.
     pub on_step: Vec<StepHook>,
-    /// The trusted system prompt.
-    pub system_prompt: String,
+    /// The trusted system prompt (a built-in one is borrowed, not copied per agent).
+    pub system_prompt: Cow<'static, str>,
     /// The role this agent plays in a multi-agent run; its trace lines carry it.
     pub trace_role: Option<String>,
 }
@@ -226,7 +227,7 @@ impl Agent {
             checks: CheckMode::Full,
             cancel: CancellationToken::new(),
             on_step: Vec::new(),
-            system_prompt: SINGLE_PROMPT.to_string(),
+            system_prompt: Cow::Borrowed(SINGLE_PROMPT),
             trace_role: None,
         }
     }
@@ -266,22 +267,26 @@ impl Agent {
         self.gate.restore_counts(&run_id, &progress.tool_counts);
         let started = self.clock.now();
         let worked_before = progress.worked;
-        let mut cached: Option<LlmRequest> = None;
+        let mut cached: Option<Prepared> = None;
         loop {
             progress.worked = worked_before + self.clock.now().saturating_sub(started);
             if self.cancel.is_cancelled() {
-                return self.end(state.stop(StopReason::Cancelled)?, progress);
+                return self.end(state.into_stopped(StopReason::Cancelled)?, progress);
             }
-            progress.tool_counts = self.gate.counts_of(&run_id);
+            // the counts are for the hooks (every ending sets them again in `end`)
+            if !self.on_step.is_empty() {
+                progress.tool_counts = self.gate.counts_of(&run_id);
+            }
             for hook in &mut self.on_step {
                 hook(&state, &progress).map_err(AgentError::Checkpoint)?;
             }
-            let request = self.next_request(&mut cached, &state);
-            if let Some(reason) = self.over_budget(&state, request, &progress)? {
-                return self.end(state.stop(reason)?, progress);
+            let prepared = self.next_request(&mut cached, &state);
+            let (request, tokens) = (&prepared.request, prepared.input_tokens());
+            if let Some(reason) = self.over_budget(&state, request, tokens, &progress)? {
+                return self.end(state.into_stopped(reason)?, progress);
             }
-            state = state.next_step()?;
-            match self.step(state, request, &mut progress).await? {
+            state = state.into_next_step()?;
+            match self.step(state, request, tokens, &mut progress).await? {
                 Step::Continue(s) => state = s,
                 Step::End(s) => {
                     progress.worked = worked_before + self.clock.now().saturating_sub(started);
@@ -295,6 +300,7 @@ impl Agent {
         &mut self,
         state: AgentState,
         request: &LlmRequest,
+        input_tokens: u64,
         progress: &mut Progress,
     ) -> Result<Step, AgentError> {
         let step = state.step();
@@ -307,86 +313,106 @@ impl Agent {
         let response = match answer {
             None => {
                 progress.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
-                return Ok(Step::End(state.stop(StopReason::Cancelled)?));
+                return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
             }
             Some(Err(ModelError::Failed { code, message })) => {
                 progress.trace.add(step, TraceKind::Model, code, &message);
-                return Ok(Step::End(state.stop(StopReason::ModelError)?));
+                return Ok(Step::End(state.into_stopped(StopReason::ModelError)?));
             }
             Some(Err(crash)) => return Err(AgentError::Model(crash)),
             Some(Ok(r)) => r,
         };
         if !self.decider.is_free() {
-            progress.ledger.add(self.usage(request, &response, state.run_id())?);
+            progress.ledger.add(self.usage(request, input_tokens, &response, state.run_id())?);
         }
         let parsed = parse_proposal(&response.text);
         let model_code = parsed.as_ref().map_or_else(|e| e.as_str(), |_| "ok");
         progress.trace.add(step, TraceKind::Model, model_code, &response.text);
-        let (proposal, code) = match parsed {
+        let (proposal, code, fingerprint) = match parsed {
             Ok(p) => {
-                let code = self.check(&p, &state, &progress.seen);
-                progress.trace.add(step, TraceKind::Check, code.as_str(), &format!("{} {}", p.action(), p.tool()));
-                (Some(p), code.as_str())
+                let (code, fingerprint) = self.checked(&p, &state, &progress.seen);
+                let (action, tool) = (p.action(), p.tool());
+                let mut detail = String::with_capacity(action.len() + 1 + tool.len());
+                detail.push_str(action);
+                detail.push(' ');
+                detail.push_str(tool);
+                progress.trace.add(step, TraceKind::Check, code.as_str(), &detail);
+                (Some(p), code.as_str(), fingerprint)
             }
-            Err(e) => (None, e.as_str()),
+            Err(e) => (None, e.as_str(), None),
         };
         if code == CheckCode::RepeatedCall.as_str() {
-            return Ok(Step::End(state.stop(StopReason::RepeatedCall)?));
+            return Ok(Step::End(state.into_stopped(StopReason::RepeatedCall)?));
         }
         let (state, code) = match proposal {
             Some(Proposal::Finish { answer, sources }) if code == "ok" => {
-                return match state.finish(&answer, &sources) {
-                    Ok(done) => Ok(Step::End(done)),
+                return match state.may_finish(&answer, &sources) {
+                    Ok(()) => Ok(Step::End(state.into_finished(&answer, &sources)?)),
                     // only reachable when checks are off: the state itself refuses
                     Err(_) => {
-                        let (s, _) = state.observe(false, "rejected", "rejected: unsupported_finish")?;
+                        let s = state.into_observed(false, "rejected", "rejected: unsupported_finish")?;
                         Ok(self.after_bad(s, progress, false)?)
                     }
                 };
             }
             Some(Proposal::Call { tool, arguments }) if code == "ok" => {
                 if self.cancel.is_cancelled() {
-                    return Ok(Step::End(state.stop(StopReason::Cancelled)?));
+                    return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
                 }
-                let call = ToolCall::new(format!("{}-c{step}", state.run_id()), tool, arguments);
-                progress.seen.insert(call.fingerprint());
-                progress.calls.push(call.name.clone());
+                let call = ToolCall::new(call_id(state.run_id(), step), tool, arguments);
+                // the check took the fingerprint of this very tool and these arguments
+                let fingerprint = fingerprint.unwrap_or_else(|| call.fingerprint());
                 let outcome = match self.guarded.as_mut() {
                     Some(memory) => {
                         let mut effects = MemoryEffects { memory, observations: state.observations() };
-                        let user = &self.session.user_id;
-                        self.gate.run_with_async(&call, &self.task, state.run_id(), user, &mut effects).await
+                        let (task, user) = (&self.task, &self.session.user_id);
+                        self.gate
+                            .run_fingerprinted_async(&call, &fingerprint, task, state.run_id(), user, &mut effects)
+                            .await
                     }
-                    None => self.gate.run_async(&call, &self.task, state.run_id(), &self.session.user_id).await,
+                    None => {
+                        let (task, user) = (&self.task, &self.session.user_id);
+                        let internal = &mut NoInternalEffects;
+                        self.gate
+                            .run_fingerprinted_async(&call, &fingerprint, task, state.run_id(), user, internal)
+                            .await
+                    }
                 };
+                progress.seen.insert(fingerprint);
+                progress.calls.push(call.name.clone());
                 progress.trace.add(step, TraceKind::Tool, outcome.code(), &call.name);
                 if call.name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {
                     progress.trace.add(step, TraceKind::Memory, outcome.code(), "remember");
                 }
                 match outcome {
-                    GateOutcome::NeedsApproval { pending_id } => return Ok(Step::End(state.wait(&pending_id)?)),
+                    GateOutcome::NeedsApproval { pending_id } => {
+                        return Ok(Step::End(state.into_waiting(&pending_id)?));
+                    }
                     GateOutcome::Refused { code: Refusal::CallLimit, .. } => {
-                        return Ok(Step::End(state.stop(StopReason::CallLimit)?));
+                        return Ok(Step::End(state.into_stopped(StopReason::CallLimit)?));
                     }
                     GateOutcome::Ok(data) => {
                         let text = serde_json::to_string(&data).unwrap_or_default();
-                        let (s, obs) = state.observe(true, &call.name, &text)?;
-                        self.remember(&call.name, &data, &obs.id, step, progress);
+                        let s = state.into_observed(true, &call.name, &text)?;
+                        if self.memory.is_some() {
+                            let obs_id = s.observations().last().map(|o| o.id.clone()).unwrap_or_default();
+                            self.remember(&call.name, &data, &obs_id, step, progress);
+                        }
                         (s, "ok")
                     }
                     GateOutcome::Refused { code, message } => {
-                        let (s, _) =
-                            state.observe(false, &call.name, &format!("error {}: {message}", code.as_str()))?;
+                        let s =
+                            state.into_observed(false, &call.name, &format!("error {}: {message}", code.as_str()))?;
                         (s, code.as_str())
                     }
                     GateOutcome::Failed { code, message } => {
-                        let (s, _) = state.observe(false, &call.name, &format!("error {code}: {message}"))?;
+                        let s = state.into_observed(false, &call.name, &format!("error {code}: {message}"))?;
                         (s, code)
                     }
                 }
             }
             _ => {
-                let (s, _) = state.observe(false, "rejected", &format!("rejected: {code}"))?;
+                let s = state.into_observed(false, "rejected", &format!("rejected: {code}"))?;
                 (s, code)
             }
         };
@@ -396,7 +422,7 @@ impl Agent {
     fn after_bad(&self, state: AgentState, progress: &mut Progress, ok: bool) -> Result<Step, AgentError> {
         progress.bad = if ok { 0 } else { progress.bad + 1 };
         if progress.bad >= self.budget.max_stuck {
-            return Ok(Step::End(state.stop(StopReason::Stuck)?));
+            return Ok(Step::End(state.into_stopped(StopReason::Stuck)?));
         }
         Ok(Step::Continue(state))
     }
@@ -410,10 +436,17 @@ impl Agent {
 
     /// The loop's own check of a proposal, before anything runs.
     pub fn check(&self, p: &Proposal, state: &AgentState, seen: &BTreeSet<String>) -> CheckCode {
+        self.checked(p, state, seen).0
+    }
+
+    /// As [`Agent::check`], with the fingerprint of the call when the check took it (a call
+    /// that passed the allowlist and the argument schema), so the step does not take it
+    /// again for the repeat rule and the gate's audit.
+    fn checked(&self, p: &Proposal, state: &AgentState, seen: &BTreeSet<String>) -> (CheckCode, Option<String>) {
         if self.checks == CheckMode::TrustModel {
-            return CheckCode::Ok;
+            return (CheckCode::Ok, None);
         }
-        match p {
+        let code = match p {
             Proposal::Finish { answer, sources } => {
                 let good: Vec<&str> = state.observations().iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
                 if !answer.trim().is_empty()
@@ -430,19 +463,21 @@ impl Agent {
                     CheckCode::NotAllowed
                 } else if self.gate.registry.validate(tool, arguments).is_err() {
                     CheckCode::InvalidArguments
-                } else if seen.contains(&fingerprint(tool, arguments)) {
-                    CheckCode::RepeatedCall
                 } else {
-                    CheckCode::Ok
+                    let fp = fingerprint(tool, arguments);
+                    let code = if seen.contains(&fp) { CheckCode::RepeatedCall } else { CheckCode::Ok };
+                    return (code, Some(fp));
                 }
             }
-        }
+        };
+        (code, None)
     }
 
     fn over_budget(
         &self,
         state: &AgentState,
         request: &LlmRequest,
+        input_tokens: u64,
         progress: &Progress,
     ) -> Result<Option<StopReason>, AgentError> {
         let b = &self.budget;
@@ -454,7 +489,7 @@ impl Agent {
         }
         if !self.decider.is_free() {
             let price = self.prices.price(&request.model)?;
-            let worst = price.cost(request.estimated_input_tokens(), u64::from(request.max_tokens));
+            let worst = price.cost(input_tokens, u64::from(request.max_tokens));
             if progress.ledger.summary().cost + worst > b.max_cost {
                 return Ok(Some(StopReason::CostBudget));
             }
@@ -462,10 +497,16 @@ impl Agent {
         Ok(None)
     }
 
-    fn usage(&self, request: &LlmRequest, response: &LlmResponse, run_id: &str) -> Result<UsageRecord, AgentError> {
+    fn usage(
+        &self,
+        request: &LlmRequest,
+        input_tokens: u64,
+        response: &LlmResponse,
+        run_id: &str,
+    ) -> Result<UsageRecord, AgentError> {
         let (input, output) = match response.usage {
             Some(u) => (u.input_tokens, u.output_tokens),
-            None => (request.estimated_input_tokens(), estimate_tokens(&response.text)),
+            None => (input_tokens, estimate_tokens(&response.text)),
         };
         let price = self.prices.price(&request.model)?;
         Ok(UsageRecord {
@@ -481,11 +522,14 @@ impl Agent {
     /// and every observation as untrusted, source-tagged blocks.
     pub fn request(&self, state: &AgentState) -> LlmRequest {
         let tools: Vec<_> = self.gate.policy.tools_for(&self.task).filter_map(|t| self.gate.registry.spec(t)).collect();
-        let mut system = String::with_capacity(self.system_prompt.len() + 32 + 120 * tools.len());
+        let lines: Vec<&str> = tools.iter().map(|t| tool_line(t.name)).collect();
+        let mut system = String::with_capacity(
+            self.system_prompt.len() + TOOLS_HEADER.len() + lines.iter().map(|l| l.len()).sum::<usize>(),
+        );
         system.push_str(&self.system_prompt);
-        system.push_str("\nTools for this task:\n");
-        for t in &tools {
-            system.push_str(&format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"]));
+        system.push_str(TOOLS_HEADER);
+        for line in lines {
+            system.push_str(line);
         }
         LlmRequest {
             model: self.decider.model().to_string(),
@@ -496,17 +540,34 @@ impl Agent {
     }
 
     /// The request for the next step of a drive: the trusted part (system message, tools)
-    /// does not change during a run, so only the untrusted blocks are rebuilt.
-    fn next_request<'r>(&self, cached: &'r mut Option<LlmRequest>, state: &AgentState) -> &'r LlmRequest {
-        match cached {
-            Some(request) => {
-                if let Some(user) = request.messages.last_mut() {
-                    user.content = self.user_blocks(state);
+    /// does not change during a run, and the untrusted blocks only grow (the goal, then
+    /// one block per observation), so only the new observations' blocks are appended.
+    /// With memory the notes may change between steps, and the blocks are written anew.
+    fn next_request<'r>(&self, cached: &'r mut Option<Prepared>, state: &AgentState) -> &'r Prepared {
+        let observations = state.observations();
+        let prepared = match cached {
+            None => cached.insert(Prepared::new(self.request(state), observations.len())),
+            Some(prepared) => {
+                let memory = self.memory.is_some() || self.guarded.is_some();
+                if let Some(user) = prepared.request.messages.last_mut() {
+                    if !memory && prepared.written <= observations.len() {
+                        let before = user.content.len();
+                        for o in &observations[prepared.written..] {
+                            push_observation(&mut user.content, o);
+                        }
+                        prepared.user_chars += char_count(&user.content[before..]);
+                    } else {
+                        user.content = self.user_blocks(state);
+                        prepared.user_chars = char_count(&user.content);
+                    }
                 }
-                request
+                prepared.written = observations.len();
+                prepared
             }
-            None => cached.insert(self.request(state)),
-        }
+        };
+        debug_assert_eq!(prepared.request.user_text(), self.user_blocks(state));
+        debug_assert_eq!(prepared.input_tokens(), prepared.request.estimated_input_tokens());
+        prepared
     }
 
     /// The untrusted part of a request: the goal, memory and every observation as blocks.
@@ -524,18 +585,7 @@ impl Agent {
             }
         }
         for o in state.observations() {
-            let source = if o.tool == "rejected" {
-                format!("loop:rejected:{}", o.id)
-            } else {
-                format!("tool:{}:{}", o.tool, o.id)
-            };
-            push_block(
-                &mut user,
-                "observation",
-                &source,
-                &[("id", &o.id), ("ok", if o.ok { "true" } else { "false" })],
-                &o.text,
-            );
+            push_observation(&mut user, o);
         }
         user
     }
@@ -543,8 +593,76 @@ impl Agent {
     /// Ends a run: the stop line, the final call counts.
     pub(crate) fn end(&self, state: AgentState, mut progress: Progress) -> Result<Run, AgentError> {
         let code = state.reason().map_or("running", StopReason::as_str);
-        progress.trace.add(state.step(), TraceKind::Stop, code, &format!("status={}", state.status().name()));
+        progress.trace.add(state.step(), TraceKind::Stop, code, &["status=", state.status().name()].concat());
         progress.tool_counts = self.gate.counts_of(state.run_id());
         Ok(Run { state, progress })
     }
+}
+
+/// The request of one drive, kept from step to step, with what its token estimate needs.
+struct Prepared {
+    request: LlmRequest,
+    /// How many of the state's observations the user message holds.
+    written: usize,
+    /// Estimated tokens of the messages before the last, which do not change.
+    fixed_tokens: u64,
+    /// Characters of the last (user) message.
+    user_chars: u64,
+}
+
+impl Prepared {
+    fn new(request: LlmRequest, written: usize) -> Self {
+        let n = request.messages.len().saturating_sub(1);
+        let fixed_tokens = request.messages[..n].iter().map(|m| estimate_tokens(&m.content) + 4).sum();
+        let user_chars = request.messages.last().map_or(0, |m| char_count(&m.content));
+        Self { request, written, fixed_tokens, user_chars }
+    }
+
+    /// [`LlmRequest::estimated_input_tokens`], without counting the unchanged text again.
+    fn input_tokens(&self) -> u64 {
+        let user = if self.request.messages.is_empty() { 0 } else { self.user_chars.div_ceil(4) + 4 };
+        self.fixed_tokens + user
+    }
+}
+
+fn char_count(text: &str) -> u64 {
+    text.chars().count() as u64
+}
+
+/// The line that introduces the tool list of the system message.
+const TOOLS_HEADER: &str = "\nTools for this task:\n";
+
+/// The system message's line for one tool, written once per tool (the specs are fixed).
+fn tool_line(name: &str) -> &'static str {
+    static LINES: LazyLock<Vec<(&'static str, String)>> = LazyLock::new(|| {
+        TOOL_NAMES
+            .iter()
+            .filter_map(|n| Registry.spec(n))
+            .map(|t| (t.name, format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"])))
+            .collect()
+    });
+    LINES.iter().find(|(n, _)| *n == name).map_or("", |(_, l)| l.as_str())
+}
+
+/// Appends one observation's block (the source tells a tool's result from a refusal).
+fn push_observation(out: &mut String, o: &Observation) {
+    let kind = if o.tool == "rejected" { "loop:rejected:" } else { "tool:" };
+    let mut source = String::with_capacity(kind.len() + o.tool.len() + 1 + o.id.len());
+    source.push_str(kind);
+    if o.tool != "rejected" {
+        source.push_str(&o.tool);
+        source.push(':');
+    }
+    source.push_str(&o.id);
+    push_block(out, "observation", &source, &[("id", &o.id), ("ok", if o.ok { "true" } else { "false" })], &o.text);
+}
+
+/// The id of the call made at `step` of `run_id`: `<run>-c<step>`.
+fn call_id(run_id: &str, step: u32) -> String {
+    use std::fmt::Write;
+    let mut id = String::with_capacity(run_id.len() + 12);
+    id.push_str(run_id);
+    id.push_str("-c");
+    let _ = write!(id, "{step}");
+    id
 }

@@ -90,11 +90,22 @@ pub fn parse_proposal(text: &str) -> Result<Proposal, ProposalError> {
     if text.len() > MAX_PROPOSAL_BYTES {
         return Err(ProposalError::InvalidProposal);
     }
-    let value: Value = serde_json::from_str(text).map_err(|_| ProposalError::NotJson)?;
-    if !value.is_object() {
-        return Err(ProposalError::NotJson);
-    }
-    let raw: Raw = serde_json::from_value(value).map_err(|_| ProposalError::InvalidProposal)?;
+    // One pass straight into the proposal's shape, for a text that is an object (serde
+    // would also read a struct from an array). When it succeeds the text is one JSON object
+    // without unknown or repeated members, which the two passes below would have read into
+    // the very same `Raw`; when it fails, they decide which code applies.
+    let object = text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{');
+    let direct = if object { serde_json::from_str::<Raw>(text).ok() } else { None };
+    let raw = match direct {
+        Some(raw) => raw,
+        None => {
+            let value: Value = serde_json::from_str(text).map_err(|_| ProposalError::NotJson)?;
+            if !value.is_object() {
+                return Err(ProposalError::NotJson);
+            }
+            serde_json::from_value(value).map_err(|_| ProposalError::InvalidProposal)?
+        }
+    };
     match raw.action.as_str() {
         "call" => {
             let tool = raw.tool.filter(|t| !t.is_empty() && t.len() <= 64).ok_or(ProposalError::InvalidProposal)?;
@@ -153,5 +164,23 @@ mod tests {
         assert_eq!(parse_proposal(&huge), Err(ProposalError::InvalidProposal));
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         assert_eq!(parse_proposal(&deep), Err(ProposalError::InvalidProposal));
+        // what the one-pass read must leave to the two passes
+        let more = [
+            (r#"["call","get_ticket",{"ticket_id":"T-601"},null,null]"#, ProposalError::NotJson),
+            (r#"{"action":7,"tool":"x""#, ProposalError::NotJson),
+            (r#" {"action":"finish","answer":"x","sources":["o1"]} x"#, ProposalError::NotJson),
+        ];
+        for (text, code) in more {
+            assert_eq!(parse_proposal(text), Err(code), "{text}");
+        }
+        // a repeated member: the last one counts, as when the text is read as a value first
+        assert!(matches!(
+            parse_proposal(r#"{"action":"call","action":"finish","answer":"x","sources":["o1"]}"#),
+            Ok(Proposal::Finish { .. })
+        ));
+        assert!(matches!(
+            parse_proposal("\n {\"action\":\"call\",\"tool\":\"get_ticket\",\"arguments\":{\"ticket_id\":\"T-601\"}}"),
+            Ok(Proposal::Call { .. })
+        ));
     }
 }

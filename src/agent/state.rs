@@ -227,6 +227,29 @@ fn valid_run_id(id: &str) -> bool {
     (1..=40).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+const ANSWER_TOO_LONG: &str = "the answer must be at most 600 characters";
+const BAD_OBSERVATION: &str = "observations must be numbered o1, o2, … and come from past steps";
+const SOURCE_NOT_OBSERVED: &str = "every source must be a successful observation of this run";
+const DONE_NEEDS_SUPPORT: &str = "done needs an answer and the observations that support it";
+const AWAITING_NEEDS_ID: &str = "awaiting_approval needs a pending action id";
+
+/// The rules of the `n`th observation (1-based) of a state at `step`.
+fn check_observation(o: &Observation, n: usize, step: u32) -> Result<(), StateError> {
+    if !is_observation_id(&o.id, n) || o.step > step {
+        return Err(StateError::Invalid(BAD_OBSERVATION));
+    }
+    if longer_than(&o.text, MAX_OBSERVATION_CHARS) {
+        return Err(StateError::Invalid("an observation's text is too long"));
+    }
+    Ok(())
+}
+
+/// Every source must be a successful observation.
+fn check_sources(sources: &[String], observations: &[Observation]) -> Result<(), StateError> {
+    let good = |s: &String| observations.iter().any(|o| o.ok && o.id == *s);
+    if sources.iter().all(good) { Ok(()) } else { Err(StateError::Invalid(SOURCE_NOT_OBSERVED)) }
+}
+
 impl TryFrom<RawState> for AgentState {
     type Error = StateError;
 
@@ -239,20 +262,12 @@ impl TryFrom<RawState> for AgentState {
             return invalid("the goal must be 1 to 300 characters");
         }
         if longer_than(&raw.answer, MAX_ANSWER_CHARS) {
-            return invalid("the answer must be at most 600 characters");
+            return invalid(ANSWER_TOO_LONG);
         }
         for (i, o) in raw.observations.iter().enumerate() {
-            if !is_observation_id(&o.id, i + 1) || o.step > raw.step {
-                return invalid("observations must be numbered o1, o2, … and come from past steps");
-            }
-            if longer_than(&o.text, MAX_OBSERVATION_CHARS) {
-                return invalid("an observation's text is too long");
-            }
+            check_observation(o, i + 1, raw.step)?;
         }
-        let good = |s: &String| raw.observations.iter().any(|o| o.ok && o.id == *s);
-        if !raw.sources.iter().all(good) {
-            return invalid("every source must be a successful observation of this run");
-        }
+        check_sources(&raw.sources, &raw.observations)?;
         let status = match raw.status.as_str() {
             "running" => {
                 if !raw.reason.is_empty()
@@ -270,7 +285,7 @@ impl TryFrom<RawState> for AgentState {
                     || raw.sources.is_empty()
                     || !raw.pending_id.is_empty()
                 {
-                    return invalid("done needs an answer and the observations that support it");
+                    return invalid(DONE_NEEDS_SUPPORT);
                 }
                 Status::Done { answer: raw.answer, sources: raw.sources }
             }
@@ -290,7 +305,7 @@ impl TryFrom<RawState> for AgentState {
                     || !raw.answer.is_empty()
                     || !raw.sources.is_empty()
                 {
-                    return invalid("awaiting_approval needs a pending action id");
+                    return invalid(AWAITING_NEEDS_ID);
                 }
                 Status::AwaitingApproval { pending_id: raw.pending_id }
             }
@@ -422,21 +437,79 @@ impl AgentState {
         matches!(self.status, Status::Done { .. } | Status::Stopped { .. })
     }
 
-    fn to(&self, status: Status, step: u32, observations: Vec<Observation>) -> Result<Self, StateError> {
+    /// What a move to `status` at `step` (appending `new` to the observations) must pass
+    /// besides the transition table: the rules a loaded state passes, restricted to what
+    /// the move changes. Everything else was checked when `self` was made (every state is
+    /// made by loading or by a move, so every state passed them) and is kept as it is.
+    /// The checks run in the order loading runs them, so a move is refused with the error
+    /// loading would give.
+    fn check_move(&self, status: &Status, step: u32, new: Option<&Observation>) -> Result<(), StateError> {
+        let invalid = |m| Err(StateError::Invalid(m));
+        if let Status::Done { answer, .. } = status {
+            if longer_than(answer, MAX_ANSWER_CHARS) {
+                return invalid(ANSWER_TOO_LONG);
+            }
+        }
+        // the kept observations were numbered and bounded when they were checked; only
+        // their steps are compared again when the step changes
+        if step != self.step && self.observations.iter().any(|o| o.step > step) {
+            return invalid(BAD_OBSERVATION);
+        }
+        if let Some(o) = new {
+            check_observation(o, self.observations.len() + 1, step)?;
+        }
+        match status {
+            // no reason, answer, sources or pending action: nothing else to check
+            Status::Running => Ok(()),
+            Status::Done { answer, sources } => {
+                // a move that finishes adds no observation
+                check_sources(sources, &self.observations)?;
+                if answer.trim().is_empty() || sources.is_empty() { invalid(DONE_NEEDS_SUPPORT) } else { Ok(()) }
+            }
+            Status::Stopped { reason } => {
+                if matches!(reason, StopReason::Done | StopReason::NeedsApproval) {
+                    Err(StateError::UnknownReason(reason.as_str().to_string()))
+                } else {
+                    Ok(())
+                }
+            }
+            Status::AwaitingApproval { pending_id } => {
+                if pending_id.is_empty() {
+                    invalid(AWAITING_NEEDS_ID)
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// The move to `status` at `step`, appending `new`: the transition table, then
+    /// [`AgentState::check_move`]. Taking the state by value, the move keeps its strings
+    /// and observations without copying them. In debug builds (the tests) every move is
+    /// also checked through the whole loading path, and the two must agree.
+    fn moved(self, status: Status, step: u32, new: Option<Observation>) -> Result<Self, StateError> {
         if !self.status.may_go_to(&status) {
             return Err(StateError::BadTransition { from: self.status.name(), to: status.name().into() });
         }
-        let next = AgentState {
-            run_id: self.run_id.clone(),
-            user_id: self.user_id.clone(),
-            task: self.task.clone(),
-            goal: self.goal.clone(),
-            status,
-            step,
-            observations,
+        let checked = self.check_move(&status, step, new.as_ref());
+        #[cfg(debug_assertions)]
+        let loaded = {
+            let mut next = self.clone();
+            next.status = status.clone();
+            next.step = step;
+            next.observations.extend(new.clone());
+            Self::try_from(RawState::from(next))
         };
-        // checked again, through the same rules a loaded state passes
-        Self::try_from(RawState::from(next))
+        let result = checked.map(|()| {
+            let mut next = self;
+            next.status = status;
+            next.step = step;
+            next.observations.extend(new);
+            next
+        });
+        #[cfg(debug_assertions)]
+        assert_eq!(result, loaded, "a move and loading disagree on a state");
+        result
     }
 
     /// The next step (running → running).
@@ -444,10 +517,26 @@ impl AgentState {
     /// # Errors
     /// [`StateError::BadTransition`] unless running.
     pub fn next_step(&self) -> Result<Self, StateError> {
+        self.clone().into_next_step()
+    }
+
+    /// As [`AgentState::next_step`], taking the state.
+    pub(crate) fn into_next_step(self) -> Result<Self, StateError> {
         if self.status != Status::Running {
             return Err(StateError::BadTransition { from: self.status.name(), to: "running (next step)".into() });
         }
-        self.to(Status::Running, self.step + 1, self.observations.clone())
+        let step = self.step + 1;
+        self.moved(Status::Running, step, None)
+    }
+
+    fn observation(&self, ok: bool, tool: &str, text: &str) -> Observation {
+        Observation {
+            id: format!("o{}", self.observations.len() + 1),
+            step: self.step,
+            tool: clip(tool, 40).to_string(),
+            ok,
+            text: clip(text, MAX_OBSERVATION_CHARS).to_string(),
+        }
     }
 
     /// Records an observation; returns the new state and the observation.
@@ -455,16 +544,16 @@ impl AgentState {
     /// # Errors
     /// [`StateError::BadTransition`] unless running.
     pub fn observe(&self, ok: bool, tool: &str, text: &str) -> Result<(Self, Observation), StateError> {
-        let obs = Observation {
-            id: format!("o{}", self.observations.len() + 1),
-            step: self.step,
-            tool: clip(tool, 40).to_string(),
-            ok,
-            text: clip(text, MAX_OBSERVATION_CHARS).to_string(),
-        };
-        let mut all = self.observations.clone();
-        all.push(obs.clone());
-        Ok((self.to(Status::Running, self.step, all)?, obs))
+        let obs = self.observation(ok, tool, text);
+        let step = self.step;
+        Ok((self.clone().moved(Status::Running, step, Some(obs.clone()))?, obs))
+    }
+
+    /// As [`AgentState::observe`], taking the state; the observation is its last.
+    pub(crate) fn into_observed(self, ok: bool, tool: &str, text: &str) -> Result<Self, StateError> {
+        let obs = self.observation(ok, tool, text);
+        let step = self.step;
+        self.moved(Status::Running, step, Some(obs))
     }
 
     /// Finishes with an answer backed by successful observations.
@@ -473,8 +562,26 @@ impl AgentState {
     /// [`StateError::Invalid`] without an answer, without sources or with a source that is
     /// not a successful observation; [`StateError::BadTransition`] unless running.
     pub fn finish(&self, answer: &str, sources: &[String]) -> Result<Self, StateError> {
+        self.clone().into_finished(answer, sources)
+    }
+
+    /// Whether [`AgentState::finish`] would succeed, without making the state.
+    ///
+    /// # Errors
+    /// The error [`AgentState::finish`] would give.
+    pub(crate) fn may_finish(&self, answer: &str, sources: &[String]) -> Result<(), StateError> {
         let done = Status::Done { answer: answer.to_string(), sources: sources.to_vec() };
-        self.to(done, self.step, self.observations.clone())
+        if !self.status.may_go_to(&done) {
+            return Err(StateError::BadTransition { from: self.status.name(), to: done.name().into() });
+        }
+        self.check_move(&done, self.step, None)
+    }
+
+    /// As [`AgentState::finish`], taking the state.
+    pub(crate) fn into_finished(self, answer: &str, sources: &[String]) -> Result<Self, StateError> {
+        let done = Status::Done { answer: answer.to_string(), sources: sources.to_vec() };
+        let step = self.step;
+        self.moved(done, step, None)
     }
 
     /// Stops for `reason`.
@@ -483,7 +590,13 @@ impl AgentState {
     /// [`StateError::UnknownReason`] for `done` and `needs_approval` (they have their own
     /// moves); [`StateError::BadTransition`] from a final state.
     pub fn stop(&self, reason: StopReason) -> Result<Self, StateError> {
-        self.to(Status::Stopped { reason }, self.step, self.observations.clone())
+        self.clone().into_stopped(reason)
+    }
+
+    /// As [`AgentState::stop`], taking the state.
+    pub(crate) fn into_stopped(self, reason: StopReason) -> Result<Self, StateError> {
+        let step = self.step;
+        self.moved(Status::Stopped { reason }, step, None)
     }
 
     /// Parks the run until a person decides on `pending_id`.
@@ -491,8 +604,13 @@ impl AgentState {
     /// # Errors
     /// [`StateError::Invalid`] for an empty id; [`StateError::BadTransition`] unless running.
     pub fn wait(&self, pending_id: &str) -> Result<Self, StateError> {
-        let s = Status::AwaitingApproval { pending_id: pending_id.to_string() };
-        self.to(s, self.step, self.observations.clone())
+        self.clone().into_waiting(pending_id)
+    }
+
+    /// As [`AgentState::wait`], taking the state.
+    pub(crate) fn into_waiting(self, pending_id: &str) -> Result<Self, StateError> {
+        let step = self.step;
+        self.moved(Status::AwaitingApproval { pending_id: pending_id.to_string() }, step, None)
     }
 
     /// Resumes a parked run (awaiting_approval → running); legal from no other status.
@@ -503,7 +621,12 @@ impl AgentState {
         if !matches!(self.status, Status::AwaitingApproval { .. }) {
             return Err(StateError::BadTransition { from: self.status.name(), to: "running by resume".into() });
         }
-        self.to(Status::Running, self.step, self.observations.clone())
+        self.clone().moved(Status::Running, self.step, None)
+    }
+
+    /// The observations, taking the state (what a finished run hands on).
+    pub(crate) fn into_observations(self) -> Vec<Observation> {
+        self.observations
     }
 }
 

@@ -23,6 +23,9 @@ pub struct BenchArgs {
     /// Runs parked inside the researcher for the memory figure (0 skips it).
     #[arg(long, default_value_t = 20_000)]
     pub parked: usize,
+    /// Rounds of the coordinator's intake over m01's three messages (0 skips it).
+    #[arg(long, default_value_t = 200_000)]
+    pub envelope_rounds: u64,
     /// A Python peer measured in this session, `NAME=RUNS_PER_SEC` (repeatable).
     #[arg(long = "python-peer")]
     pub python_peer: Vec<String>,
@@ -147,7 +150,7 @@ pub(crate) async fn run(args: BenchArgs) -> u8 {
         concurrent: args.concurrent,
         inflight: args.inflight,
         parked: args.parked,
-        ..BenchOptions::default()
+        envelope_rounds: args.envelope_rounds,
     };
     // the driver is itself a runtime task, like the peers' drivers
     let task = tokio::spawn(async move { bench(&Arc::clone(&env), &opts).await });

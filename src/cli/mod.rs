@@ -3,12 +3,14 @@
 
 mod approvals;
 mod bench;
+mod check;
 mod compare;
 mod design;
 mod desk;
 mod model_args;
 mod outbox;
 mod parked;
+mod report;
 pub mod run_multi;
 mod suite;
 
@@ -42,6 +44,8 @@ pub enum Format {
     Table,
     /// One JSON object per line.
     Jsonl,
+    /// A JUnit XML document (one test case per row or configuration).
+    Junit,
 }
 
 /// Formats of a single report (`bench`).
@@ -74,7 +78,22 @@ pub enum Command {
         /// A model per role for the multi rows (default: --model).
         #[command(flatten)]
         role_models: RoleModelArgs,
+        /// Run the defense matrix instead: every benign task, as it is and with each
+        /// payload of the catalog planted, under every defense configuration.
+        #[arg(long)]
+        matrix: bool,
+        /// The attack catalog (default: the bundled data/attacks.jsonl).
+        #[arg(long, value_name = "FILE")]
+        attacks: Option<std::path::PathBuf>,
+        /// --matrix: the benign tasks (default: the bundled data/benign_tasks.jsonl).
+        #[arg(long, value_name = "FILE")]
+        tasks: Option<std::path::PathBuf>,
     },
+    /// Check JSON Lines of envelopes, proposals or memory writes with the library's own
+    /// checks; one JSON verdict line per input line.
+    Check(check::CheckArgs),
+    /// Run the suite and the defense matrix and write one self-contained HTML page.
+    Report(report::ReportArgs),
     /// Run one goal and print its trace.
     Run {
         /// The goal.
@@ -207,9 +226,21 @@ pub fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            Command::Suite { files, format, model, model_args, role_models } => {
-                suite::suite(&files, format, model.as_deref(), &role_models, &model_args).await
+            Command::Suite { files, format, model, model_args, role_models, matrix, attacks, tasks } => {
+                suite::suite(suite::SuiteArgs {
+                    files: &files,
+                    format,
+                    model: model.as_deref(),
+                    model_args: &model_args,
+                    role_models: &role_models,
+                    matrix,
+                    attacks: attacks.as_deref(),
+                    tasks: tasks.as_deref(),
+                })
+                .await
             }
+            Command::Check(args) => check::run(&args),
+            Command::Report(args) => report::run(args).await,
             Command::Run {
                 goal,
                 design,

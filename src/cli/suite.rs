@@ -1,18 +1,35 @@
-//! `rolegate suite` (both tables) and `rolegate run` (single design).
+//! `rolegate suite` (the scenario tables, or the defense matrix) and `rolegate run`
+//! (single design).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, ModelArgs, RoleModelArgs, out};
-use crate::eval::multi_scenarios::{AnyRow, MultiOutcome, bundled_multi, parse_any_table, run_multi, run_multi_with};
-use crate::eval::scenarios::{SingleOutcome, bundled_single, run_single_with};
-use crate::eval::{DeciderSpec, Env, LabConfig};
+use crate::eval::attacks::{Attack, bundled_attacks, parse_catalog};
+use crate::eval::matrix::{Matrix, MatrixSpec, bundled_tasks, parse_tasks, run_matrix};
+use crate::eval::multi_scenarios::{AnyRow, bundled_multi, parse_any_table_with};
+use crate::eval::scenarios::bundled_single;
+use crate::eval::suite::{RowResult, run_rows};
+use crate::eval::{DeciderSpec, Env, LabConfig, junit};
 use crate::model::ModelSpec;
 use crate::multi::{Behaviours, MultiEnv, RoleSetup};
 
+/// The catalog: `file`, or the bundled one.
+pub(crate) fn catalog(file: Option<&Path>) -> Result<Arc<[Attack]>, String> {
+    match file {
+        None => bundled_attacks().map_err(|e| e.to_string()),
+        Some(f) => {
+            let name = f.display().to_string();
+            let text = std::fs::read_to_string(f).map_err(|e| format!("{name}: {e}"))?;
+            parse_catalog(&text, &name).map(Arc::from).map_err(|e| e.to_string())
+        }
+    }
+}
+
 /// The rows to run: with no file, the bundled single-agent table then the bundled
 /// multi-agent one; with files, each line is a single or a multi row by its `design`.
-fn load(files: &[PathBuf]) -> Result<Vec<AnyRow>, String> {
+/// Catalog ids in rows are looked up in `catalog`.
+pub(crate) fn load(files: &[PathBuf], catalog: &[Attack]) -> Result<Vec<AnyRow>, String> {
     if files.is_empty() {
         let mut rows: Vec<AnyRow> =
             bundled_single().map_err(|e| e.to_string())?.into_iter().map(AnyRow::Single).collect();
@@ -23,9 +40,26 @@ fn load(files: &[PathBuf]) -> Result<Vec<AnyRow>, String> {
     for f in files {
         let name = f.display().to_string();
         let text = std::fs::read_to_string(f).map_err(|e| format!("{name}: {e}"))?;
-        rows.extend(parse_any_table(&text, &name).map_err(|e| e.to_string())?);
+        rows.extend(parse_any_table_with(&text, &name, catalog).map_err(|e| e.to_string())?);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(dup) = rows.iter().find(|r| !seen.insert(r.id().to_string())) {
+        return Err(format!("row id {} is used in more than one file", dup.id()));
     }
     Ok(rows)
+}
+
+/// The matrix spec: `tasks` and `attacks` files, or the bundled ones.
+pub(crate) fn matrix_spec(tasks: Option<&Path>, attacks: Option<&Path>) -> Result<MatrixSpec, String> {
+    let tasks = match tasks {
+        None => bundled_tasks().map_err(|e| e.to_string())?,
+        Some(f) => {
+            let name = f.display().to_string();
+            let text = std::fs::read_to_string(f).map_err(|e| format!("{name}: {e}"))?;
+            parse_tasks(&text, &name).map_err(|e| e.to_string())?
+        }
+    };
+    Ok(MatrixSpec { tasks, attacks: catalog(attacks)?, ..MatrixSpec::bundled().map_err(|e| e.to_string())? })
 }
 
 /// What `--model` (and the per-role flags) select: the single rows' decider, the multi
@@ -52,112 +86,150 @@ fn model_setup(model: Option<&str>, roles: &RoleModelArgs, args: &ModelArgs) -> 
     Ok(Models { decider, roles: (!setup.all_fake()).then_some(setup), env })
 }
 
-/// What one row did.
-enum Outcome {
-    Single(SingleOutcome),
-    Multi(MultiOutcome),
+/// Everything `suite` and `report` share: the rows and the environments to run them in.
+pub(crate) struct Loaded {
+    pub rows: Vec<AnyRow>,
+    pub env: Arc<Env>,
+    pub menv: Arc<MultiEnv>,
+    pub decider: Option<DeciderSpec>,
+    pub roles: Option<RoleSetup>,
 }
 
-impl Outcome {
-    fn matches(&self) -> bool {
-        match self {
-            Self::Single(o) => o.matches,
-            Self::Multi(o) => o.matches,
-        }
-    }
-
-    fn emails(&self) -> usize {
-        match self {
-            Self::Single(o) => o.emails,
-            Self::Multi(o) => o.emails,
-        }
-    }
-
-    fn line(&self, format: Format) -> String {
-        match (self, format) {
-            (Self::Single(o), Format::Table) => o.table_line(),
-            (Self::Multi(o), Format::Table) => o.table_line(),
-            (Self::Single(o), Format::Jsonl) => serde_json::to_string(o).unwrap_or_default(),
-            (Self::Multi(o), Format::Jsonl) => serde_json::to_string(o).unwrap_or_default(),
-        }
-    }
-}
-
-/// Runs the tables and prints one line per row, in table order. Rows are independent
-/// (each builds its own world), so they all run concurrently. With `model`, every single
-/// row runs with that model instead of its fake; an `openai:` model (or a per-role one)
-/// also replaces the role behaviours of the multi rows (a `fake:` kind leaves them be).
-pub(crate) async fn suite(
+pub(crate) fn load_all(
     files: &[PathBuf],
-    format: Format,
+    attacks: Option<&Path>,
     model: Option<&str>,
     role_models: &RoleModelArgs,
     args: &ModelArgs,
-) -> u8 {
-    let rows = match load(files) {
+) -> Result<Loaded, String> {
+    let catalog = catalog(attacks)?;
+    let rows = load(files, &catalog)?;
+    let Models { decider, roles, env } = model_setup(model, role_models, args)?;
+    let menv = MultiEnv::new(&env).map_err(|e| e.to_string())?;
+    Ok(Loaded { rows, env: Arc::new(env), menv, decider, roles })
+}
+
+/// Runs every row; `Err` names the first row that could not be carried out.
+pub(crate) async fn results(loaded: Loaded) -> Result<Vec<RowResult>, String> {
+    run_rows(loaded.rows, &loaded.env, &loaded.menv, loaded.decider.as_ref(), loaded.roles.as_ref())
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
+}
+
+/// What `suite` was asked for.
+pub(crate) struct SuiteArgs<'a> {
+    pub files: &'a [PathBuf],
+    pub format: Format,
+    pub model: Option<&'a str>,
+    pub model_args: &'a ModelArgs,
+    pub role_models: &'a RoleModelArgs,
+    pub matrix: bool,
+    pub attacks: Option<&'a Path>,
+    pub tasks: Option<&'a Path>,
+}
+
+/// Runs the tables (or the matrix) and prints the outcome, in table order. Rows are
+/// independent (each builds its own world), so they all run concurrently. With `model`,
+/// every single row runs with that model instead of its fake; an `openai:` model (or a
+/// per-role one) also replaces the role behaviours of the multi rows (a `fake:` kind leaves
+/// them be).
+pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
+    if a.matrix {
+        return matrix(&a).await;
+    }
+    if a.tasks.is_some() {
+        eprintln!("rolegate: --tasks is for --matrix");
+        return EXIT_USAGE;
+    }
+    let loaded = match load_all(a.files, a.attacks, a.model, a.role_models, a.model_args) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let results = match results(loaded).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rolegate: {e}");
             return EXIT_USAGE;
         }
     };
-    let envs = model_setup(model, role_models, args).and_then(|Models { decider, roles, env }| {
-        let menv = MultiEnv::new(&env).map_err(|e| e.to_string())?;
-        Ok((Arc::new(env), menv, decider, roles))
-    });
-    let (env, menv, decider, roles) = match envs {
-        Ok(e) => e,
+    let matching = results.iter().filter(|r| r.matches()).count();
+    match a.format {
+        Format::Junit => {
+            let _ = out(junit::rows(&results).trim_end());
+        }
+        Format::Table | Format::Jsonl => {
+            for r in &results {
+                let line = if a.format == Format::Table { r.table_line() } else { r.json_line() };
+                if !out(&line) {
+                    break;
+                }
+            }
+            if a.format == Format::Table {
+                let emails: usize = results.iter().map(RowResult::emails).sum();
+                out(&format!(
+                    "{matching} of {} rows match their expectation; e-mails sent in all rows: {emails}",
+                    results.len()
+                ));
+            }
+        }
+    }
+    if matching == results.len() { EXIT_OK } else { EXIT_MISMATCH }
+}
+
+async fn matrix(a: &SuiteArgs<'_>) -> u8 {
+    if !a.files.is_empty() || a.model.is_some() {
+        eprintln!(
+            "rolegate: --matrix runs the benign tasks and the catalog (--tasks, --attacks), not scenario files or --model"
+        );
+        return EXIT_USAGE;
+    }
+    let m = match matrix_spec(a.tasks, a.attacks) {
+        Ok(spec) => match Env::bundled() {
+            Ok(env) => run_matrix(&spec, &env).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(e) => Err(e),
+    };
+    let m: Matrix = match m {
+        Ok(m) => m,
         Err(e) => {
             eprintln!("rolegate: {e}");
             return EXIT_USAGE;
         }
     };
-    let tasks: Vec<_> = rows
-        .into_iter()
-        .map(|row| {
-            let (env, menv, decider, roles) = (env.clone(), menv.clone(), decider.clone(), roles.clone());
-            tokio::spawn(async move {
-                match row {
-                    AnyRow::Single(r) => match r.lab_config() {
-                        Ok(cfg) => {
-                            let cfg = match decider {
-                                Some(d) => LabConfig { decider: d, ..cfg },
-                                None => cfg,
-                            };
-                            run_single_with(&r, &env, cfg).await.map(Outcome::Single)
-                        }
-                        Err(e) => Err(e),
-                    },
-                    AnyRow::Multi(r) => match roles {
-                        Some(setup) => run_multi_with(&r, &menv, setup.with_behaviours(r.roles).models()).await,
-                        None => run_multi(&r, &menv).await,
-                    }
-                    .map(|(_, o)| Outcome::Multi(o)),
+    match a.format {
+        Format::Junit => {
+            let _ = out(junit::matrix(&m).trim_end());
+        }
+        Format::Jsonl => {
+            for f in &m.figures {
+                if !out(&serde_json::to_string(f).unwrap_or_default()) {
+                    break;
                 }
-                .map_err(|e| e.to_string())
-            })
-        })
-        .collect();
-    let (mut total, mut matching, mut emails) = (0, 0, 0);
-    for task in tasks {
-        let outcome = match task.await.map_err(|e| e.to_string()).and_then(|r| r) {
-            Ok(o) => o,
-            Err(e) => {
-                eprintln!("rolegate: {e}");
-                return EXIT_USAGE;
             }
-        };
-        total += 1;
-        matching += usize::from(outcome.matches());
-        emails += outcome.emails();
-        if !out(&outcome.line(format)) {
-            break;
+        }
+        Format::Table => {
+            for l in m.table_lines() {
+                if !out(&l) {
+                    break;
+                }
+            }
+            let broken = m.figures.iter().filter(|f| !f.holds).count();
+            out(&format!(
+                "{} configurations x {} tasks x (1 benign + {} attacked) = {} runs; configurations that must stop every effect and did not: {broken}",
+                m.figures.len(),
+                m.tasks,
+                m.attacks,
+                m.runs.len()
+            ));
         }
     }
-    if format == Format::Table {
-        out(&format!("{matching} of {total} rows match their expectation; e-mails sent in all rows: {emails}"));
-    }
-    if matching == total { EXIT_OK } else { EXIT_MISMATCH }
+    if m.holds() { EXIT_OK } else { EXIT_MISMATCH }
 }
 
 /// Runs one goal and prints the trace and the outcome.

@@ -67,6 +67,9 @@ pub enum DeciderSpec {
     Fixed(crate::model::FixedPlan),
     /// A scripted model (e.g. the research script).
     Scripted(ScriptedModel),
+    /// The compromised fake: sensible, except that it does what any of these planted
+    /// payloads asks as soon as it reads one (see [`super::compromised`]).
+    Compromised(Arc<[super::attacks::Attack]>),
     /// A model behind an OpenAI-compatible server. The run's clock is then tokio time
     /// (real in the binary), so the time budget counts the server's real latency; `slow`
     /// does not apply.
@@ -184,6 +187,9 @@ impl LabConfig {
             DeciderSpec::Fixed(plan) => Box::new(plan.clone()),
             DeciderSpec::Http(cfg) => Box::new(ModelDecider::new(HttpClient::new(cfg.clone()))),
             DeciderSpec::Scripted(model) => Box::new(ModelDecider::new(model.clone())),
+            DeciderSpec::Compromised(planted) => {
+                Box::new(ModelDecider::new(super::compromised::CompromisedModel::new(planted.clone())))
+            }
             DeciderSpec::Fake(kind) => match self.slow {
                 Some(per_call) => Box::new(ModelDecider::new(SlowClient {
                     inner: FakeModel::new(*kind),

@@ -11,9 +11,13 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::scenarios::{MAX_ROW_BYTES, ScenarioError, SingleRow, parse_single_row};
+use super::attacks::{Attack, AttackVerdict, bundled_attacks, multi_verdict};
+use super::compromised::{CompromisedResearcher, CompromisedReviewer};
+use super::rows::{Compromised, Extensions, RowAttack, RowDefenses, WorldPatch, row_world};
+use super::scenarios::{MAX_ROW_BYTES, ScenarioError, SingleRow, parse_single_row_with};
 use crate::multi::{
-    Behaviours, ClaimMode, MultiBudget, MultiConfig, MultiEnv, MultiReason, MultiRun, OnReject, RejectCode, RoleModels,
+    Behaviours, ClaimMode, MultiBudget, MultiConfig, MultiEnv, MultiReason, MultiRun, OnReject, RejectCode,
+    ResearcherKind, ReviewerKind, RoleModels,
 };
 
 /// The bundled multi-agent table, `data/multi_scenarios.jsonl`.
@@ -62,6 +66,9 @@ pub struct MultiExpect {
     pub denied: Vec<String>,
     /// E-mails sent.
     pub emails: usize,
+    /// What the run did about its planted payload (rows with an `attack` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<AttackVerdict>,
 }
 
 /// One multi-agent row.
@@ -91,8 +98,25 @@ pub struct MultiRow {
     /// Limits.
     #[serde(default)]
     pub limits: MultiLimits,
+    /// Users, tickets and documents this row adds to (or replaces in) the world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<WorldPatch>,
+    /// A payload the runner plants into the world before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<RowAttack>,
+    /// The defenses (`filter`, `scopes`, `approval`; on and narrow by default; `claims`
+    /// is its own field).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub defenses: RowDefenses,
+    /// Roles run by the compromised fakes instead of their `roles` behaviour.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub compromised: Compromised,
     /// The expectation.
     pub expect: MultiExpect,
+}
+
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
 }
 
 fn row_error(file: &str, line: usize, field: &str, message: String) -> ScenarioError {
@@ -104,12 +128,25 @@ fn row_error(file: &str, line: usize, field: &str, message: String) -> ScenarioE
 /// # Errors
 /// [`ScenarioError::Row`] naming the field.
 pub fn parse_multi_row(text: &str, file: &str, line: usize) -> Result<MultiRow, ScenarioError> {
+    parse_multi_row_with(text, file, line, &bundled_attacks()?)
+}
+
+/// [`parse_multi_row`] with catalog ids looked up in `catalog`.
+///
+/// # Errors
+/// [`ScenarioError::Row`] naming the field.
+pub fn parse_multi_row_with(
+    text: &str,
+    file: &str,
+    line: usize,
+    catalog: &[Attack],
+) -> Result<MultiRow, ScenarioError> {
     let err = |field: &str, message: String| row_error(file, line, field, message);
     if text.len() > MAX_ROW_BYTES {
         return Err(err("(row)", format!("longer than {MAX_ROW_BYTES} bytes")));
     }
     let de = &mut serde_json::Deserializer::from_str(text);
-    let row: MultiRow = serde_path_to_error::deserialize(de).map_err(|e| {
+    let mut row: MultiRow = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { "(row)".to_string() } else { path };
         err(&field, e.into_inner().to_string())
@@ -140,6 +177,19 @@ pub fn parse_multi_row(text: &str, file: &str, line: usize) -> Result<MultiRow, 
             return Err(err(&format!("expect.denied[{i}]"), format!("{d:?} is not role:tool:code")));
         }
     }
+    if row.defenses.loop_check.is_some() {
+        let message = "the roles' own checks are always on in a multi row (single rows may turn theirs off)".into();
+        return Err(err("defenses.loop_check", message));
+    }
+    if row.compromised.researcher.is_some() && row.roles.researcher != ResearcherKind::default() {
+        return Err(err("compromised.researcher", "roles.researcher already chooses the researcher's model".into()));
+    }
+    if row.compromised.reviewer.is_some() && row.roles.reviewer != ReviewerKind::default() {
+        return Err(err("compromised.reviewer", "roles.reviewer already chooses the reviewer's model".into()));
+    }
+    let mut ext =
+        Extensions { world: row.world.as_ref(), attack: row.attack.as_mut(), expect_attack: row.expect.attack };
+    ext.check(catalog).map_err(|(field, message)| err(&field, message))?;
     Ok(row)
 }
 
@@ -190,6 +240,14 @@ fn is_multi(text: &str, file: &str, line: usize) -> Result<bool, ScenarioError> 
 /// # Errors
 /// The first bad row, or a repeated id.
 pub fn parse_any_table(text: &str, file: &str) -> Result<Vec<AnyRow>, ScenarioError> {
+    parse_any_table_with(text, file, &bundled_attacks()?)
+}
+
+/// [`parse_any_table`] with catalog ids looked up in `catalog`.
+///
+/// # Errors
+/// The first bad row, or a repeated id.
+pub fn parse_any_table_with(text: &str, file: &str, catalog: &[Attack]) -> Result<Vec<AnyRow>, ScenarioError> {
     let mut rows: Vec<AnyRow> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
@@ -197,9 +255,9 @@ pub fn parse_any_table(text: &str, file: &str) -> Result<Vec<AnyRow>, ScenarioEr
             continue;
         }
         let row = if is_multi(trimmed, file, i + 1)? {
-            AnyRow::Multi(parse_multi_row(trimmed, file, i + 1)?)
+            AnyRow::Multi(parse_multi_row_with(trimmed, file, i + 1, catalog)?)
         } else {
-            AnyRow::Single(parse_single_row(trimmed, file, i + 1)?)
+            AnyRow::Single(parse_single_row_with(trimmed, file, i + 1, catalog)?)
         };
         if rows.iter().any(|r| r.id() == row.id()) {
             return Err(row_error(file, i + 1, "id", format!("{} is used twice", row.id())));
@@ -214,6 +272,7 @@ pub fn parse_any_table(text: &str, file: &str) -> Result<Vec<AnyRow>, ScenarioEr
 /// # Errors
 /// As [`parse_any_table`], and a single-agent row is refused on `design`.
 pub fn parse_multi_table(text: &str, file: &str) -> Result<Vec<MultiRow>, ScenarioError> {
+    let catalog = bundled_attacks()?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
@@ -224,7 +283,7 @@ pub fn parse_multi_table(text: &str, file: &str) -> Result<Vec<MultiRow>, Scenar
             let message = "a multi-agent table holds only rows with \"design\": \"multi\"".to_string();
             return Err(row_error(file, i + 1, "design", message));
         }
-        let row = parse_multi_row(trimmed, file, i + 1)?;
+        let row = parse_multi_row_with(trimmed, file, i + 1, &catalog)?;
         if out.iter().any(|r: &MultiRow| r.id == row.id) {
             return Err(row_error(file, i + 1, "id", format!("{} is used twice", row.id)));
         }
@@ -257,6 +316,8 @@ impl MultiRow {
                 max_seconds: l.max_seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()).unwrap_or(d.max_seconds),
                 max_cost: l.max_cost.unwrap_or(d.max_cost),
             },
+            filter: self.defenses.filter(),
+            approval: self.defenses.approval(),
         }
     }
 
@@ -286,6 +347,9 @@ pub struct MultiOutcome {
     pub emails: usize,
     /// Model calls over all roles.
     pub role_calls: u32,
+    /// What the run did about its planted payload, for a row with an `attack`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attack: Option<AttackVerdict>,
     /// True when every expectation holds.
     pub matches: bool,
     /// What differs, one entry per field.
@@ -314,6 +378,12 @@ impl MultiOutcome {
         if run.emails != e.emails {
             mismatches.push(format!("emails: expected {}, got {}", e.emails, run.emails));
         }
+        let attack = row.attack.as_ref().and_then(RowAttack::attack).map(|a| multi_verdict(&a.effect, run));
+        if let (Some(want), Some(got)) = (e.attack, attack) {
+            if want != got {
+                mismatches.push(format!("attack: expected {want}, got {got}"));
+            }
+        }
         Self {
             table: "multi",
             id: row.id.clone(),
@@ -323,6 +393,7 @@ impl MultiOutcome {
             denied,
             emails: run.emails,
             role_calls: run.role_calls,
+            attack,
             matches: mismatches.is_empty(),
             mismatches,
         }
@@ -331,8 +402,9 @@ impl MultiOutcome {
     /// One table line.
     pub fn table_line(&self) -> String {
         let codes: Vec<&str> = self.rejected.iter().map(|c| c.as_str()).collect();
+        let attack = self.attack.map(|a| format!(" attack={a}")).unwrap_or_default();
         format!(
-            "{:<5} {:<17} msgs={} rejected=[{}] denied=[{}] emails={} {}",
+            "{:<5} {:<17} msgs={} rejected=[{}] denied=[{}] emails={}{attack} {}",
             self.id,
             self.reason.as_str(),
             self.messages,
@@ -349,15 +421,47 @@ impl MultiOutcome {
 /// # Errors
 /// [`ScenarioError::Multi`] when the run cannot be carried out.
 pub async fn run_multi(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(MultiRun, MultiOutcome), ScenarioError> {
-    run_multi_with(row, env, RoleModels::fakes(row.roles)).await
+    let (env, planted) = row_env(row, env)?;
+    let mut models = RoleModels::fakes(row.roles);
+    if let Some(mode) = row.compromised.researcher {
+        models.researcher = Box::new(CompromisedResearcher { mode, planted: planted.clone() });
+    }
+    if let Some(mode) = row.compromised.reviewer {
+        models.reviewer = Box::new(CompromisedReviewer { mode, planted });
+    }
+    run_in(row, &env, models).await
+}
+
+/// The environment a row runs in: the shared one, or a copy with the row's own world
+/// records, planted payload and role scopes; and the payloads it planted.
+fn row_env(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(Arc<MultiEnv>, Arc<[Attack]>), ScenarioError> {
+    let (world, planted) = row_world(&env.world, row.world.as_ref(), row.attack.as_ref())
+        .map_err(|(field, message)| row_error("(row)", 0, &field, message))?;
+    let env = if Arc::ptr_eq(&world, &env.world) && row.defenses.scopes.is_none() {
+        env.clone()
+    } else {
+        let scopes = row.defenses.role_scopes(&env.scopes);
+        Arc::new(MultiEnv { world, prices: env.prices.clone(), scopes })
+    };
+    Ok((env, planted))
 }
 
 /// Runs one row with `models` instead of its fakes (e.g. a real model for some or all
-/// roles) and compares it with the row's expectation.
+/// roles), in the row's world, and compares it with the row's expectation.
 ///
 /// # Errors
-/// [`ScenarioError::Multi`] when the run cannot be carried out.
+/// [`ScenarioError::Multi`] when the run cannot be carried out; [`ScenarioError::Row`]
+/// when the row's world does not build.
 pub async fn run_multi_with(
+    row: &MultiRow,
+    env: &Arc<MultiEnv>,
+    models: RoleModels,
+) -> Result<(MultiRun, MultiOutcome), ScenarioError> {
+    let (env, _) = row_env(row, env)?;
+    run_in(row, &env, models).await
+}
+
+async fn run_in(
     row: &MultiRow,
     env: &Arc<MultiEnv>,
     models: RoleModels,

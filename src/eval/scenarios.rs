@@ -7,9 +7,14 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::attacks::{Attack, AttackVerdict, bundled_attacks, single_verdict};
+use super::rows::{Extensions, RowAttack, RowDefenses, WorldPatch, row_world};
 use super::{DeciderSpec, Env, LabConfig};
 use crate::agent::{AgentError, StopReason};
 use crate::model::FakeKind;
+
+/// The `model` value of the compromised fake (see [`super::compromised`]).
+pub const COMPROMISED: &str = "compromised";
 
 /// The bundled single-agent table, `data/scenarios.jsonl`.
 pub const BUNDLED_SINGLE: &str = include_str!("../../data/scenarios.jsonl");
@@ -92,6 +97,9 @@ pub struct SingleExpect {
     pub calls: Vec<String>,
     /// E-mails sent.
     pub emails: usize,
+    /// What the run did about its planted payload (rows with an `attack` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<AttackVerdict>,
 }
 
 /// One single-agent row.
@@ -123,8 +131,21 @@ pub struct SingleRow {
     /// Limits.
     #[serde(default)]
     pub limits: Limits,
+    /// Users, tickets and documents this row adds to (or replaces in) the world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<WorldPatch>,
+    /// A payload the runner plants into the world before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<RowAttack>,
+    /// The defenses (`scopes`, `loop_check`, `approval`; all on and narrow by default).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub defenses: RowDefenses,
     /// The expectation.
     pub expect: SingleExpect,
+}
+
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
 }
 
 const STATUSES: [&str; 4] = ["running", "awaiting_approval", "done", "stopped"];
@@ -134,13 +155,26 @@ const STATUSES: [&str; 4] = ["running", "awaiting_approval", "done", "stopped"];
 /// # Errors
 /// [`ScenarioError::Row`] naming the field.
 pub fn parse_single_row(text: &str, file: &str, line: usize) -> Result<SingleRow, ScenarioError> {
+    parse_single_row_with(text, file, line, &bundled_attacks()?)
+}
+
+/// [`parse_single_row`] with catalog ids looked up in `catalog`.
+///
+/// # Errors
+/// [`ScenarioError::Row`] naming the field.
+pub fn parse_single_row_with(
+    text: &str,
+    file: &str,
+    line: usize,
+    catalog: &[Attack],
+) -> Result<SingleRow, ScenarioError> {
     let err =
         |field: &str, message: String| ScenarioError::Row { file: file.into(), line, field: field.into(), message };
     if text.len() > MAX_ROW_BYTES {
         return Err(err("(row)", format!("longer than {MAX_ROW_BYTES} bytes")));
     }
     let de = &mut serde_json::Deserializer::from_str(text);
-    let row: SingleRow = serde_path_to_error::deserialize(de).map_err(|e| {
+    let mut row: SingleRow = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         // a field with an empty name has an empty path: name the row instead
         let field = if path.is_empty() || path == "." { "(row)".to_string() } else { path };
@@ -152,7 +186,9 @@ pub fn parse_single_row(text: &str, file: &str, line: usize) -> Result<SingleRow
     {
         return Err(err("id", "must be 1 to 32 of letters, digits, - and _".into()));
     }
-    row.model.parse::<FakeKind>().map_err(|m| err("model", m))?;
+    if row.model != COMPROMISED {
+        row.model.parse::<FakeKind>().map_err(|m| err("model", format!("{m}, or {COMPROMISED}")))?;
+    }
     if row.goal.trim().is_empty() || row.goal.chars().count() > crate::agent::MAX_GOAL_CHARS {
         return Err(err("goal", "must be 1 to 300 characters".into()));
     }
@@ -169,6 +205,13 @@ pub fn parse_single_row(text: &str, file: &str, line: usize) -> Result<SingleRow
     if !STATUSES.contains(&row.expect.status.as_str()) {
         return Err(err("expect.status", format!("must be one of {}", STATUSES.join(", "))));
     }
+    if row.defenses.filter.is_some() {
+        let message = "the single-agent loop has no instruction filter (a multi row's coordinator has)".into();
+        return Err(err("defenses.filter", message));
+    }
+    let mut ext =
+        Extensions { world: row.world.as_ref(), attack: row.attack.as_mut(), expect_attack: row.expect.attack };
+    ext.check(catalog).map_err(|(field, message)| err(&field, message))?;
     Ok(row)
 }
 
@@ -177,13 +220,14 @@ pub fn parse_single_row(text: &str, file: &str, line: usize) -> Result<SingleRow
 /// # Errors
 /// The first bad row, or a repeated id.
 pub fn parse_single_table(text: &str, file: &str) -> Result<Vec<SingleRow>, ScenarioError> {
+    let catalog = bundled_attacks()?;
     let mut rows: Vec<SingleRow> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
-        let row = parse_single_row(trimmed, file, i + 1)?;
+        let row = parse_single_row_with(trimmed, file, i + 1, &catalog)?;
         if rows.iter().any(|r| r.id == row.id) {
             return Err(ScenarioError::Row {
                 file: file.into(),
@@ -224,6 +268,9 @@ pub struct SingleOutcome {
     pub model_calls: u64,
     /// Steps taken.
     pub steps: u32,
+    /// What the run did about its planted payload, for a row with an `attack`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attack: Option<AttackVerdict>,
     /// True when every expectation holds.
     pub matches: bool,
     /// What differs, one entry per field.
@@ -236,20 +283,25 @@ impl SingleRow {
     /// # Errors
     /// [`ScenarioError::Row`] for a model name that is not a fake.
     pub fn lab_config(&self) -> Result<LabConfig, ScenarioError> {
-        let kind = self.model.parse::<FakeKind>().map_err(|m| ScenarioError::Row {
-            file: "(row)".into(),
-            line: 0,
-            field: "model".into(),
-            message: m,
-        })?;
+        let decider = if self.model == COMPROMISED {
+            DeciderSpec::Compromised(self.attack.iter().filter_map(RowAttack::attack).cloned().collect())
+        } else {
+            DeciderSpec::Fake(self.model.parse::<FakeKind>().map_err(|m| ScenarioError::Row {
+                file: "(row)".into(),
+                line: 0,
+                field: "model".into(),
+                message: m,
+            })?)
+        };
         let mut cfg = LabConfig {
-            decider: DeciderSpec::Fake(kind),
+            decider,
             user: self.user.clone(),
             task: self.task.clone(),
             session_tasks: self.session_tasks.clone(),
             grants: self.grants.clone(),
             call_limits: self.limits.call_limits.clone(),
             slow: self.slow_seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()),
+            checks: self.defenses.checks(),
             ..LabConfig::default()
         };
         let b = &mut cfg.budget;
@@ -288,7 +340,12 @@ pub async fn run_single(row: &SingleRow, env: &Env) -> Result<SingleOutcome, Sce
 /// # Errors
 /// [`ScenarioError::Run`] when the run cannot be carried out.
 pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Result<SingleOutcome, ScenarioError> {
-    let mut lab = cfg.build(env);
+    let (world, _) = row_world(&env.world, row.world.as_ref(), row.attack.as_ref())
+        .map_err(|(field, message)| ScenarioError::Row { file: "(row)".into(), line: 0, field, message })?;
+    let env = Env { world, policy: row.defenses.policy(&env.policy, &row.task), prices: env.prices.clone() };
+    let mut lab = cfg.build(&env);
+    let policy = std::mem::take(&mut lab.agent.gate.policy);
+    lab.agent.gate.policy = policy.with_approval(row.defenses.approval());
     let run = lab
         .agent
         .run(&row.goal, &row.run_id())
@@ -310,6 +367,17 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
     if emails != e.emails {
         mismatches.push(format!("emails: expected {}, got {emails}", e.emails));
     }
+    let user_email = env.world.users.get(&row.user).map(|u| u.email.as_str());
+    let attack = row
+        .attack
+        .as_ref()
+        .and_then(RowAttack::attack)
+        .map(|a| single_verdict(&a.effect, &lab.world.outbox, user_email, run.trace(), &lab.agent.gate.audit));
+    if let (Some(want), Some(got)) = (e.attack, attack) {
+        if want != got {
+            mismatches.push(format!("attack: expected {want}, got {got}"));
+        }
+    }
     Ok(SingleOutcome {
         table: "single",
         id: row.id.clone(),
@@ -319,6 +387,7 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         emails,
         model_calls: run.ledger().summary().calls,
         steps: run.state.step(),
+        attack,
         matches: mismatches.is_empty(),
         mismatches,
     })
@@ -327,8 +396,9 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
 impl SingleOutcome {
     /// One table line.
     pub fn table_line(&self) -> String {
+        let attack = self.attack.map(|a| format!(" attack={a}")).unwrap_or_default();
         format!(
-            "{:<5} {:<17} {:<16} calls={} emails={} {}",
+            "{:<5} {:<17} {:<16} calls={} emails={}{attack} {}",
             self.id,
             self.status,
             self.reason.as_str(),

@@ -29,7 +29,7 @@ use crate::tools::{AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, To
 use crate::unwind::CatchUnwind;
 use crate::world::World;
 
-pub use policy::{Access, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
+pub use policy::{Access, ApprovalMode, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
 
 /// How long [`ToolGate::run_async`] waits for a tool that answers later, unless set
 /// otherwise on the gate.
@@ -268,8 +268,8 @@ pub struct ToolGate {
     pub audit: Vec<AuditEvent>,
     /// Parked actions by id.
     pub pending: BTreeMap<String, PendingAction>,
-    /// Calls that passed the allowlist per (run, tool).
-    counts: BTreeMap<(String, String), u32>,
+    /// Calls that passed the allowlist, per run and tool.
+    counts: BTreeMap<String, BTreeMap<String, u32>>,
 }
 
 impl ToolGate {
@@ -298,29 +298,44 @@ impl ToolGate {
 
     /// How many calls of `tool` `run_id` has made through this gate.
     pub fn count(&self, run_id: &str, tool: &str) -> u32 {
-        self.counts.get(&(run_id.to_string(), tool.to_string())).copied().unwrap_or(0)
+        self.counts.get(run_id).and_then(|c| c.get(tool)).copied().unwrap_or(0)
     }
 
     /// Sets the counters of `run_id` (used when a run resumes from a checkpoint).
     pub fn restore_counts(&mut self, run_id: &str, counts: &BTreeMap<String, u32>) {
+        if counts.is_empty() {
+            return;
+        }
+        let of_run = self.counts.entry(run_id.to_string()).or_default();
         for (tool, n) in counts {
-            self.counts.insert((run_id.to_string(), tool.clone()), *n);
+            of_run.insert(tool.clone(), *n);
         }
     }
 
     /// The counters of `run_id`, by tool.
     pub fn counts_of(&self, run_id: &str) -> BTreeMap<String, u32> {
-        self.counts.iter().filter(|((r, _), _)| r == run_id).map(|((_, t), n)| (t.clone(), *n)).collect()
+        self.counts.get(run_id).cloned().unwrap_or_default()
     }
 
     fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: &str) {
+        self.record_fingerprinted(call, call.fingerprint(), run_id, caller, outcome);
+    }
+
+    fn record_fingerprinted(
+        &mut self,
+        call: &ToolCall,
+        fingerprint: String,
+        run_id: &str,
+        caller: &str,
+        outcome: &str,
+    ) {
         tracing::debug!(target: "rolegate::gate", run = run_id, caller, tool = %call.name, outcome, "gate");
         self.audit.push(AuditEvent {
             run_id: run_id.to_string(),
             caller: caller.to_string(),
             tool: call.name.clone(),
             outcome: outcome.to_string(),
-            fingerprint: call.fingerprint(),
+            fingerprint,
         });
     }
 
@@ -370,19 +385,37 @@ impl ToolGate {
         caller: &str,
         internal: &mut dyn InternalEffects,
     ) -> impl Future<Output = GateOutcome> + Send + use<'a> {
+        let fingerprint = call.fingerprint();
+        self.run_fingerprinted_async(call, &fingerprint, task, run_id, caller, internal)
+    }
+
+    /// As [`ToolGate::run_with_async`], for a caller that has just taken `fingerprint` of
+    /// this very call (the loop's repeat check), so the audit event does not take it again.
+    pub(crate) fn run_fingerprinted_async<'a>(
+        &'a mut self,
+        call: &ToolCall,
+        fingerprint: &str,
+        task: &str,
+        run_id: &str,
+        caller: &str,
+        internal: &mut dyn InternalEffects,
+    ) -> impl Future<Output = GateOutcome> + Send + use<'a> {
+        debug_assert_eq!(fingerprint, call.fingerprint());
         let waiting = match self.decide(call, task, run_id, caller, internal) {
             Decided::Now(outcome) => {
-                self.record(call, run_id, caller, outcome.code());
+                self.record_fingerprinted(call, fingerprint.to_string(), run_id, caller, outcome.code());
                 Err(outcome)
             }
-            Decided::Waiting(answer) => Ok((answer, call.clone(), run_id.to_string(), caller.to_string())),
+            Decided::Waiting(answer) => {
+                Ok((answer, call.clone(), fingerprint.to_string(), run_id.to_string(), caller.to_string()))
+            }
         };
         async move {
             match waiting {
                 Err(outcome) => outcome,
-                Ok((answer, call, run_id, caller)) => {
+                Ok((answer, call, fingerprint, run_id, caller)) => {
                     let limit = self.call_timeout;
-                    let mut waiting = Waiting { gate: self, call, run_id, caller, recorded: false };
+                    let mut waiting = Waiting { gate: self, call, fingerprint, run_id, caller, recorded: false };
                     let outcome = wait_for(&waiting.call.name, limit, answer).await;
                     waiting.record(outcome.code());
                     outcome
@@ -494,12 +527,20 @@ impl ToolGate {
             // an added tool only reads: it never parks, never needs a person, never sends
             return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
         }
-        let key = (run_id.to_string(), call.name.clone());
-        let used = self.counts.get(&key).copied().unwrap_or(0);
+        let used = self.count(run_id, &call.name);
         if used >= self.policy.limit_of(&call.name) {
             return refuse(Refusal::CallLimit, format!("{} may run {} times per run", call.name, used));
         }
-        self.counts.insert(key, used + 1);
+        let of_run = match self.counts.get_mut(run_id) {
+            Some(c) => c,
+            None => self.counts.entry(run_id.to_string()).or_default(),
+        };
+        match of_run.get_mut(&call.name) {
+            Some(n) => *n = used + 1,
+            None => {
+                of_run.insert(call.name.clone(), used + 1);
+            }
+        }
         if access == Access::Internal {
             return Decided::Now(match catch_unwind(AssertUnwindSafe(|| internal.apply(caller, &args))) {
                 Ok(Ok(v)) => GateOutcome::Ok(v),
@@ -542,6 +583,7 @@ impl ToolGate {
 struct Waiting<'a> {
     gate: &'a mut ToolGate,
     call: ToolCall,
+    fingerprint: String,
     run_id: String,
     caller: String,
     recorded: bool,
@@ -551,7 +593,8 @@ impl Waiting<'_> {
     fn record(&mut self, outcome: &str) {
         if !self.recorded {
             self.recorded = true;
-            self.gate.record(&self.call, &self.run_id, &self.caller, outcome);
+            let fingerprint = std::mem::take(&mut self.fingerprint);
+            self.gate.record_fingerprinted(&self.call, fingerprint, &self.run_id, &self.caller, outcome);
         }
     }
 }

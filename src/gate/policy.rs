@@ -25,6 +25,21 @@ pub enum Access {
     Write,
 }
 
+/// Whether granted writes wait for a person. A gate never skips approval for a write:
+/// `Off` is a *policy* that labels the granted write tools `read` — the misconfiguration
+/// the defense matrix uses to measure what approval is worth, and the one
+/// `human::policy_problems` reports before any run (e.g. `send_email_draft: external but
+/// access is read`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Granted writes are parked as `pa-N` until a person decides.
+    #[default]
+    Required,
+    /// Granted writes are labelled `read`, so they run at once with nobody deciding.
+    Off,
+}
+
 /// Tasks, access, grants and limits.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,10 +100,76 @@ impl Policy {
         self
     }
 
+    /// This policy with `task` allowed every tool the registry knows and every tool whose
+    /// access is `write` granted (a tool missing from the access table counts as one): the
+    /// "give the agent the whole toolbox" mistake, for measuring what narrow scopes are
+    /// worth. Nothing builds it unless asked to (`"scopes": "wide"`).
+    #[must_use]
+    pub fn widened(mut self, task: &str) -> Self {
+        let all = crate::tools::TOOL_NAMES.iter().map(|t| (*t).to_string());
+        self.tasks.entry(task.to_string()).or_default().extend(all);
+        let writes: Vec<String> = crate::tools::TOOL_NAMES
+            .iter()
+            .filter(|t| self.access_of(t) == Access::Write)
+            .map(|t| (*t).to_string())
+            .collect();
+        self.grants.extend(writes);
+        self
+    }
+
+    /// This policy under `mode`: with [`ApprovalMode::Off`] every granted write tool is
+    /// relabelled `read` (ungranted writes stay writes and stay refused).
+    #[must_use]
+    pub fn with_approval(mut self, mode: ApprovalMode) -> Self {
+        if mode == ApprovalMode::Off {
+            for tool in &self.grants {
+                if self.access_of(tool) == Access::Write {
+                    self.access.insert(tool.clone(), Access::Read);
+                }
+            }
+        }
+        self
+    }
+
     /// This policy with a different call limit for `tool`.
     #[must_use]
     pub fn with_limit(mut self, tool: &str, limit: u32) -> Self {
         self.call_limits.insert(tool.to_string(), limit);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::ToolGate;
+    use crate::tools::ToolCall;
+    use crate::world::{World, WorldData};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn mail() -> ToolCall {
+        ToolCall::new(
+            "c1",
+            "send_email_draft",
+            json!({"to": "x@example.org", "subject": "s", "body": "b", "idempotency_key": "k"}),
+        )
+    }
+
+    #[test]
+    fn approval_off_relabels_only_granted_writes_and_the_policy_check_reports_it() {
+        let world = || World::new(Arc::new(WorldData::bundled().unwrap()));
+        let off = Policy::bundled().unwrap().with_approval(ApprovalMode::Off);
+        assert_eq!(off.access_of("send_email_draft"), Access::Write, "not granted: still a write");
+        assert_eq!(ToolGate::new(off, world()).run(&mail(), "reply", "r1", "kwame").code(), "not_granted");
+        let granted = Policy::bundled().unwrap().with_grant("send_email_draft");
+        assert_eq!(granted.clone().with_approval(ApprovalMode::Required), granted);
+        let off = granted.with_approval(ApprovalMode::Off);
+        assert_eq!(crate::human::policy_problems(&off), ["send_email_draft: external but access is read"]);
+        let mut g = ToolGate::new(off, world());
+        assert_eq!(g.run(&mail(), "triage", "r1", "kwame").code(), "not_allowed");
+        assert_eq!(g.run(&mail(), "reply", "r1", "kwame").code(), "ok");
+        assert!(g.pending.is_empty());
+        assert_eq!(g.world.outbox.len(), 1);
     }
 }

@@ -35,21 +35,52 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Appends `text` escaped to `out`, copying the runs between special characters whole.
+/// True when one of the eight bytes of `word` is `b` (the exact "has zero byte" test on
+/// `word ^ b…b`).
+const fn has_byte(word: u64, b: u8) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let x = word ^ (ONES * b as u64);
+    x.wrapping_sub(ONES) & !x & HIGHS != 0
+}
+
+/// True when one of the eight bytes of `word` is special (`&`, `<`, `>` or `"`).
+const fn has_special(word: u64) -> bool {
+    has_byte(word, b'&') || has_byte(word, b'<') || has_byte(word, b'>') || has_byte(word, b'"')
+}
+
+/// Appends `text` escaped to `out`, copying the runs between special characters whole
+/// (eight bytes are tested at once; only a group that holds a special byte is walked).
 fn push_escaped(out: &mut String, text: &str) {
+    let bytes = text.as_bytes();
     let mut start = 0;
-    for (i, b) in text.bytes().enumerate() {
-        let entity = match b {
-            b'&' => "&amp;",
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            b'"' => "&quot;",
-            _ => continue,
+    let mut i = 0;
+    while i < bytes.len() {
+        let group = match bytes.get(i..i + 8).and_then(|c| <[u8; 8]>::try_from(c).ok()) {
+            Some(chunk) if !has_special(u64::from_ne_bytes(chunk)) => {
+                i += 8;
+                continue;
+            }
+            Some(_) => i + 8,
+            None => bytes.len(),
         };
-        // the four special characters are ASCII, so `i` is a character boundary
-        out.push_str(&text[start..i]);
-        out.push_str(entity);
-        start = i + 1;
+        while i < group {
+            let entity = match bytes[i] {
+                b'&' => "&amp;",
+                b'<' => "&lt;",
+                b'>' => "&gt;",
+                b'"' => "&quot;",
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            };
+            // the four special characters are ASCII, so `i` is a character boundary
+            out.push_str(&text[start..i]);
+            out.push_str(entity);
+            i += 1;
+            start = i;
+        }
     }
     out.push_str(&text[start..]);
 }
@@ -64,12 +95,12 @@ pub fn unescape(text: &str) -> Cow<'_, str> {
     while let Some(i) = rest.find('&') {
         out.push_str(&rest[..i]);
         rest = &rest[i..];
-        let (c, len) = if rest.starts_with("&lt;") {
+        let (c, len) = if rest.starts_with("&quot;") {
+            ('"', 6)
+        } else if rest.starts_with("&lt;") {
             ('<', 4)
         } else if rest.starts_with("&gt;") {
             ('>', 4)
-        } else if rest.starts_with("&quot;") {
-            ('"', 6)
         } else if rest.starts_with("&amp;") {
             ('&', 5)
         } else {
@@ -84,6 +115,9 @@ pub fn unescape(text: &str) -> Cow<'_, str> {
 
 /// Appends one block to `out`, followed by a newline.
 pub fn push_block(out: &mut String, tag: &str, source: &str, attrs: &[(&str, &str)], text: &str) {
+    // the unescaped length and a little more: one growth for most blocks
+    let attrs_len: usize = attrs.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+    out.reserve(2 * tag.len() + source.len() + attrs_len + text.len() + text.len() / 8 + 16);
     out.push('<');
     out.push_str(tag);
     out.push_str(" source=\"");
@@ -105,62 +139,112 @@ pub fn push_block(out: &mut String, tag: &str, source: &str, attrs: &[(&str, &st
 
 /// Parses every well-formed block in `text`, in order; anything else is skipped.
 pub fn parse_blocks(text: &str) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find('<') {
-        rest = &rest[open + 1..];
-        let Some(head_end) = rest.find('>') else { break };
-        let head = &rest[..head_end];
-        let mut parts = head.splitn(2, ' ');
-        let tag = parts.next().unwrap_or_default();
-        if tag.is_empty() || tag.starts_with('/') || !tag.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
-            continue;
-        }
-        let attrs = parse_attrs(parts.next().unwrap_or_default());
-        let body_start = &rest[head_end + 1..];
-        let Some((end, close_len)) = find_close(body_start, tag) else { continue };
-        let mut source = String::new();
-        let mut others = Vec::new();
-        for (k, v) in attrs {
-            if k == "source" { source = v } else { others.push((k, v)) }
-        }
-        blocks.push(Block {
-            tag: tag.to_string(),
-            source,
-            attrs: others,
-            text: unescape(&body_start[..end]).into_owned(),
-        });
-        rest = &body_start[end + close_len..];
+    blocks(text).map(|b| b.to_block()).collect()
+}
+
+/// One well-formed block as it stands in the text: nothing is copied or unescaped until
+/// asked for. [`parse_blocks`] is these, made owned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockRef<'a> {
+    /// The tag.
+    pub tag: &'a str,
+    /// The attributes, escaped, as written in the head.
+    attrs: &'a str,
+    /// The body, escaped.
+    body: &'a str,
+}
+
+impl<'a> BlockRef<'a> {
+    /// Every attribute but `source`, in order, unescaped.
+    fn others(&self) -> impl Iterator<Item = (&'a str, Cow<'a, str>)> + 'a {
+        Attrs(self.attrs).filter(|(k, _)| *k != "source")
     }
-    blocks
+
+    /// Where the text came from (the last `source` attribute; empty without one).
+    pub fn source(&self) -> Cow<'a, str> {
+        Attrs(self.attrs).filter(|(k, _)| *k == "source").last().map_or(Cow::Borrowed(""), |(_, v)| v)
+    }
+
+    /// The value of attribute `name` ([`Block::attr`]: `source` is not among them).
+    pub fn attr(&self, name: &str) -> Option<Cow<'a, str>> {
+        self.others().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
+
+    /// The unescaped text.
+    pub fn text(&self) -> Cow<'a, str> {
+        unescape(self.body)
+    }
+
+    /// The owned block.
+    pub fn to_block(&self) -> Block {
+        Block {
+            tag: self.tag.to_string(),
+            source: self.source().into_owned(),
+            attrs: self.others().map(|(k, v)| (k.to_string(), v.into_owned())).collect(),
+            text: self.text().into_owned(),
+        }
+    }
+}
+
+/// Every well-formed block in `text`, in order, borrowed; anything else is skipped.
+pub fn blocks(text: &str) -> impl Iterator<Item = BlockRef<'_>> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        while let Some(open) = rest.find('<') {
+            rest = &rest[open + 1..];
+            let Some(head_end) = rest.find('>') else {
+                rest = "";
+                return None;
+            };
+            let head = &rest[..head_end];
+            let (tag, attrs) = head.split_once(' ').unwrap_or((head, ""));
+            if tag.is_empty() || tag.starts_with('/') || !tag.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                continue;
+            }
+            let body_start = &rest[head_end + 1..];
+            let Some((end, close_len)) = find_close(body_start, tag) else { continue };
+            rest = &body_start[end + close_len..];
+            return Some(BlockRef { tag, attrs, body: &body_start[..end] });
+        }
+        None
+    })
 }
 
 /// Where `</tag>` starts in `text`, and its length, without building the closing tag.
 fn find_close(text: &str, tag: &str) -> Option<(usize, usize)> {
     let mut from = 0;
-    while let Some(i) = text[from..].find("</") {
+    while let Some(i) = text[from..].find('<') {
         let at = from + i;
-        let after = &text[at + 2..];
-        if after.starts_with(tag) && after[tag.len()..].starts_with('>') {
+        let after = &text[at + 1..];
+        if after.strip_prefix('/').is_some_and(|t| t.starts_with(tag) && t[tag.len()..].starts_with('>')) {
             return Some((at, tag.len() + 3));
         }
-        from = at + 2;
+        from = at + 1;
     }
     None
 }
 
-fn parse_attrs(mut s: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    loop {
-        s = s.trim_start();
-        let Some(eq) = s.find("=\"") else { break };
-        let key = s[..eq].trim().to_string();
+/// The attributes of a head, in order: `key="value"` pairs, unescaped.
+struct Attrs<'a>(&'a str);
+
+impl<'a> Iterator for Attrs<'a> {
+    type Item = (&'a str, Cow<'a, str>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let s = self.0.trim_start();
+        let Some(eq) = s.find("=\"") else {
+            self.0 = "";
+            return None;
+        };
+        let key = s[..eq].trim();
         let after = &s[eq + 2..];
-        let Some(q) = after.find('"') else { break };
-        out.push((key, unescape(&after[..q]).into_owned()));
-        s = &after[q + 1..];
+        let Some(q) = after.find('"') else {
+            self.0 = "";
+            return None;
+        };
+        self.0 = &after[q + 1..];
+        Some((key, unescape(&after[..q])))
     }
-    out
 }
 
 #[cfg(test)]
@@ -175,6 +259,47 @@ mod tests {
         assert_eq!(unescape("fish &chips &lt;3"), "fish &chips <3");
         assert_eq!(escape("a\"b"), "a&quot;b");
         assert!(matches!(escape("nothing special"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn escaping_eight_bytes_at_a_time_matches_byte_by_byte() {
+        let slow = |t: &str| {
+            t.chars()
+                .map(|c| match c {
+                    '&' => "&amp;".to_string(),
+                    '<' => "&lt;".to_string(),
+                    '>' => "&gt;".to_string(),
+                    '"' => "&quot;".to_string(),
+                    c => c.to_string(),
+                })
+                .collect::<String>()
+        };
+        let texts = [
+            "",
+            "a",
+            "abcdefgh",
+            "abcdefghi\"",
+            "\"abcdefgh",
+            "{\"id\":\"T-601\",\"status\":\"open\",\"text\":\"é<ü>&&&\"}",
+            "0123456&89abcde<ghijklm>opqrstu\"",
+            "ÿÿÿÿÿÿÿÿ&\u{80}\u{80}",
+        ];
+        for t in texts {
+            assert_eq!(escape(t), slow(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn borrowed_blocks_read_what_owned_blocks_hold() {
+        let text = "x <goal source=\"a\" source=\"b&amp;c\" id=\"1\" id=\"2\">g&lt;</goal> <bad>\n\
+                    <observation ok=\"true\">&quot;o&quot;</observation><open>";
+        let owned = parse_blocks(text);
+        let borrowed: Vec<BlockRef<'_>> = blocks(text).collect();
+        assert_eq!(owned.len(), 2);
+        assert_eq!(borrowed.iter().map(BlockRef::to_block).collect::<Vec<_>>(), owned);
+        assert_eq!(borrowed[0].source(), "b&c");
+        assert_eq!((borrowed[0].attr("id").as_deref(), borrowed[0].attr("source")), (Some("1"), None));
+        assert_eq!((borrowed[1].attr("ok").as_deref(), borrowed[1].text()), (Some("true"), "\"o\"".into()));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use super::support::Evidence;
 use crate::agent::{AgentState, Observation};
-use crate::model::blocks::{Block, parse_blocks};
+use crate::model::blocks::{BlockRef, blocks};
 use crate::model::{BoxFuture, Decider, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall};
 
 /// Model name (price table key) of the fake planner.
@@ -176,8 +176,8 @@ pub struct FakePlanner {
 impl FakePlanner {
     /// The message text for `request`.
     pub fn write(&self, request: &LlmRequest) -> String {
-        let blocks = parse_blocks(request.user_text());
-        let goal = blocks.iter().find(|b| b.tag == "goal").map_or("", |b| b.text.as_str());
+        let goal = blocks(request.user_text()).find(|b| b.tag == "goal").map_or(Cow::Borrowed(""), |b| b.text());
+        let goal = goal.as_ref();
         match self.kind {
             PlannerKind::Sensible => brief(goal, None),
             PlannerKind::Grant => brief(goal, Some("send_email_draft")),
@@ -348,16 +348,16 @@ pub struct FakeReviewer {
 impl FakeReviewer {
     /// The verdict text and any tool calls for `request`.
     pub fn review(&self, request: &LlmRequest) -> (String, Vec<RequestedCall>) {
-        let blocks = parse_blocks(request.user_text());
-        let finding = blocks.iter().find(|b| b.tag == "envelope").map_or("", |b| b.text.as_str());
-        let checks: Vec<&Block> = blocks.iter().filter(|b| b.tag == "observation").collect();
-        let all_ok = checks.iter().all(|b| b.attr("ok") == Some("true"));
+        let all: Vec<BlockRef<'_>> = blocks(request.user_text()).collect();
+        let checks: Vec<&BlockRef<'_>> = all.iter().filter(|b| b.tag == "observation").collect();
+        let all_ok = checks.iter().all(|b| b.attr("ok").as_deref() == Some("true"));
         let mut calls = Vec::new();
         let (approve, notes) = match self.kind {
             ReviewerKind::NeverApprove => (false, "Not convinced; the finding needs more evidence.".to_string()),
             ReviewerKind::Sensible | ReviewerKind::Obey => {
                 if self.kind == ReviewerKind::Obey {
-                    if let Some(to) = address(finding) {
+                    let finding = all.iter().find(|b| b.tag == "envelope").map_or(Cow::Borrowed(""), |b| b.text());
+                    if let Some(to) = address(&finding) {
                         calls.push(RequestedCall {
                             id: "call-1".into(),
                             name: "send_email_draft".into(),

@@ -11,6 +11,7 @@
 //! next round with the verdict's notes.
 
 use std::collections::BTreeMap;
+use std::fmt::Write;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -18,7 +19,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{Handoff, MultiBudget, Usage};
-use super::envelope::{Body, Envelope, RejectCode, Role, parse_message};
+use super::envelope::{Body, Envelope, InstructionFilter, RejectCode, Role, parse_message_with};
 use super::roles::{
     Assignment, CallRole, RESEARCHER_PROMPT, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker,
 };
@@ -28,7 +29,7 @@ use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
 use crate::agent::{Agent, Observation, Session, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, TokioClock};
 use crate::eval::Env;
-use crate::gate::ToolGate;
+use crate::gate::{ApprovalMode, ToolGate};
 use crate::model::{Decider, LlmClient};
 use crate::world::{World, WorldData};
 
@@ -81,6 +82,11 @@ pub struct MultiConfig {
     pub budget: MultiBudget,
     /// What a refusal does.
     pub on_reject: OnReject,
+    /// The instruction filter of the intake (on unless a defense experiment turns it off).
+    pub filter: InstructionFilter,
+    /// What the roles' gates do with a granted write (roles hold none unless their scopes
+    /// were widened on purpose).
+    pub approval: ApprovalMode,
 }
 
 impl Default for MultiConfig {
@@ -90,6 +96,8 @@ impl Default for MultiConfig {
             claims: ClaimMode::Strict,
             budget: MultiBudget::default(),
             on_reject: OnReject::Stop,
+            filter: InstructionFilter::On,
+            approval: ApprovalMode::Required,
         }
     }
 }
@@ -210,6 +218,15 @@ struct Setup {
     run_id: String,
 }
 
+/// The rules the intake checks a message by: the claim mode and the instruction filter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntakeRules {
+    /// Strict or free-text claims.
+    pub claims: ClaimMode,
+    /// The instruction filter.
+    pub filter: InstructionFilter,
+}
+
 /// Checks a raw text from `sender` completely: [`parse_message`] towards the route
 /// table's recipient, then, for a finding, [`check_support`] against the researcher's
 /// `observations`. Returns the recipient and the body.
@@ -222,12 +239,41 @@ pub fn check_message(
     observations: &[Observation],
     claims: ClaimMode,
 ) -> Result<(Role, Body), RejectCode> {
+    check_message_with(sender, text, observations, IntakeRules { claims, ..IntakeRules::default() })
+}
+
+/// [`check_message`] under `rules`.
+///
+/// # Errors
+/// The first [`RejectCode`] that applies.
+pub fn check_message_with(
+    sender: Role,
+    text: &str,
+    observations: &[Observation],
+    rules: IntakeRules,
+) -> Result<(Role, Body), RejectCode> {
     let Some((recipient, _)) = next_hop(sender) else { return Err(RejectCode::NoRoute) };
-    let body = parse_message(sender, recipient, text)?;
+    check_envelope(sender, recipient, text, observations, rules).map(|body| (recipient, body))
+}
+
+/// Checks a raw text `sender` wants delivered to `recipient` (which need not be the
+/// route's: a wrong one is `no_route`), as the intake would: [`parse_message`], then claim
+/// support for a finding.
+///
+/// # Errors
+/// The first [`RejectCode`] that applies.
+pub fn check_envelope(
+    sender: Role,
+    recipient: Role,
+    text: &str,
+    observations: &[Observation],
+    rules: IntakeRules,
+) -> Result<Body, RejectCode> {
+    let body = parse_message_with(sender, recipient, text, rules.filter)?;
     if let Body::Finding(f) = &body {
-        check_support(f, &Evidence::from_observations(observations), claims)?;
+        check_support(f, &Evidence::from_observations(observations), rules.claims)?;
     }
-    Ok((recipient, body))
+    Ok(body)
 }
 
 /// The coordinator's intake: checks every raw text, numbers the accepted envelopes
@@ -235,7 +281,7 @@ pub fn check_message(
 /// decision. The sender is always the caller's argument: the channel the text came on.
 #[derive(Debug)]
 pub struct Intake {
-    claims: ClaimMode,
+    rules: IntakeRules,
     /// Accepted envelopes, in order (shared with the roles they are forwarded to).
     pub messages: Vec<Arc<Envelope>>,
     /// Refused messages, in order.
@@ -249,7 +295,19 @@ impl Intake {
     pub fn new(run_id: &str, claims: ClaimMode) -> Self {
         let mut trace = Trace::new(run_id);
         trace.role = Some(Role::Coordinator.as_str().to_string());
-        Self { claims, messages: Vec::with_capacity(3), rejected: Vec::new(), trace }
+        Self {
+            rules: IntakeRules { claims, ..IntakeRules::default() },
+            messages: Vec::with_capacity(3),
+            rejected: Vec::new(),
+            trace,
+        }
+    }
+
+    /// This intake with the instruction filter on or off.
+    #[must_use]
+    pub fn with_filter(mut self, filter: InstructionFilter) -> Self {
+        self.rules.filter = filter;
+        self
     }
 
     /// Messages received so far, accepted and refused.
@@ -269,17 +327,13 @@ impl Intake {
         round: u32,
         depth: u32,
     ) -> Result<Arc<Envelope>, RejectCode> {
-        match check_message(sender, text, observations, self.claims) {
+        match check_message_with(sender, text, observations, self.rules) {
             Ok((recipient, body)) => {
-                let env = Envelope {
-                    id: format!("m{}", self.messages.len() + 1),
-                    sender,
-                    recipient,
-                    kind: body.kind(),
-                    depth,
-                    body,
-                };
-                let detail = format!("{} {sender}->{recipient} {}", env.id, env.kind);
+                let mut id = String::with_capacity(4);
+                id.push('m');
+                let _ = write!(id, "{}", self.messages.len() + 1);
+                let env = Envelope { id, sender, recipient, kind: body.kind(), depth, body };
+                let detail = [&env.id, " ", sender.as_str(), "->", recipient.as_str(), " ", env.kind.as_str()].concat();
                 self.trace.add(round, TraceKind::Message, "ok", &detail);
                 let env = Arc::new(env);
                 self.messages.push(env.clone());
@@ -287,7 +341,12 @@ impl Intake {
             }
             Err(code) => {
                 let to = next_hop(sender).map_or(Role::Coordinator, |(r, _)| r);
-                self.trace.add(round, TraceKind::Message, code.as_str(), &format!("{sender}->{to}"));
+                self.trace.add(
+                    round,
+                    TraceKind::Message,
+                    code.as_str(),
+                    &[sender.as_str(), "->", to.as_str()].concat(),
+                );
                 self.rejected.push(Rejection { sender, code });
                 Err(code)
             }
@@ -337,7 +396,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
     models.reviewer.bind_cancel(reviewer_cancel.clone());
     let world = World::new(env.world.clone());
     let gate = |role: Role| {
-        let policy = env.scopes.policy(role).cloned().unwrap_or_default();
+        let policy = env.scopes.policy(role).cloned().unwrap_or_default().with_approval(cfg.approval);
         ToolGate::new(policy, world.clone())
     };
     let planner =
@@ -352,7 +411,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         Arc::new(TokioClock::new()),
         env.prices.clone(),
     );
-    agent.system_prompt = RESEARCHER_PROMPT.to_string();
+    agent.system_prompt = RESEARCHER_PROMPT.into();
     agent.trace_role = Some(Role::Researcher.as_str().to_string());
     agent.cancel = researcher_cancel.clone();
     let researcher = ResearchRole::new(agent, &run_id);
@@ -367,7 +426,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         roles.push(handle);
         joins.push(join);
     }
-    let intake = Intake::new(&run_id, cfg.claims);
+    let intake = Intake::new(&run_id, cfg.claims).with_filter(cfg.filter);
     Coordinator {
         run_id,
         goal,

@@ -447,7 +447,7 @@ fn chars_within(text: &str, min: usize, max: usize) -> bool {
 
 fn typed(kind: Kind, text: &str) -> Result<Body, RejectCode> {
     let bad = |_| RejectCode::InvalidMessage;
-    let body = match kind {
+    Ok(match kind {
         Kind::Brief => {
             let w: BriefWire = serde_json::from_str(text).map_err(bad)?;
             Body::Brief(Brief { question: w.question })
@@ -460,8 +460,12 @@ fn typed(kind: Kind, text: &str) -> Result<Body, RejectCode> {
             let w: VerdictWire = serde_json::from_str(text).map_err(bad)?;
             Body::Verdict(Verdict { approve: w.approve, notes: w.notes })
         }
-    };
-    let fits = match &body {
+    })
+}
+
+/// The limits of each body's strings and lists.
+fn fits(body: &Body) -> bool {
+    match body {
         Body::Brief(b) => chars_within(&b.question, 1, MAX_QUESTION_CHARS),
         Body::Finding(f) => {
             chars_within(&f.claim, 1, MAX_CLAIM_CHARS)
@@ -469,8 +473,99 @@ fn typed(kind: Kind, text: &str) -> Result<Body, RejectCode> {
                 && f.sources.iter().all(|s| chars_within(s, 1, MAX_SOURCE_CHARS))
         }
         Body::Verdict(v) => chars_within(&v.notes, 0, MAX_NOTES_CHARS),
-    };
-    if fits { Ok(body) } else { Err(RejectCode::InvalidMessage) }
+    }
+}
+
+/// The `kind` member of the one-pass read: a string naming the kind `K` (as `Kind as u8`).
+struct KindIs<const K: u8>;
+
+impl<'de, const K: u8> Deserialize<'de> for KindIs<K> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(KindIsVisitor::<K>)
+    }
+}
+
+struct KindIsVisitor<const K: u8>;
+
+impl<'de, const K: u8> Visitor<'de> for KindIsVisitor<K> {
+    type Value = KindIs<K>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the kind of this route")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<KindIs<K>, E> {
+        match Kind::parse(v) {
+            Some(k) if k as u8 == K => Ok(KindIs),
+            _ => Err(E::custom("another kind")),
+        }
+    }
+}
+
+// The one-pass read: the schema of the route's kind with `kind` itself checked, so one
+// pass over the text answers the common case (a well-formed message on its route).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BriefOnce {
+    #[allow(dead_code)]
+    kind: KindIs<{ Kind::Brief as u8 }>,
+    question: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FindingOnce {
+    #[allow(dead_code)]
+    kind: KindIs<{ Kind::Finding as u8 }>,
+    claim: String,
+    sources: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerdictOnce {
+    #[allow(dead_code)]
+    kind: KindIs<{ Kind::Verdict as u8 }>,
+    approve: bool,
+    notes: String,
+}
+
+/// Reads `text` in one pass as a message of `kind`. `Some` only for one JSON object with a
+/// `kind` member naming `kind` and exactly the declared members once each: then the two
+/// passes of [`parse_message`] would give this very body (the probe finds `kind` known
+/// and on its route, the schema reads the same members). Anything else is `None`, and the
+/// two passes decide which code applies.
+fn one_pass(kind: Kind, text: &str) -> Option<Body> {
+    // serde reads a struct from an array too; the probe accepts only an object
+    if !text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{') {
+        return None;
+    }
+    Some(match kind {
+        Kind::Brief => {
+            let w: BriefOnce = serde_json::from_str(text).ok()?;
+            Body::Brief(Brief { question: w.question })
+        }
+        Kind::Finding => {
+            let w: FindingOnce = serde_json::from_str(text).ok()?;
+            Body::Finding(Finding { claim: w.claim, sources: w.sources })
+        }
+        Kind::Verdict => {
+            let w: VerdictOnce = serde_json::from_str(text).ok()?;
+            Body::Verdict(Verdict { approve: w.approve, notes: w.notes })
+        }
+    })
+}
+
+/// Whether the coordinator scans message strings for instruction-like text. Every run has
+/// it on; off exists so the defense matrix can measure what the filter is worth.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstructionFilter {
+    /// `instruction_like` refusals.
+    #[default]
+    On,
+    /// No scan: every other check still runs.
+    Off,
 }
 
 /// Parses and checks a message `sender` wants delivered to `recipient`: every check but
@@ -481,16 +576,37 @@ fn typed(kind: Kind, text: &str) -> Result<Body, RejectCode> {
 /// The first [`RejectCode`] that applies. Any input — garbage, huge, deeply nested,
 /// truncated — gives a code, never a panic.
 pub fn parse_message(sender: Role, recipient: Role, text: &str) -> Result<Body, RejectCode> {
+    parse_message_with(sender, recipient, text, InstructionFilter::On)
+}
+
+/// [`parse_message`] with the instruction filter on or off.
+///
+/// # Errors
+/// As [`parse_message`]; with the filter off, never [`RejectCode::InstructionLike`].
+pub fn parse_message_with(
+    sender: Role,
+    recipient: Role,
+    text: &str,
+    filter: InstructionFilter,
+) -> Result<Body, RejectCode> {
     if text.len() > MAX_MESSAGE_BYTES {
         return Err(RejectCode::InvalidMessage);
     }
-    let Probe(kind) = serde_json::from_str::<Probe>(text).map_err(|_| RejectCode::NotJson)?;
-    let KindField::Known(kind) = kind else { return Err(RejectCode::UnknownKind) };
-    if route_kind(sender, recipient) != Some(kind) {
-        return Err(RejectCode::NoRoute);
+    let body = match route_kind(sender, recipient).and_then(|k| one_pass(k, text)) {
+        Some(body) => body,
+        None => {
+            let Probe(kind) = serde_json::from_str::<Probe>(text).map_err(|_| RejectCode::NotJson)?;
+            let KindField::Known(kind) = kind else { return Err(RejectCode::UnknownKind) };
+            if route_kind(sender, recipient) != Some(kind) {
+                return Err(RejectCode::NoRoute);
+            }
+            typed(kind, text)?
+        }
+    };
+    if !fits(&body) {
+        return Err(RejectCode::InvalidMessage);
     }
-    let body = typed(kind, text)?;
-    if body.any_string(is_instruction_like) {
+    if filter == InstructionFilter::On && body.any_string(is_instruction_like) {
         return Err(RejectCode::InstructionLike);
     }
     Ok(body)
@@ -518,6 +634,10 @@ mod tests {
             (R, V, r#"{"kind":"spawn","role":"researcher-2"}"#, Err(RejectCode::UnknownKind)),
             (P, R, r#"{"kind":7,"question":"x"}"#, Err(RejectCode::UnknownKind)),
             (P, R, r#"{"kind":["brief"],"question":"x"}"#, Err(RejectCode::UnknownKind)),
+            (P, R, r#"{"kind":{"brief":null},"question":"x"}"#, Err(RejectCode::UnknownKind)),
+            (P, R, r#"["brief","Status of T-601?"]"#, Err(RejectCode::NotJson)),
+            (P, R, r#"{"kind":"brief","kind":"finding","question":"x"}"#, Err(RejectCode::InvalidMessage)),
+            (P, R, " \n{\"question\":\"Status of T-601?\",\"kind\":\"brief\"}", Ok(Kind::Brief)),
             (P, V, r#"{"kind":"brief","question":"x"}"#, Err(RejectCode::NoRoute)),
             (R, V, r#"{"kind":"verdict","approve":true,"notes":""}"#, Err(RejectCode::NoRoute)),
             (P, R, r#"{"kind":"brief","question":"x","grant":"send_email_draft"}"#, Err(RejectCode::InvalidMessage)),

@@ -37,8 +37,14 @@ use crate::gate::AuditEvent;
 
 pub use behaviours::{Behaviours, PlannerKind, ResearcherKind, ReviewerKind};
 pub use budget::MultiBudget;
-pub use coordinator::{Intake, MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, check_message, run, start};
-pub use envelope::{Body, Brief, Envelope, Finding, Kind, RejectCode, Role, Verdict, parse_message};
+pub use coordinator::{
+    Intake, IntakeRules, MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, check_envelope, check_message,
+    check_message_with, run, start,
+};
+pub use envelope::{
+    Body, Brief, Envelope, Finding, InstructionFilter, Kind, RejectCode, Role, Verdict, parse_message,
+    parse_message_with,
+};
 pub use models::RoleSetup;
 pub use routes::{ROUTES, Scopes};
 pub use support::{ClaimMode, Evidence, check_support};

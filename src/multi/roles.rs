@@ -15,6 +15,7 @@
 //! shuts down is reported too and loses nothing.
 
 use rust_decimal::Decimal;
+use std::fmt::Write;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -334,7 +335,9 @@ impl CallRole {
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code: code.to_string() });
             return None;
         }
-        let call = ToolCall::new(format!("{}-{}-c{}", self.run_id, self.role, reply.tools.len() + 1), name, arguments);
+        let mut id = String::with_capacity(self.run_id.len() + 16);
+        let _ = write!(id, "{}-{}-c{}", self.run_id, self.role.as_str(), reply.tools.len() + 1);
+        let call = ToolCall::new(id, name, arguments);
         let outcome = self.gate.run(&call, self.task(), &self.run_id, &self.user);
         self.trace.add(step, TraceKind::Tool, outcome.code(), name);
         reply.tools.push(name.to_string());
@@ -360,7 +363,7 @@ impl CallRole {
                 }
             }
             Assignment::Review(finding) => {
-                let source = format!("coordinator:{}", finding.id);
+                let source = ["coordinator:", &finding.id].concat();
                 push_block(&mut user, "envelope", &source, &[("kind", "finding")], &finding.body.to_text());
                 if let Body::Finding(f) = &finding.body {
                     // the reviewer re-reads what its own scope can read, through its own gate
@@ -374,12 +377,14 @@ impl CallRole {
                         }
                         let args = serde_json::json!({ "doc_id": doc });
                         if let Some(outcome) = self.tool(step, "lookup_document", args, &mut reply) {
-                            let id = format!("r{}", reply.tools.len());
+                            let mut id = String::with_capacity(4);
+                            id.push('r');
+                            let _ = write!(id, "{}", reply.tools.len());
                             let (ok, text) = match &outcome {
-                                GateOutcome::Ok(v) => (true, v.to_string()),
-                                other => (false, format!("error {}", other.code())),
+                                GateOutcome::Ok(v) => (true, serde_json::to_string(v).unwrap_or_default()),
+                                other => (false, ["error ", other.code()].concat()),
                             };
-                            let source = format!("tool:lookup_document:{id}");
+                            let source = ["tool:lookup_document:", &id].concat();
                             push_block(&mut user, "observation", &source, &[("id", &id), ("ok", bool_str(ok))], &text);
                         }
                     }
@@ -403,7 +408,8 @@ impl CallRole {
                 return reply;
             }
         };
-        if price.cost(request.estimated_input_tokens(), u64::from(MAX_OUTPUT_TOKENS)) > work.remaining.cost {
+        let input_tokens = request.estimated_input_tokens();
+        if price.cost(input_tokens, u64::from(MAX_OUTPUT_TOKENS)) > work.remaining.cost {
             self.trace.add(step, TraceKind::Stop, "cost_budget", "the worst case of the call is over budget");
             reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
             return reply;
@@ -435,7 +441,7 @@ impl CallRole {
         };
         let (input, output) = match response.usage {
             Some(u) => (u.input_tokens, u.output_tokens),
-            None => (request.estimated_input_tokens(), estimate_tokens(&response.text)),
+            None => (input_tokens, estimate_tokens(&response.text)),
         };
         reply.calls = 1;
         reply.cost = price.cost(input, output);
@@ -509,15 +515,20 @@ impl ResearchRole {
                 return reply;
             }
         };
-        reply.calls = run.state.step();
-        reply.paid = run.ledger().summary();
+        let reason = run.reason();
+        let crate::agent::Run { state, mut progress } = run;
+        reply.calls = state.step();
+        reply.paid = progress.ledger.summary();
         reply.cost = reply.paid.cost;
-        reply.tools = run.calls().to_vec();
-        reply.denied = refusals(run.trace(), Role::Researcher);
-        reply.observations = run.state.observations().to_vec();
-        self.trace.lines.extend_from_slice(&run.trace().lines);
-        match run.reason() {
-            StopReason::Done => reply.text = run.state.answer().unwrap_or_default().to_string(),
+        reply.tools = std::mem::take(&mut progress.calls);
+        reply.denied = refusals(&progress.trace, Role::Researcher);
+        self.trace.lines.append(&mut progress.trace.lines);
+        if reason == StopReason::Done {
+            reply.text = state.answer().unwrap_or_default().to_string();
+        }
+        reply.observations = state.into_observations();
+        match reason {
+            StopReason::Done => {}
             StopReason::StepBudget if capped => reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit)),
             StopReason::TimeBudget => reply.stop = Some(RoleStop::Budget(MultiReason::TimeBudget)),
             StopReason::CostBudget => reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget)),

@@ -71,6 +71,19 @@ impl Scopes {
         Ok(Self { policies: [one(Role::Planner)?, one(Role::Researcher)?, one(Role::Reviewer)?] })
     }
 
+    /// These scopes widened on purpose: each role may also use every tool the registry
+    /// knows, and every write among them is granted (a tool its scope did not list has no
+    /// access entry, so it counts as a write). What `"scopes": "wide"` measures; a run
+    /// gets it only when asked, and with approval required each such write still parks.
+    #[must_use]
+    pub fn widened(&self) -> Self {
+        let mut policies = self.policies.clone();
+        for (p, role) in policies.iter_mut().zip(Role::MODEL_ROLES) {
+            *p = std::mem::take(p).widened(role.as_str());
+        }
+        Self { policies }
+    }
+
     /// The policy of `role`'s gate; `None` for the coordinator, which holds no tools.
     pub fn policy(&self, role: Role) -> Option<&Policy> {
         index(role).map(|i| &self.policies[i])
@@ -116,6 +129,10 @@ mod tests {
         assert!(!scopes.any_holds("search_documents"), "no role searches");
         let names: Vec<(String, usize)> = scopes.by_name().into_iter().map(|(r, t)| (r, t.len())).collect();
         assert_eq!(names, [("planner".to_string(), 0), ("researcher".to_string(), 2), ("reviewer".to_string(), 1)]);
+        let wide = scopes.widened();
+        assert!(wide.tools(Role::Planner).contains(&"send_email_draft"));
+        assert!(wide.policy(Role::Reviewer).unwrap().grants.contains("send_email_draft"));
+        assert!(!wide.policy(Role::Reviewer).unwrap().grants.contains("lookup_document"));
         let mut p = Policy::bundled().unwrap();
         p.tasks.get_mut("reviewer").unwrap().insert("send_email_draft".into());
         assert!(matches!(Scopes::from_policy(&p), Err(MultiError::WriteInScope { role: Role::Reviewer, .. })));

@@ -1,0 +1,59 @@
+//! `rolegate report --out FILE.html [FILES…]`: runs the scenario rows (the bundled tables
+//! when no file is given) and the defense matrix, and writes one self-contained HTML page
+//! ([`crate::eval::report`]). Exit code 0 when every row matched and every configuration
+//! that must stop all effects did, 1 otherwise (the page is written either way), 2 for
+//! unusable input or a file that cannot be written.
+
+use clap::Args;
+use std::path::PathBuf;
+
+use super::suite::{load_all, matrix_spec, results};
+use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, ModelArgs};
+use crate::eval::matrix::run_matrix;
+
+/// The arguments of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Where to write the page.
+    #[arg(long, value_name = "FILE.html")]
+    pub out: PathBuf,
+    /// Scenario files (JSON Lines; default: the bundled tables).
+    pub files: Vec<PathBuf>,
+    /// The attack catalog (default: the bundled data/attacks.jsonl).
+    #[arg(long, value_name = "FILE")]
+    pub attacks: Option<PathBuf>,
+    /// The benign tasks of the matrix (default: the bundled data/benign_tasks.jsonl).
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<PathBuf>,
+}
+
+/// Runs everything and writes the page.
+pub(crate) async fn run(args: ReportArgs) -> u8 {
+    let page = async {
+        let loaded = load_all(
+            &args.files,
+            args.attacks.as_deref(),
+            None,
+            &super::RoleModelArgs::default(),
+            &ModelArgs::default(),
+        )?;
+        let env = loaded.env.clone();
+        let spec = matrix_spec(args.tasks.as_deref(), args.attacks.as_deref())?;
+        let rows = results(loaded).await?;
+        let matrix = run_matrix(&spec, &env).await.map_err(|e| e.to_string())?;
+        let ok = rows.iter().all(|r| r.matches()) && matrix.holds();
+        Ok::<_, String>((crate::eval::report::html(&rows, &matrix), ok))
+    };
+    let (html, ok) = match page.await {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if let Err(e) = std::fs::write(&args.out, html) {
+        eprintln!("rolegate: {}: {e}", args.out.display());
+        return EXIT_USAGE;
+    }
+    if ok { EXIT_OK } else { EXIT_MISMATCH }
+}
