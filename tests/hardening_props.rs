@@ -8,9 +8,9 @@ use proptest::test_runner::TestCaseError;
 use rolegate::agent::{AgentState, CheckMode, Proposal, RawState, Status, StopReason};
 use rolegate::eval::invariants::checkpoints::keys;
 use rolegate::eval::invariants::{
-    ApprovalOp, EnvelopeContext, Fixture, MemoryWrite, check_approval_ops, check_byte_change, check_checkpoint_input,
-    check_envelope, check_memory_json, check_memory_writes, check_plan_text, check_proposal, check_scenario_row,
-    checkpoint_input, envelope_input, proposal_to_text,
+    ApprovalOp, EnvelopeContext, Fixture, MemoryWrite, check_approval_ops, check_byte_change, check_checker_line,
+    check_checkpoint_input, check_envelope, check_lines_input, check_memory_json, check_memory_writes, check_plan_text,
+    check_proposal, check_scenario_row, checkpoint_input, envelope_input, proposal_to_text,
 };
 use rolegate::eval::{DeciderSpec, LabConfig};
 use rolegate::gate::{Access, GateOutcome, PendingStatus, ToolGate};
@@ -661,6 +661,10 @@ async fn the_fuzz_seeds_hold_every_invariant() {
     for (name, data) in seeds("memory_load") {
         let loaded = check_memory_json(std::str::from_utf8(&data).unwrap()).unwrap_or_else(|b| panic!("{name}: {b}"));
         assert!(loaded.is_some(), "{name} is a memory file");
+    }
+    for (name, data) in seeds("check_line") {
+        let (kind, before, line) = check_lines_input(&data).unwrap();
+        check_checker_line(kind, &before, line).unwrap_or_else(|b| panic!("{name}: {b}"));
     }
     let ctx = EnvelopeContext::standard(&FIXTURE).unwrap();
     for (name, data) in seeds("envelope") {

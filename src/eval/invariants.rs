@@ -28,7 +28,7 @@
 //! - no e-mail leaves without an approved, unexpired, non-self decision, and a decision
 //!   applies at most once ([`approvals`]);
 //! - a `check` command's line reader gives every line one known verdict that depends on
-//!   that line alone ([`check_lines`]; ready for issue 7's reader, not yet on `main`).
+//!   that line alone ([`check_lines`], for the `check` command's reader).
 
 pub mod approvals;
 pub mod check_lines;
@@ -36,7 +36,7 @@ pub mod checkpoints;
 pub mod envelopes;
 
 pub use approvals::{ApprovalOp, ApprovalVerdict, check_approval_ops};
-pub use check_lines::{LineKind, check_line_reader};
+pub use check_lines::{LineKind, check_checker_line, check_line_reader, check_lines_input};
 pub use checkpoints::{
     CheckpointInput, check_byte_change, check_checkpoint_input, check_checkpoint_text, check_signed_body,
     checkpoint_input,
