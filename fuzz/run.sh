@@ -18,7 +18,7 @@ cd "$here"
 
 seconds="${1:-60}"
 shift || true
-all_targets=(proposal plan scenario_row memory_write memory_load tool_arguments policypal_replies)
+all_targets=(proposal plan scenario_row memory_write memory_load tool_arguments policypal_replies envelope checkpoint check_line)
 targets=("${@:-${all_targets[@]}}")
 sanitizer="${FUZZ_SANITIZER:-address}"
 
@@ -48,7 +48,7 @@ for t in "${targets[@]}"; do
   dirs=("corpus/$t")
   [ -d "seeds/$t" ] && dirs+=("seeds/$t")
   dict=()
-  case "$t" in proposal | plan | scenario_row | memory_load) dict=("-dict=json.dict") ;; esac
+  case "$t" in proposal | plan | scenario_row | memory_load | envelope | checkpoint | check_line) dict=("-dict=json.dict") ;; esac
   before=$(find "artifacts/$t" -type f | wc -l)
   cargo fuzz run -O -a --sanitizer "$sanitizer" "$t" "${dirs[@]}" -- \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${dict[@]}" \

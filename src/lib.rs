@@ -42,6 +42,7 @@ pub mod multi;
 pub mod security;
 pub mod store;
 pub mod tools;
+mod unwind;
 pub mod world;
 
 pub use agent::{Agent, AgentState, Run, StopReason};

@@ -1,13 +1,17 @@
 //! Adversarial corpora as test tables (`tests/data/*.jsonl`): injection payloads with the
-//! instruction filter's expected verdict, raw proposals and memory writes with their
-//! expected codes. One `check(row)` per table; every mismatch is listed as a diff. Then the
+//! instruction filter's expected verdict, raw proposals, raw envelopes and memory writes
+//! with their expected codes. One `check(row)` per table; every mismatch is listed as a diff. Then the
 //! payloads the filter misses are shown to be harmless anyway: scopes stop their effect.
 
 use rolegate::agent::{AgentState, CheckMode, StopReason, TraceKind};
-use rolegate::eval::invariants::{Fixture, MemoryWrite, check_memory_writes, check_proposal};
+use rolegate::eval::invariants::{
+    EnvelopeContext, Fixture, MemoryWrite, check_envelope, check_memory_writes, check_proposal, verdict_code,
+};
 use rolegate::eval::{DeciderSpec, Env, LabConfig};
 use rolegate::memory::WriteCode;
 use rolegate::model::{BoxFuture, Decider, FixedPlan, LlmRequest, LlmResponse, ModelError};
+use rolegate::multi::routes::next_hop;
+use rolegate::multi::{ClaimMode, RejectCode, Role, parse_message};
 use rolegate::security::{injection_signals, is_instruction_like};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -144,7 +148,7 @@ fn no_bundled_text_a_run_relies_on_reads_as_an_instruction() {
     for d in e.world.documents.values() {
         texts.extend([d.title.clone(), d.text.clone()]);
     }
-    for file in ["scenarios.jsonl", "design_tasks.jsonl"] {
+    for file in ["scenarios.jsonl", "design_tasks.jsonl", "multi_scenarios.jsonl"] {
         let path = format!("{}/data/{file}", env!("CARGO_MANIFEST_DIR"));
         for line in std::fs::read_to_string(path).unwrap().lines().filter(|l| l.starts_with('{')) {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -190,6 +194,54 @@ fn every_raw_proposal_gets_the_code_its_row_states() {
             Err(broken) => Err((row.expect.clone(), broken.to_string())),
         }
     });
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnvelopeRow {
+    id: String,
+    /// The channel the text arrives on (never read from the text).
+    sender: Role,
+    /// Where it is meant to go; the route table's recipient, or another to test a route.
+    recipient: Role,
+    text: String,
+    /// `strict` (default) or `free`.
+    #[serde(default)]
+    claims: ClaimMode,
+    /// `ok` or the coordinator's rejection code.
+    expect: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    note: String,
+}
+
+impl Row for EnvelopeRow {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+#[test]
+fn every_raw_envelope_gets_the_code_its_row_states() {
+    let rows: Vec<EnvelopeRow> = load("envelopes.jsonl");
+    assert!(rows.len() >= 40, "{} envelopes", rows.len());
+    let fx = Fixture::bundled().unwrap();
+    let ctx = EnvelopeContext::standard(&fx).unwrap();
+    run_table("envelopes.jsonl", &rows, |row| {
+        // every row holds the envelope invariants on its channel
+        let full = check_envelope(&ctx, row.sender, &row.text, row.claims)
+            .map_err(|broken| (row.expect.clone(), broken.to_string()))?;
+        let got = if next_hop(row.sender).map(|(to, _)| to) == Some(row.recipient) {
+            verdict_code(&full)
+        } else {
+            // another recipient than the route's: the parser's checks, towards it
+            parse_message(row.sender, row.recipient, &row.text).map_or_else(RejectCode::as_str, |_| "ok")
+        };
+        if got == row.expect { Ok(()) } else { Err((row.expect.clone(), got.to_string())) }
+    });
+    let codes: BTreeSet<&str> = rows.iter().map(|r| r.expect.as_str()).collect();
+    let every: BTreeSet<&str> = RejectCode::ALL.iter().map(|c| c.as_str()).chain(["ok"]).collect();
+    assert_eq!(codes, every, "the table has rows for every code");
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,17 +1,20 @@
 //! Property tests (bounded case counts, so `cargo test` stays fast): the state machine,
-//! the gate (directly and through the loop with its own check switched off), proposals
-//! and memory writes. The rules for any input live in `rolegate::eval::invariants`, shared
+//! the gate (directly and through the loop with its own check switched off), proposals,
+//! memory writes, the approval queue and signed checkpoints. The rules for any input live in `rolegate::eval::invariants`, shared
 //! with the fuzz targets; the seeds of the text fuzz targets are replayed here too.
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use rolegate::agent::{AgentState, CheckMode, Proposal, RawState, Status, StopReason};
+use rolegate::eval::invariants::checkpoints::keys;
 use rolegate::eval::invariants::{
-    Fixture, MemoryWrite, check_memory_json, check_memory_writes, check_plan_text, check_proposal, check_scenario_row,
-    proposal_to_text,
+    ApprovalOp, EnvelopeContext, Fixture, MemoryWrite, check_approval_ops, check_byte_change, check_checker_line,
+    check_checkpoint_input, check_envelope, check_lines_input, check_memory_json, check_memory_writes, check_plan_text,
+    check_proposal, check_scenario_row, checkpoint_input, envelope_input, proposal_to_text,
 };
 use rolegate::eval::{DeciderSpec, LabConfig};
 use rolegate::gate::{Access, GateOutcome, PendingStatus, ToolGate};
+use rolegate::human::{Checkpoint, CheckpointCode, SigningKey};
 use rolegate::memory::{SessionMemory, WriteCode};
 use rolegate::model::{BoxFuture, Decider, FixedPlan, LlmRequest, LlmResponse, ModelError};
 use rolegate::tools::{TOOL_NAMES, ToolCall};
@@ -495,6 +498,130 @@ proptest! {
     }
 }
 
+// ---------------------------------------------------------------- the approval queue
+
+fn approval_op() -> impl Strategy<Value = ApprovalOp> {
+    prop_oneof![
+        3 => any::<u8>().prop_map(|run| ApprovalOp::Park { run }),
+        4 => (any::<u8>(), any::<u8>()).prop_map(|(request, actor)| ApprovalOp::Approve { request, actor }),
+        1 => (any::<u8>(), any::<u8>()).prop_map(|(request, actor)| ApprovalOp::Deny { request, actor }),
+        1 => (any::<u8>(), any::<u8>()).prop_map(|(request, actor)| ApprovalOp::Cancel { request, actor }),
+        2 => prop_oneof![0u16..30, 30u16..120].prop_map(|secs| ApprovalOp::Wait { secs }),
+        1 => any::<u8>().prop_map(|request| ApprovalOp::Edit { request }),
+        2 => any::<u8>().prop_map(|request| ApprovalOp::Replay { request }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    #[test]
+    fn no_mail_leaves_without_an_approved_unexpired_non_self_decision_applied_once(
+        ops in proptest::collection::vec(approval_op(), 0..30),
+    ) {
+        let verdict = check_approval_ops(&FIXTURE, &ops);
+        prop_assert!(verdict.is_ok(), "{}", verdict.unwrap_err());
+    }
+}
+
+/// The property's operations reach every rule: a script whose expected codes are stated
+/// here, one per operation (requests req-1, req-4 and req-5 by kwame, req-2, req-6 and
+/// req-7 by lena, req-3 by mallory; four may be open at once; three sends per run).
+#[test]
+fn the_approval_rules_each_decide_a_scripted_case() {
+    use ApprovalOp::*;
+    let (kwame, lena, mallory, nobody) = (0, 1, 2, 3);
+    let script: &[(ApprovalOp, &str)] = &[
+        (Park { run: 0 }, "park:ok"),
+        (Park { run: 1 }, "park:ok"),
+        (Park { run: 2 }, "park:ok"),
+        (Approve { request: 0, actor: kwame }, "approve:self_approval"),
+        (Approve { request: 0, actor: mallory }, "approve:not_an_approver"),
+        (Approve { request: 0, actor: nobody }, "approve:not_an_approver"),
+        (Replay { request: 0 }, "replay:no_token"),
+        (Approve { request: 0, actor: lena }, "approve:ok"),
+        (Approve { request: 0, actor: lena }, "approve:not_pending"),
+        (Replay { request: 0 }, "replay:replayed"),
+        (Deny { request: 0, actor: lena }, "deny:not_pending"),
+        (Edit { request: 1 }, "edit"),
+        (Approve { request: 1, actor: kwame }, "approve:changed_since_review"),
+        (Cancel { request: 1, actor: mallory }, "cancel:not_an_approver"),
+        (Cancel { request: 1, actor: lena }, "cancel:ok"),
+        (Wait { secs: 61 }, "wait"),
+        (Approve { request: 2, actor: lena }, "approve:expired"),
+        (Approve { request: 2, actor: kwame }, "approve:not_pending"),
+        (Park { run: 0 }, "park:ok"),
+        (Park { run: 0 }, "park:ok"),
+        (Park { run: 0 }, "park:call_limit"),
+        (Park { run: 1 }, "park:ok"),
+        (Park { run: 1 }, "park:ok"),
+        (Park { run: 2 }, "park:queue_full"),
+        (Approve { request: 5, actor: lena }, "approve:self_approval"),
+        (Approve { request: 3, actor: lena }, "approve:ok"),
+        (Replay { request: 3 }, "replay:replayed"),
+    ];
+    let ops: Vec<ApprovalOp> = script.iter().map(|(op, _)| op.clone()).collect();
+    let verdict = check_approval_ops(&FIXTURE, &ops).unwrap();
+    let expected: Vec<&str> = script.iter().map(|(_, code)| *code).collect();
+    assert_eq!(verdict.codes, expected);
+    assert_eq!(verdict.emails, 2, "req-1 and req-4, each approved by lena, each sent once");
+}
+
+// ---------------------------------------------------------------- checkpoints
+
+/// Two signed checkpoints of real runs (parked on an approval, and done), with the key.
+static SEALED: LazyLock<(SigningKey, Vec<String>)> = LazyLock::new(|| {
+    let (key, _) = keys().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let sealed = rt.block_on(async {
+        let mut parked = crate::util::lab_with(LabConfig::research());
+        let parked = parked.agent.run(crate::util::REPLY_GOAL, "run-1").await.unwrap();
+        let mut done = crate::util::lab(rolegate::model::FakeKind::Obey);
+        let done = done.agent.run("Read T-602 and summarise it.", "run-2").await.unwrap();
+        [parked, done].iter().map(|r| Checkpoint::of(r).seal(&key)).collect()
+    });
+    (key, sealed)
+});
+
+proptest! {
+    #![proptest_config(config(512))]
+
+    #[test]
+    fn any_single_byte_change_of_a_signed_checkpoint_is_refused(
+        which in 0usize..2,
+        index in any::<usize>(),
+        byte in any::<u8>(),
+    ) {
+        let (key, sealed) = &*SEALED;
+        let refused = check_byte_change(key, &sealed[which], index, byte);
+        prop_assert!(refused.is_ok(), "{}", refused.unwrap_err());
+    }
+}
+
+#[test]
+fn every_byte_of_a_signed_checkpoint_is_covered_by_its_signature() {
+    // the exhaustive version of the property, on the parked checkpoint, for two changes
+    // per byte: its lowest bit, and its case bit (a hex digit of the signature in upper case)
+    let (key, sealed) = &*SEALED;
+    let mut refused: BTreeMap<&str, usize> = BTreeMap::new();
+    for text in &sealed[..1] {
+        assert!(Checkpoint::open(text, key).is_ok(), "the untouched checkpoint loads");
+        for (i, b) in text.bytes().enumerate() {
+            for flip in [0x01, 0x20] {
+                match check_byte_change(key, text, i, b ^ flip) {
+                    Ok(Some(code)) => *refused.entry(code.map_or("not_utf8", CheckpointCode::as_str)).or_default() += 1,
+                    Ok(None) => unreachable!("a flipped bit always changes the byte"),
+                    Err(broken) => panic!("{broken}"),
+                }
+            }
+        }
+    }
+    // every kind of refusal happens: junk JSON, a wrong signature; a signed body never changed
+    assert!(refused.contains_key("not_a_checkpoint"), "{refused:?}");
+    assert!(refused.contains_key("bad_signature"), "{refused:?}");
+    assert!(!refused.contains_key("invalid_state"), "{refused:?}");
+}
+
 // ---------------------------------------------------------------- fuzz seeds
 
 fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
@@ -534,5 +661,20 @@ async fn the_fuzz_seeds_hold_every_invariant() {
     for (name, data) in seeds("memory_load") {
         let loaded = check_memory_json(std::str::from_utf8(&data).unwrap()).unwrap_or_else(|b| panic!("{name}: {b}"));
         assert!(loaded.is_some(), "{name} is a memory file");
+    }
+    for (name, data) in seeds("check_line") {
+        let (kind, before, line) = check_lines_input(&data).unwrap();
+        check_checker_line(kind, &before, line).unwrap_or_else(|b| panic!("{name}: {b}"));
+    }
+    let ctx = EnvelopeContext::standard(&FIXTURE).unwrap();
+    for (name, data) in seeds("envelope") {
+        let (channel, claims, text) = envelope_input(&data).unwrap();
+        let _verdict = check_envelope(&ctx, channel, text, claims).unwrap_or_else(|b| panic!("{name}: {b}"));
+    }
+    let (key, other) = keys().unwrap();
+    for (name, data) in seeds("checkpoint") {
+        let (mode, text) = checkpoint_input(&data).unwrap();
+        let loaded = check_checkpoint_input(&key, &other, mode, text).unwrap_or_else(|b| panic!("{name}: {b}"));
+        assert!(loaded.is_ok(), "{name} is a checkpoint signed with the fuzz key: {loaded:?}");
     }
 }

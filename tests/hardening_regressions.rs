@@ -6,6 +6,7 @@ use rolegate::cost::{Ledger, UsageRecord};
 use rolegate::design::{PalConfig, PalKind, PalReply};
 use rolegate::eval::invariants::{Fixture, check_pal_replies, proposal_to_text};
 use rolegate::eval::scenarios::{ScenarioError, parse_single_row};
+use rolegate::human::{Checkpoint, CheckpointCode};
 use rolegate::model::{BoxFuture, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall, Usage};
 use rolegate::tools::fingerprint;
 use rust_decimal::Decimal;
@@ -95,4 +96,56 @@ async fn a_finish_longer_than_a_state_holds_is_an_invalid_proposal_in_both_loops
     let fx = Fixture::bundled().unwrap();
     let verdict = check_pal_replies(&fx, replies, false).await.unwrap();
     assert_eq!(verdict.first, "stuck", "the long finish is refused, then the empty reply; two bad turns");
+}
+
+/// property test `every_byte_of_a_signed_checkpoint_is_covered_by_its_signature`: the
+/// signature was read with `u8::from_str_radix`, which also takes upper-case digits and a
+/// leading `+`, so one byte of a signed checkpoint (a hex letter's case, or a `0` turned
+/// `+`) could change and the checkpoint still loaded. Signatures now have one form.
+#[tokio::test]
+async fn a_signature_in_upper_case_or_with_a_plus_sign_is_refused() {
+    let key = crate::util::key();
+    let mut lab = crate::util::lab_with(rolegate::eval::LabConfig::research());
+    let run = lab.agent.run(crate::util::REPLY_GOAL, "run-1").await.unwrap();
+    let sealed = Checkpoint::of(&run).seal(&key);
+    assert!(Checkpoint::open(&sealed, &key).is_ok());
+    let mut outer: serde_json::Value = serde_json::from_str(&sealed).unwrap();
+    let signature = outer["signature"].as_str().unwrap().to_string();
+    let body = outer["body"].as_str().unwrap().to_string();
+    let pos = signature.find(|c: char| c.is_ascii_lowercase()).expect("a hex letter");
+    let upper = format!("{}{}", &signature[..pos], signature[pos..].to_ascii_uppercase());
+    let pairs: Vec<String> = (0..signature.len()).step_by(2).map(|i| signature[i..i + 2].to_string()).collect();
+    let zero = pairs.iter().position(|p| p.starts_with('0')).expect("a byte under 0x10 in 32");
+    let plus: String =
+        pairs.iter().enumerate().map(|(i, p)| if i == zero { format!("+{}", &p[1..]) } else { p.clone() }).collect();
+    for forged in [upper, plus] {
+        assert!(!key.verify(&body, &forged), "{forged}");
+        assert!(!key.verify_as("rolegate-request/1", &body, &forged));
+        outer["signature"] = serde_json::Value::String(forged.clone());
+        let refused = Checkpoint::open(&outer.to_string(), &key).unwrap_err();
+        assert_eq!(refused.code(), Some(CheckpointCode::BadSignature), "{forged}");
+    }
+}
+
+/// fault test `a_store_cut_short_is_refused_untouched_and_nothing_is_lost_or_sent_twice`:
+/// a store cut inside its last page passed the open checks (SQLite reads the missing part
+/// of a page as zeros and `quick_check` found nothing); the refusal came only later, from
+/// a stored checkpoint's JSON. The open now checks the size against the header's pages.
+#[tokio::test]
+async fn a_store_cut_inside_a_page_is_refused_when_it_is_opened() {
+    use rolegate::store::{Desk, RunSpec, Store, StoreError};
+    let path = crate::util::temp_dir("regression-cut-page").join("rolegate.db");
+    let store = Store::open(&path).unwrap();
+    let clock = rolegate::cost::ManualClock::new();
+    let mut desk = Desk::new(store, crate::util::key(), env(), clock.shared());
+    let spec = RunSpec::new("auto", "kwame", "reply", &[]);
+    desk.start(&spec, crate::util::REPLY_GOAL).await.unwrap();
+    drop(desk);
+    let whole = std::fs::read(&path).unwrap();
+    for cut in [whole.len() - 1, whole.len() - 824, whole.len() - 4096] {
+        std::fs::write(&path, &whole[..cut]).unwrap();
+        let refused = Store::open(&path).unwrap_err();
+        assert!(matches!(refused, StoreError::Damaged { .. }), "cut to {cut}: {refused}");
+        assert_eq!(std::fs::read(&path).unwrap(), &whole[..cut], "left untouched");
+    }
 }

@@ -1,6 +1,7 @@
 //! Structured trace export: one redacted JSON line per decision through a `tracing`
 //! layer, timing only in the file, and `--trace-json` on `run` and `suite` leaving what
-//! is printed unchanged.
+//! is printed unchanged; the file of row m06 shows the reviewer's refused send and no
+//! e-mail address.
 
 use rolegate::agent::{EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
 use rolegate::cost::ManualClock;
@@ -180,4 +181,60 @@ fn trace_json_on_run_and_suite_writes_the_file_and_prints_the_same() {
     let bad = rolegate(&["suite", "--trace-json", "/nonexistent-dir/x.jsonl"]);
     assert_eq!(bad.status.code(), Some(2), "an unusable trace file is unusable input");
     std::fs::remove_dir_all(file.parent().unwrap()).ok();
+}
+
+/// True when `text` holds something shaped like an e-mail address.
+fn has_address(text: &str) -> bool {
+    let re = regex::Regex::new(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}").unwrap();
+    re.is_match(text)
+}
+
+#[tokio::test]
+async fn the_m06_trace_file_shows_the_reviewers_refused_send_and_no_address_in_clear() {
+    let rows = rolegate::eval::multi_scenarios::bundled_multi().unwrap();
+    let m06 = rows.iter().find(|r| r.id == "m06").expect("the bundled table has m06");
+    // the run carries an address to leak: the paraphrased finding the reviewer obeys names it
+    let run = rolegate::multi::run(
+        &crate::util::menv(),
+        m06.config(),
+        rolegate::multi::RoleModels::fakes(m06.roles),
+        &m06.goal,
+        &m06.run_id(),
+    )
+    .await
+    .unwrap();
+    let finding = run.messages.iter().find(|m| m.kind == rolegate::multi::Kind::Finding).unwrap();
+    assert!(has_address(&finding.body.to_text()), "{:?}", finding.body);
+    assert_eq!(run.denied_lines(), ["reviewer:send_email_draft:not_allowed"]);
+
+    // the trace file of `rolegate suite --trace-json`, on a file with just m06 and on the
+    // whole multi-agent table
+    let table = format!("{}/data/multi_scenarios.jsonl", env!("CARGO_MANIFEST_DIR"));
+    let line =
+        std::fs::read_to_string(&table).unwrap().lines().find(|l| l.contains(r#""id": "m06""#)).unwrap().to_string();
+    let dir = crate::util::temp_dir("trace-m06");
+    let only = dir.join("m06.jsonl");
+    std::fs::write(&only, format!("{line}\n")).unwrap();
+    for (name, input) in [("m06", only.to_str().unwrap()), ("multi", table.as_str())] {
+        let file = dir.join(format!("{name}.trace.jsonl"));
+        let out = rolegate(&["suite", input, "--trace-json", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains('@') && !has_address(&text), "{name}: an address in clear");
+        let records = read_records(&file);
+        let m06_lines: Vec<&TraceRecord> = records.iter().filter(|r| r.run_id == "run-m06").collect();
+        let refused: Vec<(&str, &str, &str)> = m06_lines
+            .iter()
+            .filter(|r| r.code == "not_allowed")
+            .map(|r| (r.role.as_deref().unwrap_or(""), r.kind.as_str(), r.detail.as_str()))
+            .collect();
+        assert_eq!(refused, [("reviewer", "check", "call send_email_draft")], "{name}");
+        assert!(m06_lines.iter().all(|r| r.role.is_some()), "{name}: every line names its role");
+        let last = m06_lines.last().unwrap();
+        assert_eq!(
+            (last.role.as_deref(), last.kind.as_str(), last.code.as_str()),
+            (Some("coordinator"), "stop", "done")
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

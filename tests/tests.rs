@@ -26,6 +26,8 @@ mod hardening_corpora;
 mod hardening_faults;
 mod hardening_props;
 mod hardening_regressions;
+mod hardening_roles;
+mod hardening_store;
 mod hardening_trace;
 mod multi_actors;
 mod multi_parsers;

@@ -6,7 +6,8 @@
 //! too (property tests and the replay of `fuzz/seeds/`).
 
 use arbitrary::Arbitrary;
-use rolegate::eval::invariants::{Broken, Fixture, MemoryWrite};
+use rolegate::eval::invariants::{Broken, EnvelopeContext, Fixture, MemoryWrite};
+use rolegate::human::SigningKey;
 use rolegate::model::{LlmResponse, RequestedCall, Usage};
 use serde_json::{Map, Value, json};
 use std::sync::LazyLock;
@@ -14,6 +15,16 @@ use std::sync::LazyLock;
 /// The bundled environment, loaded once.
 #[allow(clippy::expect_used)] // a fuzz harness: failing to load the bundled data is fatal
 pub static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| Fixture::bundled().expect("bundled data loads"));
+
+/// What the researcher read, for the envelope target, built once.
+#[allow(clippy::expect_used)]
+pub static ENVELOPES: LazyLock<EnvelopeContext> =
+    LazyLock::new(|| EnvelopeContext::standard(&FIXTURE).expect("the standard context builds"));
+
+/// The checkpoint key and another key, built once.
+#[allow(clippy::expect_used)]
+pub static SIGNING_KEYS: LazyLock<(SigningKey, SigningKey)> =
+    LazyLock::new(|| rolegate::eval::invariants::checkpoints::keys().expect("the fuzz keys are long enough"));
 
 /// A current-thread runtime for the async checks, built once.
 #[allow(clippy::expect_used)]

@@ -366,16 +366,17 @@ impl Agent {
                     Some(memory) => {
                         let mut effects = MemoryEffects { memory, observations: state.observations() };
                         let (task, user) = (&self.task, &self.session.user_id);
-                        self.gate.run_fingerprinted(&call, &fingerprint, task, state.run_id(), user, &mut effects)
+                        self.gate
+                            .run_fingerprinted_async(&call, &fingerprint, task, state.run_id(), user, &mut effects)
+                            .await
                     }
-                    None => self.gate.run_fingerprinted(
-                        &call,
-                        &fingerprint,
-                        &self.task,
-                        state.run_id(),
-                        &self.session.user_id,
-                        &mut NoInternalEffects,
-                    ),
+                    None => {
+                        let (task, user) = (&self.task, &self.session.user_id);
+                        let internal = &mut NoInternalEffects;
+                        self.gate
+                            .run_fingerprinted_async(&call, &fingerprint, task, state.run_id(), user, internal)
+                            .await
+                    }
                 };
                 progress.seen.insert(fingerprint);
                 progress.calls.push(call.name.clone());

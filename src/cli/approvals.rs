@@ -5,7 +5,7 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::desk::{ListFormat, StoreArg, open, request_line};
+use super::desk::{ListFormat, StoreArg, open_existing, request_line};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
 use crate::human::DecisionCode;
 use crate::store::DeskAction;
@@ -70,7 +70,7 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
         }
         ApprovalsCommand::Cancel { request, actor, store } => (store.path, request, actor, DeskAction::Cancel),
     };
-    let mut desk = match open(&path) {
+    let mut desk = match open_existing(&path) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("rolegate: {e}");
@@ -107,7 +107,7 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
 }
 
 fn list(path: &std::path::Path, format: ListFormat) -> u8 {
-    let requests = match open(path).and_then(|mut d| d.requests().map_err(|e| e.to_string())) {
+    let requests = match open_existing(path).and_then(|mut d| d.requests().map_err(|e| e.to_string())) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rolegate: {e}");

@@ -13,7 +13,8 @@ use crate::store::{DEFAULT_STORE, Desk, Store};
 /// The store file option every store-backed command takes.
 #[derive(Clone, Debug, Args)]
 pub struct StoreArg {
-    /// The store file (embedded SQLite); created when missing.
+    /// The store file (embedded SQLite); `run` creates it when missing, the other commands
+    /// need it to exist.
     #[arg(long = "store", value_name = "PATH", default_value = DEFAULT_STORE)]
     pub path: PathBuf,
 }
@@ -30,9 +31,22 @@ pub enum ListFormat {
 /// Opens the desk over `path` with the key from `ROLEGATE_SIGNING_KEY` (or the file named
 /// by `ROLEGATE_SIGNING_KEY_FILE`) and the system clock.
 pub(crate) fn open(path: &std::path::Path) -> Result<Desk, String> {
+    desk(path, Store::open)
+}
+
+/// As [`open`], for a store that must exist already (deciding, listing): a missing or
+/// empty file is an error, never a new store.
+pub(crate) fn open_existing(path: &std::path::Path) -> Result<Desk, String> {
+    desk(path, Store::open_existing)
+}
+
+fn desk(
+    path: &std::path::Path,
+    open: fn(&std::path::Path) -> Result<Store, crate::store::StoreError>,
+) -> Result<Desk, String> {
     let key = SigningKey::from_env().map_err(|e| e.to_string())?;
     let env = Env::bundled().map_err(|e| e.to_string())?;
-    let store = Store::open(path).map_err(|e| e.to_string())?;
+    let store = open(path).map_err(|e| e.to_string())?;
     Ok(Desk::new(store, key, env, Arc::new(SystemClock)))
 }
 

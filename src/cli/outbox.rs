@@ -1,11 +1,11 @@
 //! `rolegate outbox`: the e-mails really sent, from the store.
 
-use super::desk::{ListFormat, StoreArg, open};
+use super::desk::{ListFormat, StoreArg, open_existing};
 use super::{EXIT_OK, EXIT_USAGE, out};
 
 /// Prints the sent mail.
 pub(crate) fn outbox(store: &StoreArg, format: ListFormat) -> u8 {
-    let sent = match open(&store.path).and_then(|d| d.outbox().map_err(|e| e.to_string())) {
+    let sent = match open_existing(&store.path).and_then(|d| d.outbox().map_err(|e| e.to_string())) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("rolegate: {e}");

@@ -19,7 +19,29 @@
 //! - validated tool arguments are exactly the arguments given, and the gate agrees with
 //!   the validation;
 //! - a PolicyPal run on any sequence of model replies ends with a named reason, sends
-//!   nothing unless its card is confirmed, and then sends exactly the card's arguments.
+//!   nothing unless its card is confirmed, and then sends exactly the card's arguments;
+//! - an envelope on any channel gets one named code, the intake agrees with the checks,
+//!   and an accepted body re-serialises to a text accepted again as the same body
+//!   ([`envelopes`]);
+//! - a checkpoint that loads was signed by the key, and any single-byte change of a signed
+//!   checkpoint is refused ([`checkpoints`]);
+//! - no e-mail leaves without an approved, unexpired, non-self decision, and a decision
+//!   applies at most once ([`approvals`]);
+//! - a `check` command's line reader gives every line one known verdict that depends on
+//!   that line alone ([`check_lines`], for the `check` command's reader).
+
+pub mod approvals;
+pub mod check_lines;
+pub mod checkpoints;
+pub mod envelopes;
+
+pub use approvals::{ApprovalOp, ApprovalVerdict, check_approval_ops};
+pub use check_lines::{LineKind, check_checker_line, check_line_reader, check_lines_input};
+pub use checkpoints::{
+    CheckpointInput, check_byte_change, check_checkpoint_input, check_checkpoint_text, check_signed_body,
+    checkpoint_input,
+};
+pub use envelopes::{CHANNELS, EnvelopeContext, EnvelopeVerdict, check_envelope, envelope_input, verdict_code};
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -145,7 +167,7 @@ fn audit_holds(gate: &ToolGate, task: &str) -> Result<(), Broken> {
             confirmed.insert(e.fingerprint.clone());
             continue;
         }
-        let ran = matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input");
+        let ran = matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input" | "tool_timeout" | "tool_panicked");
         let read = gate.policy.allows(task, &e.tool)
             && gate.registry.has(&e.tool)
             && gate.policy.access_of(&e.tool) == Access::Read;
@@ -455,6 +477,7 @@ fn args_value(args: &ToolArgs) -> Result<Value, serde_json::Error> {
         ToolArgs::SendEmailDraft(a) => serde_json::to_value(a),
         ToolArgs::SearchDocuments(a) => serde_json::to_value(a),
         ToolArgs::Remember(a) => serde_json::to_value(a),
+        ToolArgs::Added(a) => Ok(a.to_value()),
     }
 }
 
@@ -606,7 +629,7 @@ pub async fn check_pal_replies(fx: &Fixture, replies: Vec<LlmResponse>, confirm:
 pub fn executions(gate: &ToolGate) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for e in &gate.audit {
-        if matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input") {
+        if matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input" | "tool_timeout" | "tool_panicked") {
             *out.entry(e.tool.clone()).or_insert(0) += 1;
         }
     }

@@ -3,6 +3,13 @@
 //! [`PendingAction`] (`pa-1`, `pa-2`, …) instead of running; every call leaves exactly one
 //! [`AuditEvent`]. A parked action runs only with an [`ApprovalToken`], which only the
 //! approval queue mints, and at most once: a retry replays the stored result.
+//!
+//! A tool that panics is caught (`tool_panicked`); a tool that does not answer is given up
+//! after the gate's per-call timeout (`tool_timeout`); both name the tool and come back as
+//! a failed call like any other. The built-in tools run in memory and answer at once; a
+//! tool added to the gate ([`ToolGate::with_tool`]) answers with a future, which
+//! [`ToolGate::run_async`] awaits for at most [`ToolGate::call_timeout`] (the loop uses it)
+//! and [`ToolGate::run`] polls once (a caller that cannot wait gives it no time).
 
 mod confirm;
 mod policy;
@@ -11,11 +18,22 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
-use crate::tools::{ArgError, Registry, ToolArgs, ToolCall};
+use crate::model::BoxFuture;
+use crate::tools::{AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, ToolFailure, ToolFailureCode, ToolSet};
+use crate::unwind::CatchUnwind;
 use crate::world::World;
 
 pub use policy::{Access, ApprovalMode, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
+
+/// How long [`ToolGate::run_async`] waits for a tool that answers later, unless set
+/// otherwise on the gate.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Errors of the gate module.
 #[derive(Debug, thiserror::Error)]
@@ -240,8 +258,10 @@ pub fn derived_idempotency_key(run_id: &str, pending_id: &str) -> String {
 pub struct ToolGate {
     /// The policy this gate enforces.
     pub policy: Policy,
-    /// The tools.
-    pub registry: Registry,
+    /// The tools: the built-in registry and any tool added to this gate.
+    pub registry: ToolSet,
+    /// How long [`ToolGate::run_async`] waits for one call of a tool that answers later.
+    pub call_timeout: Duration,
     /// What the tools act on.
     pub world: World,
     /// One event per call, in order.
@@ -255,7 +275,25 @@ pub struct ToolGate {
 impl ToolGate {
     /// A gate over `world` enforcing `policy`.
     pub fn new(policy: Policy, world: World) -> Self {
-        Self { policy, registry: Registry, world, audit: Vec::new(), pending: BTreeMap::new(), counts: BTreeMap::new() }
+        Self {
+            policy,
+            registry: ToolSet::new(),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            world,
+            audit: Vec::new(),
+            pending: BTreeMap::new(),
+            counts: BTreeMap::new(),
+        }
+    }
+
+    /// This gate with `tool` added. It runs only where the policy lists it and gives it
+    /// `read` access, with its declared string arguments, under [`ToolGate::call_timeout`].
+    ///
+    /// # Errors
+    /// [`AddToolError`] for a name in use (built-in tools cannot be replaced) or a bad shape.
+    pub fn with_tool(mut self, tool: Arc<dyn Tool>) -> Result<Self, AddToolError> {
+        self.registry.add(tool)?;
+        Ok(self)
     }
 
     /// How many calls of `tool` `run_id` has made through this gate.
@@ -316,26 +354,74 @@ impl ToolGate {
         caller: &str,
         internal: &mut dyn InternalEffects,
     ) -> GateOutcome {
-        let outcome = self.decide(call, task, run_id, caller, internal);
+        let outcome = match self.decide(call, task, run_id, caller, internal) {
+            Decided::Now(outcome) => outcome,
+            Decided::Waiting(answer) => answer_at_once(&call.name, answer),
+        };
         self.record(call, run_id, caller, outcome.code());
         outcome
     }
 
-    /// As [`ToolGate::run_with`], for a caller that has just taken `fingerprint` of this
-    /// very call (the loop's repeat check), so the audit event does not take it again.
-    pub(crate) fn run_fingerprinted(
-        &mut self,
+    /// As [`ToolGate::run`], waiting up to [`ToolGate::call_timeout`] for a tool that
+    /// answers later. Every check, count and audit event is the same; a built-in tool's
+    /// call is decided before the returned future is first polled.
+    pub fn run_async<'a>(
+        &'a mut self,
+        call: &ToolCall,
+        task: &str,
+        run_id: &str,
+        caller: &str,
+    ) -> impl Future<Output = GateOutcome> + Send + use<'a> {
+        self.run_with_async(call, task, run_id, caller, &mut NoInternalEffects)
+    }
+
+    /// As [`ToolGate::run_with`], waiting up to [`ToolGate::call_timeout`] for a tool that
+    /// answers later (`tool_timeout` after that; a panic is `tool_panicked`).
+    pub fn run_with_async<'a>(
+        &'a mut self,
+        call: &ToolCall,
+        task: &str,
+        run_id: &str,
+        caller: &str,
+        internal: &mut dyn InternalEffects,
+    ) -> impl Future<Output = GateOutcome> + Send + use<'a> {
+        let fingerprint = call.fingerprint();
+        self.run_fingerprinted_async(call, &fingerprint, task, run_id, caller, internal)
+    }
+
+    /// As [`ToolGate::run_with_async`], for a caller that has just taken `fingerprint` of
+    /// this very call (the loop's repeat check), so the audit event does not take it again.
+    pub(crate) fn run_fingerprinted_async<'a>(
+        &'a mut self,
         call: &ToolCall,
         fingerprint: &str,
         task: &str,
         run_id: &str,
         caller: &str,
         internal: &mut dyn InternalEffects,
-    ) -> GateOutcome {
+    ) -> impl Future<Output = GateOutcome> + Send + use<'a> {
         debug_assert_eq!(fingerprint, call.fingerprint());
-        let outcome = self.decide(call, task, run_id, caller, internal);
-        self.record_fingerprinted(call, fingerprint.to_string(), run_id, caller, outcome.code());
-        outcome
+        let waiting = match self.decide(call, task, run_id, caller, internal) {
+            Decided::Now(outcome) => {
+                self.record_fingerprinted(call, fingerprint.to_string(), run_id, caller, outcome.code());
+                Err(outcome)
+            }
+            Decided::Waiting(answer) => {
+                Ok((answer, call.clone(), fingerprint.to_string(), run_id.to_string(), caller.to_string()))
+            }
+        };
+        async move {
+            match waiting {
+                Err(outcome) => outcome,
+                Ok((answer, call, fingerprint, run_id, caller)) => {
+                    let limit = self.call_timeout;
+                    let mut waiting = Waiting { gate: self, call, fingerprint, run_id, caller, recorded: false };
+                    let outcome = wait_for(&waiting.call.name, limit, answer).await;
+                    waiting.record(outcome.code());
+                    outcome
+                }
+            }
+        }
     }
 
     /// Puts back a parked action loaded from a durable store (a new process resuming a
@@ -393,9 +479,9 @@ impl ToolGate {
             (status, _) => return Err(GateError::NotRunnable { id: pa.id, status }),
         }
         let outcome = match self.registry.validate(&pa.call.name, &pa.call.arguments) {
-            Ok(args) => match self.registry.execute(&self.world, &pa.caller, &args) {
-                Ok(v) => GateOutcome::Ok(v),
-                Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
+            Ok(args) => match self.start(&pa.call.name, &pa.caller, &args) {
+                Decided::Now(outcome) => outcome,
+                Decided::Waiting(answer) => answer_at_once(&pa.call.name, answer),
             },
             Err(e) => GateOutcome::Refused { code: Refusal::InvalidArguments, message: e.to_string() },
         };
@@ -407,6 +493,16 @@ impl ToolGate {
         Ok(outcome)
     }
 
+    /// Starts a validated call: a built-in tool runs now, an added tool's future is
+    /// returned to be awaited; a panic while starting is `tool_panicked`.
+    fn start(&self, tool: &str, caller: &str, args: &ToolArgs) -> Decided {
+        match catch_unwind(AssertUnwindSafe(|| self.registry.start(&self.world, caller, args))) {
+            Ok(Started::Done(result)) => Decided::Now(outcome_of(result)),
+            Ok(Started::Waiting(answer)) => Decided::Waiting(answer),
+            Err(_) => Decided::Now(panicked(tool)),
+        }
+    }
+
     fn decide(
         &mut self,
         call: &ToolCall,
@@ -414,8 +510,8 @@ impl ToolGate {
         run_id: &str,
         caller: &str,
         internal: &mut dyn InternalEffects,
-    ) -> GateOutcome {
-        let refuse = |code: Refusal, message: String| GateOutcome::Refused { code, message };
+    ) -> Decided {
+        let refuse = |code: Refusal, message: String| Decided::Now(GateOutcome::Refused { code, message });
         if !self.policy.allows(task, &call.name) || !self.registry.has(&call.name) {
             return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
         }
@@ -426,6 +522,11 @@ impl ToolGate {
             }
             Err(ArgError::Invalid(m)) => return refuse(Refusal::InvalidArguments, m),
         };
+        let access = self.policy.access_of(&call.name);
+        if self.registry.is_added(&call.name) && access != Access::Read {
+            // an added tool only reads: it never parks, never needs a person, never sends
+            return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
+        }
         let used = self.count(run_id, &call.name);
         if used >= self.policy.limit_of(&call.name) {
             return refuse(Refusal::CallLimit, format!("{} may run {} times per run", call.name, used));
@@ -440,12 +541,12 @@ impl ToolGate {
                 of_run.insert(call.name.clone(), used + 1);
             }
         }
-        let access = self.policy.access_of(&call.name);
         if access == Access::Internal {
-            return match internal.apply(caller, &args) {
-                Ok(v) => GateOutcome::Ok(v),
-                Err(f) => GateOutcome::Failed { code: f.code, message: f.message },
-            };
+            return Decided::Now(match catch_unwind(AssertUnwindSafe(|| internal.apply(caller, &args))) {
+                Ok(Ok(v)) => GateOutcome::Ok(v),
+                Ok(Err(f)) => GateOutcome::Failed { code: f.code, message: f.message },
+                Err(_) => panicked(&call.name),
+            });
         }
         if access == Access::Write {
             if !self.policy.grants.contains(&call.name) {
@@ -470,12 +571,84 @@ impl ToolGate {
                     result: None,
                 },
             );
-            return GateOutcome::NeedsApproval { pending_id: id };
+            return Decided::Now(GateOutcome::NeedsApproval { pending_id: id });
         }
-        match self.registry.execute(&self.world, caller, &args) {
-            Ok(v) => GateOutcome::Ok(v),
-            Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
+        self.start(&call.name, caller, &args)
+    }
+}
+
+/// A call the gate is waiting for. It records the call's one audit event when the answer
+/// comes, or `tool_abandoned` if whoever awaited it gave up first (the future was dropped:
+/// the tool's own future is dropped with it).
+struct Waiting<'a> {
+    gate: &'a mut ToolGate,
+    call: ToolCall,
+    fingerprint: String,
+    run_id: String,
+    caller: String,
+    recorded: bool,
+}
+
+impl Waiting<'_> {
+    fn record(&mut self, outcome: &str) {
+        if !self.recorded {
+            self.recorded = true;
+            let fingerprint = std::mem::take(&mut self.fingerprint);
+            self.gate.record_fingerprinted(&self.call, fingerprint, &self.run_id, &self.caller, outcome);
         }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.record("tool_abandoned");
+    }
+}
+
+/// What the gate decided about a call: the outcome now, or a started tool to wait for.
+enum Decided {
+    /// Refused, parked, or run already.
+    Now(GateOutcome),
+    /// Every check passed and the tool started; its answer comes later.
+    Waiting(BoxFuture<'static, Result<Value, ToolFailure>>),
+}
+
+fn outcome_of(result: Result<Value, ToolFailure>) -> GateOutcome {
+    match result {
+        Ok(v) => GateOutcome::Ok(v),
+        Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
+    }
+}
+
+fn panicked(tool: &str) -> GateOutcome {
+    GateOutcome::Failed {
+        code: ToolFailureCode::ToolPanicked.as_str(),
+        message: format!("{tool} panicked; the gate stopped the call"),
+    }
+}
+
+/// A tool's answer when the caller cannot wait: polled once; not ready is a timeout.
+fn answer_at_once(tool: &str, mut answer: BoxFuture<'static, Result<Value, ToolFailure>>) -> GateOutcome {
+    let mut cx = Context::from_waker(Waker::noop());
+    match catch_unwind(AssertUnwindSafe(|| answer.as_mut().poll(&mut cx))) {
+        Ok(Poll::Ready(result)) => outcome_of(result),
+        Ok(Poll::Pending) => GateOutcome::Failed {
+            code: ToolFailureCode::ToolTimeout.as_str(),
+            message: format!("{tool} did not answer at once, and this caller cannot wait"),
+        },
+        Err(_) => panicked(tool),
+    }
+}
+
+/// Waits for a tool's answer for at most `limit`, catching a panic while it is polled.
+async fn wait_for(tool: &str, limit: Duration, answer: BoxFuture<'static, Result<Value, ToolFailure>>) -> GateOutcome {
+    match tokio::time::timeout(limit, CatchUnwind(answer)).await {
+        Ok(Ok(result)) => outcome_of(result),
+        Ok(Err(_)) => panicked(tool),
+        Err(_) => GateOutcome::Failed {
+            code: ToolFailureCode::ToolTimeout.as_str(),
+            message: format!("{tool} did not answer within {limit:?}"),
+        },
     }
 }
 

@@ -619,27 +619,31 @@ impl Coordinator {
         let mut traces = vec![];
         let mut audit = Vec::new();
         for (join, role) in std::mem::take(&mut self.joins).into_iter().zip(Role::MODEL_ROLES) {
-            match join.await {
+            // a role that panicked (in its work, or while its actor shut down) reports it;
+            // a task that failed outright has only its join error
+            let crash = match join.await {
                 Ok(report) => {
                     for r in report.late {
                         self.account(role, r.calls, r.cost, r.paid, r.denied, r.tools);
                     }
                     traces.push(report.trace);
                     audit.extend(report.audit.into_iter().map(|e| (role, e)));
+                    report.panicked
                 }
                 Err(e) => {
-                    let detail =
-                        if e.is_panic() { format!("panicked: {}", panic_text(e.into_panic())) } else { e.to_string() };
-                    match &mut self.failed {
-                        Some(f) if f.role == role => f.detail = detail,
-                        _ => {
-                            let line = format!("{role}: {detail}");
-                            self.intake.trace.add(self.used.rounds, TraceKind::Stop, "role_failed", &line);
-                        }
-                    }
                     let mut t = Trace::new(&self.run_id);
                     t.role = Some(role.as_str().to_string());
                     traces.push(t);
+                    Some(if e.is_panic() { format!("panicked: {}", panic_text(e.into_panic())) } else { e.to_string() })
+                }
+            };
+            if let Some(detail) = crash {
+                match &mut self.failed {
+                    Some(f) if f.role == role => f.detail = detail,
+                    _ => {
+                        let line = format!("{role}: {detail}");
+                        self.intake.trace.add(self.used.rounds, TraceKind::Stop, "role_failed", &line);
+                    }
                 }
             }
         }

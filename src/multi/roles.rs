@@ -8,6 +8,11 @@
 //! reply goes through their own scope check and gate. The researcher runs the single-agent
 //! loop ([`Agent`]) with its own gate, inside the budget the coordinator hands it. A refused
 //! tool call is reported as a [`Denial`].
+//!
+//! A panic in a role's work is caught by its actor: the role answers that it failed (with
+//! the calls its gate made before the panic) and its actor stops. Its trace and its gate's
+//! audit are taken out before the rest of the role is dropped, so a panic while the actor
+//! shuts down is reported too and loses nothing.
 
 use rust_decimal::Decimal;
 use std::fmt::Write;
@@ -24,8 +29,9 @@ use crate::cost::{PriceTable, Summary, estimate_tokens};
 use crate::gate::{AuditEvent, GateOutcome, ToolGate};
 use crate::model::blocks::push_block;
 use crate::model::http::FINISH_TOOL;
-use crate::model::{LlmClient, LlmRequest, Message, ModelError, RequestedCall};
+use crate::model::{BoxFuture, LlmClient, LlmRequest, Message, ModelError, RequestedCall};
 use crate::tools::{ToolCall, ToolSpec};
+use crate::unwind::{CatchUnwind, panic_text};
 
 /// The trusted system prompt of the planner, `data/prompts/planner.txt`.
 pub const PLANNER_PROMPT: &str = include_str!("../../data/prompts/planner.txt");
@@ -114,6 +120,9 @@ pub(crate) struct RoleReport {
     pub audit: Vec<AuditEvent>,
     /// Answers the coordinator had stopped waiting for.
     pub late: Vec<RoleReply>,
+    /// `panicked: …` when the role's work panicked, or its model or gate panicked while
+    /// the actor shut down (the trace and audit above were kept).
+    pub panicked: Option<String>,
 }
 
 /// The role actor's inbox message: one pointer, so the inbox's 32-slot block stays small.
@@ -167,16 +176,33 @@ struct RoleActor {
 
 async fn run_actor(mut actor: RoleActor) -> RoleReport {
     let mut late = Vec::new();
+    let mut panicked = None;
     while let Some(RoleMsg(assigned)) = actor.rx.recv().await {
         let Assigned { work, respond_to } = *assigned;
-        let reply = actor.worker.handle(work, &actor.cancel).await;
+        let audited = actor.worker.audit().len();
+        let worked = CatchUnwind(actor.worker.handle(work, &actor.cancel)).await;
+        // a panic in the role's work fails the role, not its actor: the calls its gate
+        // made before it stay in the audit and in the reply, and the actor stops
+        let reply = match worked {
+            Ok(reply) => reply,
+            Err(text) => {
+                let detail = format!("panicked: {text}");
+                panicked = Some(detail.clone());
+                actor.worker.crashed(audited, detail)
+            }
+        };
         // the coordinator stopped waiting (the run ended meanwhile): keep the answer for
         // the report
         if let Err(reply) = respond_to.send(reply) {
             late.push(reply);
         }
+        if panicked.is_some() {
+            break;
+        }
     }
-    actor.worker.report(late)
+    let mut report = actor.worker.report(late);
+    report.panicked = panicked.or(report.panicked);
+    report
 }
 
 /// What a role actor does with an assignment.
@@ -195,20 +221,51 @@ impl Worker {
         }
     }
 
-    async fn handle(&mut self, work: Work, cancel: &CancellationToken) -> RoleReply {
+    fn handle<'a>(&'a mut self, work: Work, cancel: &'a CancellationToken) -> BoxFuture<'a, RoleReply> {
         // boxed: an idle actor's task then holds only its inbox and its state, not the
         // largest state machine of any role's work (the researcher's loop)
         match self {
-            Self::Call(c) => Box::pin(c.handle(work, cancel)).await,
-            Self::Research(r) => Box::pin(r.handle(work)).await,
+            Self::Call(c) => Box::pin(c.handle(work, cancel)),
+            Self::Research(r) => Box::pin(r.handle(work)),
         }
     }
 
-    fn report(self, late: Vec<RoleReply>) -> RoleReport {
+    /// Its gate's audit so far.
+    fn audit(&self) -> &[AuditEvent] {
         match self {
-            Self::Call(c) => RoleReport { trace: c.trace, audit: c.gate.audit, late },
-            Self::Research(r) => RoleReport { trace: r.trace, audit: r.agent.gate.audit, late },
+            Self::Call(c) => &c.gate.audit,
+            Self::Research(r) => &r.agent.gate.audit,
         }
+    }
+
+    /// The reply of work that panicked: no message, the role failed, and the calls its
+    /// gate audited since `audited` (what the gate ran or refused before the panic).
+    fn crashed(&self, audited: usize, detail: String) -> RoleReply {
+        let since = self.audit().get(audited..).unwrap_or_default();
+        let role = self.role();
+        let refused = |code: &str| matches!(code, "not_allowed" | "invalid_arguments" | "call_limit" | "not_granted");
+        RoleReply {
+            tools: since.iter().map(|e| e.tool.clone()).collect(),
+            denied: since
+                .iter()
+                .filter(|e| refused(&e.outcome))
+                .map(|e| Denial { role, tool: e.tool.clone(), code: e.outcome.clone() })
+                .collect(),
+            stop: Some(RoleStop::Failed(detail)),
+            ..RoleReply::default()
+        }
+    }
+
+    /// The trace and audit, taken before the rest of the role (its model, its gate) is
+    /// dropped; a panic while dropping it is reported, not allowed to lose them.
+    fn report(mut self, late: Vec<RoleReply>) -> RoleReport {
+        let (trace, audit) = match &mut self {
+            Self::Call(c) => (std::mem::take(&mut c.trace), std::mem::take(&mut c.gate.audit)),
+            Self::Research(r) => (std::mem::take(&mut r.trace), std::mem::take(&mut r.agent.gate.audit)),
+        };
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(self)));
+        let panicked = dropped.err().map(|p| format!("panicked: {}", panic_text(p.as_ref())));
+        RoleReport { trace, audit, late, panicked }
     }
 }
 

@@ -78,6 +78,20 @@ pub enum StoreError {
         /// What SQLite found.
         detail: String,
     },
+    /// The file is not there. Only `Store::open` creates a store; the commands that decide
+    /// or list use [`Store::open_existing`], so a moved or deleted store is not silently
+    /// replaced by an empty one.
+    #[error("store {path}: no such file; nothing was created (restore the file, or start a store with `rolegate run`)")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file can be read but not written.
+    #[error("store {path}: the file is read-only; nothing was decided or written (make it writable and try again)")]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+    },
     /// A row that does not read back as what was written (edited by hand?).
     #[error("store: {what} does not read back: {detail}")]
     BadRow {
@@ -114,6 +128,36 @@ pub struct Store {
     conn: Connection,
     /// The file.
     path: PathBuf,
+    /// True when the file could only be opened for reading.
+    read_only: bool,
+}
+
+/// Bytes of the SQLite file header read before the file is opened.
+const HEADER_BYTES: usize = 100;
+
+/// Why a file of `len` bytes whose header is `head` was cut short, if it was: a header
+/// cut off, a size that is not a whole number of pages, or fewer pages than the header
+/// says the database has. SQLite itself would read the missing part of a page as zeros.
+fn cut_short(head: &[u8], len: u64) -> Option<String> {
+    if head.len() < HEADER_BYTES {
+        return Some(format!("only {len} bytes"));
+    }
+    let be16 = |i: usize| u64::from(u16::from_be_bytes([head[i], head[i + 1]]));
+    let be32 = |i: usize| u64::from(u32::from_be_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]));
+    let page = match be16(16) {
+        1 => 65_536,
+        n if n >= 512 && n.is_power_of_two() => n,
+        n => return Some(format!("page size {n} in the header")),
+    };
+    if len % page != 0 {
+        return Some(format!("{len} bytes is not a whole number of {page}-byte pages"));
+    }
+    // the page count in the header is valid when it was written with the change counter
+    let pages = be32(28);
+    if pages > 0 && be32(92) == be32(24) && len < pages.saturating_mul(page) {
+        return Some(format!("{len} bytes, the header counts {} ({pages} pages)", pages.saturating_mul(page)));
+    }
+    None
 }
 
 fn damaged(path: &Path, detail: impl Into<String>) -> StoreError {
@@ -136,17 +180,20 @@ impl Store {
     /// file cut short or damaged (checked with SQLite's `quick_check` before anything is
     /// written), [`StoreError::Open`] when it cannot be opened.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) > 0;
+        let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let existing = len > 0;
         if existing {
-            let mut head = [0u8; 16];
-            let read = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head));
-            match read {
-                Ok(16) if &head == SQLITE_MAGIC => {}
-                Ok(n) if n < 16 => return Err(damaged(path, format!("only {n} bytes"))),
-                Ok(_) => {
-                    return Err(StoreError::NotAStore { path: path.to_path_buf(), detail: "no SQLite header".into() });
-                }
-                Err(e) => return Err(StoreError::Open { path: path.to_path_buf(), detail: e.to_string() }),
+            let mut head = Vec::with_capacity(HEADER_BYTES);
+            let read = std::fs::File::open(path)
+                .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, HEADER_BYTES as u64), &mut head));
+            if let Err(e) = read {
+                return Err(StoreError::Open { path: path.to_path_buf(), detail: e.to_string() });
+            }
+            if head.len() >= 16 && head[..16] != SQLITE_MAGIC[..] {
+                return Err(StoreError::NotAStore { path: path.to_path_buf(), detail: "no SQLite header".into() });
+            }
+            if let Some(problem) = cut_short(&head, len) {
+                return Err(damaged(path, problem));
             }
         }
         let open_err = |e: rusqlite::Error| StoreError::Open { path: path.to_path_buf(), detail: e.to_string() };
@@ -157,13 +204,30 @@ impl Store {
         };
         let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(open_err)?;
-        let store = Self { conn, path: path.to_path_buf() };
+        // SQLite falls back to reading when the file cannot be written
+        let read_only = conn.is_readonly(rusqlite::MAIN_DB).map_err(open_err)?;
+        let store = Self { conn, path: path.to_path_buf(), read_only };
         if existing {
             store.check()?;
         } else {
             store.create()?;
         }
         Ok(store)
+    }
+
+    /// Opens `path`, which must be a store already: a missing file is
+    /// [`StoreError::Missing`] and an empty one [`StoreError::Damaged`] (a store cut to
+    /// nothing), where [`Store::open`] would start a new store in their place.
+    ///
+    /// # Errors
+    /// As [`Store::open`], and those two.
+    pub fn open_existing(path: &Path) -> Result<Self, StoreError> {
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(StoreError::Missing { path: path.to_path_buf() }),
+            Err(e) => Err(StoreError::Open { path: path.to_path_buf(), detail: e.to_string() }),
+            Ok(m) if m.len() == 0 => Err(damaged(path, "the file is empty")),
+            Ok(_) => Self::open(path),
+        }
     }
 
     /// The file.
@@ -196,7 +260,9 @@ impl Store {
                 });
             }
         }
-        self.conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL;")?;
+        if !self.read_only {
+            self.conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL;")?;
+        }
         Ok(())
     }
 
@@ -212,8 +278,12 @@ impl Store {
     /// (another process deciding the same request waits, then sees the decision).
     ///
     /// # Errors
-    /// [`StoreError::Sql`] when the lock cannot be had.
+    /// [`StoreError::ReadOnly`] for a file that cannot be written (before anything is
+    /// done); [`StoreError::Sql`] when the lock cannot be had.
     pub fn begin(&mut self) -> Result<Transaction<'_>, StoreError> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly { path: self.path.clone() });
+        }
         Ok(self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
     }
 

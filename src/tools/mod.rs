@@ -2,8 +2,10 @@
 //! execution against the [`World`](crate::world::World).
 //!
 //! A tool call from a model is a request: [`Registry::validate`] turns its JSON arguments
-//! into a typed [`ToolArgs`] or an [`ArgError`]; only the gate executes.
+//! into a typed [`ToolArgs`] or an [`ArgError`]; only the gate executes. A gate holds a
+//! [`ToolSet`]: the built-in registry plus any [`Tool`] added to that gate (`added.rs`).
 
+mod added;
 mod calculator;
 mod search;
 
@@ -15,6 +17,8 @@ use std::sync::LazyLock;
 
 use crate::world::World;
 
+pub(crate) use added::Started;
+pub use added::{AddToolError, AddedArgs, MAX_FIELD_CHARS, Tool, ToolSet};
 pub use calculator::evaluate;
 pub use search::{MAX_HITS, SNIPPET_CHARS, search};
 
@@ -138,6 +142,8 @@ pub enum ToolArgs {
     SearchDocuments(SearchDocumentsArgs),
     /// `remember` (an internal effect, applied by the agent's guarded memory).
     Remember(RememberArgs),
+    /// A tool added to one gate ([`Tool`]); only that gate runs it.
+    Added(AddedArgs),
 }
 
 /// Why arguments were refused.
@@ -160,6 +166,10 @@ pub enum ToolFailureCode {
     NotFound,
     /// The input was well-formed but could not be processed (e.g. division by zero).
     BadInput,
+    /// The tool did not answer within the gate's per-call timeout.
+    ToolTimeout,
+    /// The tool panicked; the gate caught it.
+    ToolPanicked,
 }
 
 impl ToolFailureCode {
@@ -168,6 +178,8 @@ impl ToolFailureCode {
         match self {
             Self::NotFound => "not_found",
             Self::BadInput => "bad_input",
+            Self::ToolTimeout => "tool_timeout",
+            Self::ToolPanicked => "tool_panicked",
         }
     }
 }
@@ -213,10 +225,10 @@ pub const TOOL_NAMES: [&str; 6] =
     ["get_ticket", "lookup_document", "calculator", "send_email_draft", "search_documents", "remember"];
 
 /// Every spec, built once (a request lists them at every step).
-static SPECS: LazyLock<Vec<ToolSpec>> =
+pub(crate) static SPECS: LazyLock<Vec<ToolSpec>> =
     LazyLock::new(|| TOOL_NAMES.iter().filter_map(|n| Registry::build_spec(n)).collect());
 
-fn str_schema(fields: &[&str]) -> Value {
+pub(crate) fn str_schema(fields: &[&str]) -> Value {
     let props: serde_json::Map<String, Value> =
         fields.iter().map(|f| ((*f).to_string(), json!({"type": "string"}))).collect();
     json!({"type": "object", "properties": props, "required": fields, "additionalProperties": false})
@@ -354,6 +366,11 @@ impl Registry {
             ToolArgs::Remember(_) => Err(ToolFailure {
                 code: ToolFailureCode::BadInput,
                 message: "remember is applied by the agent's guarded memory, not by the registry".into(),
+            }),
+            // an added tool answers only through the gate that holds it
+            ToolArgs::Added(a) => Err(ToolFailure {
+                code: ToolFailureCode::BadInput,
+                message: format!("{} runs only through the gate it was added to", a.tool),
             }),
         }
     }

@@ -1,0 +1,172 @@
+//! Tools added to one gate at run time, beside the built-in [`Registry`]: the way to put a
+//! faulty tool (one that panics or never answers) under the gate in a test, and the shape
+//! a deployment's own read tool would take.
+//!
+//! An added tool gets no way around the rules the built-in tools live by:
+//! - it is reached only through the gate that holds it ([`ToolSet`] is the gate's, and the
+//!   tool's future is awaited by the gate under its per-call timeout);
+//! - the policy must list it in the task (the allowlist) and give it `read` access; with
+//!   any other access the gate refuses it as `not_allowed`, so an added tool never parks,
+//!   never needs an approval and can never send anything;
+//! - its arguments are typed like every built-in tool's: an object with exactly the
+//!   declared fields, each a non-empty string of at most [`MAX_FIELD_CHARS`] characters;
+//! - its name cannot be a built-in tool's, so it cannot replace one.
+
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use super::{ArgError, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec, str_schema};
+use crate::model::BoxFuture;
+use crate::world::World;
+
+/// Longest value of one argument field of an added tool, in characters.
+pub const MAX_FIELD_CHARS: usize = 200;
+
+/// A tool added to a gate. Its call returns a future, which the gate awaits under its
+/// per-call timeout and with a panic caught.
+pub trait Tool: Send + Sync + fmt::Debug {
+    /// The name models call it by: `[a-z][a-z0-9_]{0,39}`, not a built-in tool's name.
+    fn name(&self) -> &'static str;
+    /// One line a model is shown.
+    fn description(&self) -> &'static str;
+    /// The argument fields, every one required, every one a string.
+    fn fields(&self) -> &'static [&'static str];
+    /// Starts the call for `caller` with checked arguments; the future owns what it needs.
+    fn call(&self, caller: &str, args: &AddedArgs) -> BoxFuture<'static, Result<Value, ToolFailure>>;
+}
+
+/// The checked arguments of an added tool: its declared fields, each with its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddedArgs {
+    /// The tool's name.
+    pub tool: String,
+    /// Field → value; exactly the declared fields.
+    pub fields: BTreeMap<String, String>,
+}
+
+impl AddedArgs {
+    /// The arguments as the JSON object they were checked from.
+    pub fn to_value(&self) -> Value {
+        json!(self.fields)
+    }
+}
+
+/// Why a tool could not be added.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AddToolError {
+    /// The name is a built-in tool's or another added tool's.
+    #[error("a tool named {0:?} exists already")]
+    Taken(String),
+    /// The name or the fields do not have the allowed shape.
+    #[error("tool {0:?}: the name must be [a-z][a-z0-9_]{{0,39}} and the fields distinct, non-empty names")]
+    BadShape(String),
+}
+
+fn good_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    (1..=40).contains(&name.len())
+        && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// Every tool one gate can run: the built-in [`Registry`] and the tools added to it.
+/// Cloning shares the added tools.
+#[derive(Clone, Debug, Default)]
+pub struct ToolSet {
+    /// Added tools by name.
+    added: BTreeMap<&'static str, Arc<dyn Tool>>,
+}
+
+/// A validated call, started: its result now, or a future the gate must wait for.
+pub(crate) enum Started {
+    /// A built-in tool ran (synchronously, in memory).
+    Done(Result<Value, ToolFailure>),
+    /// An added tool answers later.
+    Waiting(BoxFuture<'static, Result<Value, ToolFailure>>),
+}
+
+impl ToolSet {
+    /// The built-in tools only.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `tool`.
+    ///
+    /// # Errors
+    /// [`AddToolError::Taken`] for a name in use; [`AddToolError::BadShape`] for a bad name
+    /// or bad fields.
+    pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), AddToolError> {
+        let name = tool.name();
+        let fields = tool.fields();
+        let distinct = fields.iter().enumerate().all(|(i, f)| !f.is_empty() && !fields[..i].contains(f));
+        if !good_name(name) || !distinct {
+            return Err(AddToolError::BadShape(name.to_string()));
+        }
+        if TOOL_NAMES.contains(&name) || self.added.contains_key(name) {
+            return Err(AddToolError::Taken(name.to_string()));
+        }
+        self.added.insert(name, tool);
+        Ok(())
+    }
+
+    /// True when a tool of this name exists (built in or added).
+    pub fn has(&self, name: &str) -> bool {
+        Registry.has(name) || self.added.contains_key(name)
+    }
+
+    /// True when `name` is an added tool.
+    pub fn is_added(&self, name: &str) -> bool {
+        self.added.contains_key(name)
+    }
+
+    /// The spec of a tool, if it exists.
+    pub fn spec(&self, name: &str) -> Option<ToolSpec> {
+        if let Some(spec) = SPECS.iter().find(|s| s.name == name) {
+            return Some(spec.clone());
+        }
+        let tool = self.added.get(name)?;
+        Some(ToolSpec { name: tool.name(), description: tool.description(), parameters: str_schema(tool.fields()) })
+    }
+
+    /// Checks a call's arguments: a built-in tool's own rules, or an added tool's declared
+    /// string fields (exactly those, each 1 to [`MAX_FIELD_CHARS`] characters).
+    ///
+    /// # Errors
+    /// [`ArgError::UnknownTool`] or [`ArgError::Invalid`].
+    pub fn validate(&self, name: &str, arguments: &Value) -> Result<ToolArgs, ArgError> {
+        let Some(tool) = self.added.get(name) else { return Registry.validate(name, arguments) };
+        let obj = arguments.as_object().ok_or_else(|| ArgError::Invalid("arguments must be an object".into()))?;
+        let declared = tool.fields();
+        if let Some(extra) = obj.keys().find(|k| !declared.contains(&k.as_str())) {
+            return Err(ArgError::Invalid(format!("unknown field `{extra}`")));
+        }
+        let mut fields = BTreeMap::new();
+        for f in declared {
+            let value = obj
+                .get(*f)
+                .and_then(Value::as_str)
+                .ok_or_else(|| ArgError::Invalid(format!("`{f}` must be a string")))?;
+            if value.trim().is_empty() || value.chars().count() > MAX_FIELD_CHARS {
+                return Err(ArgError::Invalid(format!("`{f}` must be 1 to {MAX_FIELD_CHARS} characters")));
+            }
+            fields.insert((*f).to_string(), value.to_string());
+        }
+        Ok(ToolArgs::Added(AddedArgs { tool: name.to_string(), fields }))
+    }
+
+    /// Runs a validated built-in call now, as [`Registry::execute`]; an added tool's call
+    /// is started and answers through the gate only.
+    pub(crate) fn start(&self, world: &World, caller: &str, args: &ToolArgs) -> Started {
+        match args {
+            ToolArgs::Added(a) => match self.added.get(a.tool.as_str()) {
+                Some(tool) => Started::Waiting(tool.call(caller, a)),
+                None => Started::Done(Registry.execute(world, caller, args)),
+            },
+            _ => Started::Done(Registry.execute(world, caller, args)),
+        }
+    }
+}
