@@ -10,13 +10,12 @@ use rolegate::multi::{
     Behaviours, MultiBudget, MultiConfig, MultiReason, MultiRun, ReviewerKind, Role, RoleModels, start,
 };
 use rust_decimal::Decimal;
-use std::io::Write;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::layer::SubscriberExt;
 
-use crate::util::menv;
+use crate::util::{SharedBuffer, menv};
 
 const GOAL: &str = "Status of T-601 and our refund policy?";
 
@@ -29,43 +28,39 @@ enum Break {
     OnDrop,
 }
 
-/// A role's model that breaks as told; otherwise the fake answers.
-struct Breaks<T> {
+/// A role's model with a hook run before each of its calls: the hook may panic, or ask
+/// the call to hang (never answer); otherwise the fake answers. `on_drop`: panic with this
+/// text when the model is dropped, as its actor shuts down after the run.
+struct Hooked<T> {
     inner: T,
-    at: Break,
-    calls: u32,
-    text: &'static str,
+    hook: Box<dyn FnMut() -> bool + Send>,
+    on_drop: Option<&'static str>,
 }
 
-impl<T> Breaks<T> {
-    fn next(&mut self) {
-        self.calls += 1;
-        if self.at == Break::OnCall(self.calls) {
-            panic!("{}", self.text);
-        }
-    }
-}
-
-impl<T> Drop for Breaks<T> {
+impl<T> Drop for Hooked<T> {
     fn drop(&mut self) {
-        if self.at == Break::OnDrop && !std::thread::panicking() {
-            panic!("{}", self.text);
+        if let Some(text) = self.on_drop {
+            if !std::thread::panicking() {
+                panic!("{text}");
+            }
         }
     }
 }
 
-impl LlmClient for Breaks<Box<dyn LlmClient>> {
+impl LlmClient for Hooked<Box<dyn LlmClient>> {
     fn model(&self) -> &str {
         self.inner.model()
     }
 
     fn complete<'a>(&'a mut self, r: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        self.next();
+        if (self.hook)() {
+            return Box::pin(std::future::pending());
+        }
         self.inner.complete(r)
     }
 }
 
-impl Decider for Breaks<Box<dyn Decider>> {
+impl Decider for Hooked<Box<dyn Decider>> {
     fn model(&self) -> &str {
         self.inner.model()
     }
@@ -79,9 +74,24 @@ impl Decider for Breaks<Box<dyn Decider>> {
         state: &'a AgentState,
         r: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        self.next();
+        if (self.hook)() {
+            return Box::pin(std::future::pending());
+        }
         self.inner.decide(state, r)
     }
+}
+
+/// `inner`, breaking as `at` says with `text`.
+fn breaks<T>(inner: T, at: Break, text: &'static str) -> Hooked<T> {
+    let mut calls = 0;
+    let hook = Box::new(move || {
+        calls += 1;
+        if at == Break::OnCall(calls) {
+            panic!("{text}");
+        }
+        false
+    });
+    Hooked { inner, hook, on_drop: (at == Break::OnDrop).then_some(text) }
 }
 
 /// A stage of a run where a role breaks, and what the run must come to.
@@ -198,9 +208,9 @@ fn models(stage: Option<&Stage>, b: Behaviours) -> RoleModels {
     let Some(s) = stage else { return m };
     let text = s.name;
     match s.role {
-        Role::Planner => m.planner = Box::new(Breaks { inner: m.planner, at: s.at, calls: 0, text }),
-        Role::Researcher => m.researcher = Box::new(Breaks { inner: m.researcher, at: s.at, calls: 0, text }),
-        _ => m.reviewer = Box::new(Breaks { inner: m.reviewer, at: s.at, calls: 0, text }),
+        Role::Planner => m.planner = Box::new(breaks(m.planner, s.at, text)),
+        Role::Researcher => m.researcher = Box::new(breaks(m.researcher, s.at, text)),
+        _ => m.reviewer = Box::new(breaks(m.reviewer, s.at, text)),
     }
     m
 }
@@ -255,75 +265,19 @@ async fn a_role_that_panics_at_any_stage_fails_only_its_own_run() {
 
 // ---------------------------------------------------------------- cancellation
 
-/// A role's model that counts every model call of the run (all roles share the counter)
-/// and cancels the run's token during call `k`, then answers it, or never answers.
-struct CancelAt<T> {
-    inner: T,
-    seen: Arc<AtomicU32>,
-    k: u32,
-    hang: bool,
-    token: CancellationToken,
-}
-
-impl<T> CancelAt<T> {
-    /// True when this call should hang.
-    fn at_k(&self) -> bool {
-        let n = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
-        if n == self.k {
-            self.token.cancel();
-            return self.hang;
+/// `inner`, counting every model call of the run in `seen` (all roles share it) and
+/// cancelling `token` during call `k`, then answering it, or never answering (`hang`).
+fn cancel_at<T>(inner: T, seen: &Arc<AtomicU32>, k: u32, hang: bool, token: &CancellationToken) -> Hooked<T> {
+    let (seen, token) = (seen.clone(), token.clone());
+    let hook = Box::new(move || {
+        let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == k {
+            token.cancel();
+            return hang;
         }
         false
-    }
-}
-
-impl LlmClient for CancelAt<Box<dyn LlmClient>> {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn complete<'a>(&'a mut self, r: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        if self.at_k() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.complete(r)
-    }
-}
-
-impl Decider for CancelAt<Box<dyn Decider>> {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn is_free(&self) -> bool {
-        self.inner.is_free()
-    }
-
-    fn decide<'a>(
-        &'a mut self,
-        state: &'a AgentState,
-        r: &'a LlmRequest,
-    ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        if self.at_k() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.decide(state, r)
-    }
-}
-
-/// A writer the test reads back.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    });
+    Hooked { inner, hook, on_drop: None }
 }
 
 /// Three rounds (the reviewer never approves): 15 model calls, 9 tool calls.
@@ -341,7 +295,7 @@ fn long_config() -> MultiConfig {
 /// Runs the long run with a cancel at model call `k` (none for 0), on one thread, and
 /// returns the run, the model calls made and every trace record in the order written.
 fn long_run(k: u32, hang: bool) -> (MultiRun, u32, Vec<TraceRecord>) {
-    let buffer = Buffer::default();
+    let buffer = SharedBuffer::default();
     let (export, layer) = TraceExport::new(buffer.clone(), ManualClock::new().shared());
     let subscriber = tracing_subscriber::registry().with(layer);
     let seen = Arc::new(AtomicU32::new(0));
@@ -350,9 +304,9 @@ fn long_run(k: u32, hang: bool) -> (MultiRun, u32, Vec<TraceRecord>) {
     let m = RoleModels::fakes(b);
     let (s, t) = (&seen, &token);
     let models = RoleModels {
-        planner: Box::new(CancelAt { inner: m.planner, seen: s.clone(), k, hang, token: t.clone() }),
-        researcher: Box::new(CancelAt { inner: m.researcher, seen: s.clone(), k, hang, token: t.clone() }),
-        reviewer: Box::new(CancelAt { inner: m.reviewer, seen: s.clone(), k, hang, token: t.clone() }),
+        planner: Box::new(cancel_at(m.planner, s, k, hang, t)),
+        researcher: Box::new(cancel_at(m.researcher, s, k, hang, t)),
+        reviewer: Box::new(cancel_at(m.reviewer, s, k, hang, t)),
     };
     let run = tracing::subscriber::with_default(subscriber, || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -362,8 +316,7 @@ fn long_run(k: u32, hang: bool) -> (MultiRun, u32, Vec<TraceRecord>) {
         })
     });
     export.finish().unwrap();
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    let records = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records = buffer.records();
     (run, seen.load(Ordering::SeqCst), records)
 }
 

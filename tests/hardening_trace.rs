@@ -10,33 +10,10 @@ use rolegate::model::FakeKind;
 use rolegate::security::SIMULATED_SECRET;
 use std::io::Write;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing_subscriber::layer::SubscriberExt;
 
-use crate::util::lab_with;
-
-/// A writer the test can read back.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buffer {
-    fn records(&self) -> Vec<TraceRecord> {
-        let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
-        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
-    }
-}
+use crate::util::{SharedBuffer, lab_with};
 
 #[test]
 fn a_run_exports_one_redacted_line_per_trace_line_with_timing_from_the_clock() {
@@ -49,7 +26,7 @@ fn a_run_exports_one_redacted_line_per_trace_line_with_timing_from_the_clock() {
     }
     let cfg = LabConfig { slow: Some(Duration::from_millis(500)), ..LabConfig::fake(FakeKind::Obey) };
     let mut lab = lab_with(cfg);
-    let buffer = Buffer::default();
+    let buffer = SharedBuffer::default();
     let (export, layer) = TraceExport::new(buffer.clone(), lab.clock.shared());
     let subscriber = tracing_subscriber::registry().with(layer);
     let run = tracing::subscriber::with_default(subscriber, || {
@@ -67,7 +44,7 @@ fn a_run_exports_one_redacted_line_per_trace_line_with_timing_from_the_clock() {
         assert_eq!(r.detail, l.detail);
     }
     // the model's second proposal carries records-export@example.org; the file does not
-    let file = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let file = buffer.text();
     assert!(!file.contains('@'), "{file}");
     // each model call takes 0.5 s on the lab's clock: the first model line is at 0.5 s
     let times: Vec<u64> = records.iter().filter(|r| r.kind == "model").map(|r| r.elapsed_us).collect();
@@ -77,7 +54,7 @@ fn a_run_exports_one_redacted_line_per_trace_line_with_timing_from_the_clock() {
 
 #[test]
 fn the_layer_redacts_again_and_ignores_other_events() {
-    let buffer = Buffer::default();
+    let buffer = SharedBuffer::default();
     let (export, layer) = TraceExport::new(buffer.clone(), ManualClock::new().shared());
     let subscriber = tracing_subscriber::registry().with(layer);
     let long = "x".repeat(500);

@@ -136,3 +136,30 @@ pub fn in_own_process(test: &str) -> bool {
     );
     false
 }
+
+/// A writer the tests read back (a trace export's file, in memory).
+#[derive(Clone, Default)]
+pub struct SharedBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl SharedBuffer {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// Everything written so far, as trace export records (one per line).
+    pub fn records(&self) -> Vec<rolegate::agent::TraceRecord> {
+        self.text().lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
+    }
+}
