@@ -634,7 +634,11 @@ impl Coordinator {
                     let mut t = Trace::new(&self.run_id);
                     t.role = Some(role.as_str().to_string());
                     traces.push(t);
-                    Some(if e.is_panic() { format!("panicked: {}", panic_text(e.into_panic())) } else { e.to_string() })
+                    Some(if e.is_panic() {
+                        format!("panicked: {}", crate::unwind::panic_text(e.into_panic().as_ref()))
+                    } else {
+                        e.to_string()
+                    })
                 }
             };
             if let Some(detail) = crash {
@@ -668,15 +672,5 @@ impl Coordinator {
             traces,
             audit,
         }
-    }
-}
-
-fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a non-text panic".to_string()
     }
 }
