@@ -171,7 +171,7 @@ async fn a_cancel_during_any_policypal_reply_runs_none_of_its_calls() {
         let mut cfg = PalConfig::new(PalKind::Parallel);
         cfg.budget = PalBudget { max_steps: STEPS + 2, max_tokens: 1_000_000, max_stuck: 100, ..PalBudget::default() };
         let mut lab = cfg.build(&env());
-        lab.pal.gate.policy = lab.pal.gate.policy.clone().with_limit("lookup_document", 100);
+        lab.pal.gate.policy = Arc::new(lab.pal.gate.policy.as_ref().clone().with_limit("lookup_document", 100));
         let token = lab.pal.cancel.clone();
         lab.pal.client = Box::new(PalCancelAt { k, calls: 0, token, hang });
         let run = lab.pal.run("What do the policies say?", "run-1").await.unwrap();
@@ -249,8 +249,9 @@ fn faulty_lab(fault: Fault) -> (rolegate::eval::Lab, Arc<AtomicU32>) {
     let calls = Arc::new(AtomicU32::new(0));
     let tool = Arc::new(Faulty { name: "faulty_lookup", fault, calls: calls.clone() });
     let gate = &mut lab.agent.gate;
-    gate.policy.tasks.get_mut("triage").unwrap().insert("faulty_lookup".into());
-    gate.policy.access.insert("faulty_lookup".into(), Access::Read);
+    let policy = Arc::make_mut(&mut gate.policy);
+    policy.tasks.get_mut("triage").unwrap().insert("faulty_lookup".into());
+    policy.access.insert("faulty_lookup".into(), Access::Read);
     lab.agent.gate = lab.agent.gate.clone().with_tool(tool).unwrap();
     (lab, calls)
 }
@@ -298,7 +299,7 @@ async fn an_added_tool_keeps_the_allowlist_the_argument_types_the_limits_and_nev
     let ok = json!({"ticket_id": "T-601"});
     let (lab, calls) = faulty_lab(Fault::AnswersAfter(0));
     let mut gate = lab.agent.gate.clone();
-    gate.policy = gate.policy.clone().with_limit("faulty_lookup", 1);
+    gate.policy = Arc::new(gate.policy.as_ref().clone().with_limit("faulty_lookup", 1));
     // the allowlist: another task does not list it
     assert_eq!(gate.run_async(&call(ok.clone()), "reply", "r1", "kwame").await.code(), "not_allowed");
     // typed arguments: exactly the declared string fields
@@ -311,8 +312,8 @@ async fn an_added_tool_keeps_the_allowlist_the_argument_types_the_limits_and_nev
     assert_eq!(gate.run_async(&call(ok.clone()), "triage", "r1", "kwame").await.code(), "ok");
     assert_eq!(gate.run_async(&call(ok.clone()), "triage", "r1", "kwame").await.code(), "call_limit");
     // without read access it is refused, even granted: an added tool never parks or writes
-    gate.policy.access.remove("faulty_lookup");
-    gate.policy = gate.policy.clone().with_grant("faulty_lookup");
+    Arc::make_mut(&mut gate.policy).access.remove("faulty_lookup");
+    gate.policy = Arc::new(gate.policy.as_ref().clone().with_grant("faulty_lookup"));
     assert_eq!(gate.run_async(&call(ok.clone()), "triage", "r2", "kwame").await.code(), "not_allowed");
     assert!(gate.pending.is_empty());
     assert_eq!(calls.load(Ordering::SeqCst), 1, "only the one allowed call reached the tool");

@@ -119,8 +119,9 @@ async fn with_every_defense_off_the_catalog_gets_through_and_narrow_scopes_alone
 #[tokio::test]
 async fn a_scope_broken_on_purpose_shows_up_as_a_broken_configuration() {
     let mut broken: Env = env();
-    broken.policy.tasks.get_mut("triage").unwrap().insert("send_email_draft".into());
-    broken.policy.grants.insert("send_email_draft".into());
+    let policy = &mut broken.policy;
+    policy.tasks.get_mut("triage").unwrap().insert("send_email_draft".into());
+    policy.grants.insert("send_email_draft".into());
     let spec = MatrixSpec {
         tasks: parse_tasks(&data("matrix_tasks.jsonl"), "t").unwrap(),
         attacks: Arc::from(parse_catalog(&data("matrix_attacks.jsonl"), "a").unwrap()),

@@ -304,42 +304,46 @@ impl Agent {
         progress: &mut Progress,
     ) -> Result<Step, AgentError> {
         let step = state.step();
-        let cancel = self.cancel.clone();
-        let answer = tokio::select! {
-            biased;
-            () = cancel.cancelled() => None,
-            r = self.decider.decide(&state, request) => Some(r),
-        };
-        let response = match answer {
-            None => {
-                progress.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
-                return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
+        // the model's answer lives in this block only: nothing of it is held while the
+        // gate awaits a tool below (the loop's future stays small)
+        let (proposal, code, fingerprint) = {
+            let cancel = self.cancel.clone();
+            let answer = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                r = self.decider.decide(&state, request) => Some(r),
+            };
+            let response = match answer {
+                None => {
+                    progress.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
+                    return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
+                }
+                Some(Err(ModelError::Failed { code, message })) => {
+                    progress.trace.add(step, TraceKind::Model, code, &message);
+                    return Ok(Step::End(state.into_stopped(StopReason::ModelError)?));
+                }
+                Some(Err(crash)) => return Err(AgentError::Model(crash)),
+                Some(Ok(r)) => r,
+            };
+            if !self.decider.is_free() {
+                progress.ledger.add(self.usage(request, input_tokens, &response, state.run_id())?);
             }
-            Some(Err(ModelError::Failed { code, message })) => {
-                progress.trace.add(step, TraceKind::Model, code, &message);
-                return Ok(Step::End(state.into_stopped(StopReason::ModelError)?));
+            let parsed = parse_proposal(&response.text);
+            let model_code = parsed.as_ref().map_or_else(|e| e.as_str(), |_| "ok");
+            progress.trace.add(step, TraceKind::Model, model_code, &response.text);
+            match parsed {
+                Ok(p) => {
+                    let (code, fingerprint) = self.checked(&p, &state, &progress.seen);
+                    let (action, tool) = (p.action(), p.tool());
+                    let mut detail = String::with_capacity(action.len() + 1 + tool.len());
+                    detail.push_str(action);
+                    detail.push(' ');
+                    detail.push_str(tool);
+                    progress.trace.add(step, TraceKind::Check, code.as_str(), &detail);
+                    (Some(p), code.as_str(), fingerprint)
+                }
+                Err(e) => (None, e.as_str(), None),
             }
-            Some(Err(crash)) => return Err(AgentError::Model(crash)),
-            Some(Ok(r)) => r,
-        };
-        if !self.decider.is_free() {
-            progress.ledger.add(self.usage(request, input_tokens, &response, state.run_id())?);
-        }
-        let parsed = parse_proposal(&response.text);
-        let model_code = parsed.as_ref().map_or_else(|e| e.as_str(), |_| "ok");
-        progress.trace.add(step, TraceKind::Model, model_code, &response.text);
-        let (proposal, code, fingerprint) = match parsed {
-            Ok(p) => {
-                let (code, fingerprint) = self.checked(&p, &state, &progress.seen);
-                let (action, tool) = (p.action(), p.tool());
-                let mut detail = String::with_capacity(action.len() + 1 + tool.len());
-                detail.push_str(action);
-                detail.push(' ');
-                detail.push_str(tool);
-                progress.trace.add(step, TraceKind::Check, code.as_str(), &detail);
-                (Some(p), code.as_str(), fingerprint)
-            }
-            Err(e) => (None, e.as_str(), None),
         };
         if code == CheckCode::RepeatedCall.as_str() {
             return Ok(Step::End(state.into_stopped(StopReason::RepeatedCall)?));

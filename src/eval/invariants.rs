@@ -505,7 +505,7 @@ pub fn check_tool_arguments(fx: &Fixture, tool: &str, arguments: &Value) -> Resu
     for grant in [false, true] {
         let mut lab = fx.lab(&task);
         if grant {
-            lab.agent.gate.policy = lab.agent.gate.policy.clone().with_grant(tool);
+            lab.agent.gate.policy = std::sync::Arc::new(lab.agent.gate.policy.as_ref().clone().with_grant(tool));
         }
         let call = ToolCall::new(format!("{RUN_ID}-c1"), tool, arguments.clone());
         let outcome = lab.agent.gate.run(&call, &task, RUN_ID, USER);

@@ -523,7 +523,7 @@ async fn run_variant(
             };
             let mut lab = cfg.build(&env);
             let policy = std::mem::take(&mut lab.agent.gate.policy);
-            lab.agent.gate.policy = policy.with_approval(approval_mode(approval));
+            lab.agent.gate.policy = policy.with_approval_shared(approval_mode(approval));
             let run = lab
                 .agent
                 .run(&task.goal, &run_id)

@@ -345,7 +345,7 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
     let env = Env { world, policy: row.defenses.policy(&env.policy, &row.task), prices: env.prices.clone() };
     let mut lab = cfg.build(&env);
     let policy = std::mem::take(&mut lab.agent.gate.policy);
-    lab.agent.gate.policy = policy.with_approval(row.defenses.approval());
+    lab.agent.gate.policy = policy.with_approval_shared(row.defenses.approval());
     let run = lab
         .agent
         .run(&row.goal, &row.run_id())

@@ -256,8 +256,8 @@ pub fn derived_idempotency_key(run_id: &str, pending_id: &str) -> String {
 /// The authority over tool execution for one agent (or one role).
 #[derive(Debug, Clone)]
 pub struct ToolGate {
-    /// The policy this gate enforces.
-    pub policy: Policy,
+    /// The policy this gate enforces (shared: gates of many runs may hold the same one).
+    pub policy: Arc<Policy>,
     /// The tools: the built-in registry and any tool added to this gate.
     pub registry: ToolSet,
     /// How long [`ToolGate::run_async`] waits for one call of a tool that answers later.
@@ -274,9 +274,9 @@ pub struct ToolGate {
 
 impl ToolGate {
     /// A gate over `world` enforcing `policy`.
-    pub fn new(policy: Policy, world: World) -> Self {
+    pub fn new(policy: impl Into<Arc<Policy>>, world: World) -> Self {
         Self {
-            policy,
+            policy: policy.into(),
             registry: ToolSet::new(),
             call_timeout: DEFAULT_CALL_TIMEOUT,
             world,
@@ -365,13 +365,7 @@ impl ToolGate {
     /// As [`ToolGate::run`], waiting up to [`ToolGate::call_timeout`] for a tool that
     /// answers later. Every check, count and audit event is the same; a built-in tool's
     /// call is decided before the returned future is first polled.
-    pub fn run_async<'a>(
-        &'a mut self,
-        call: &ToolCall,
-        task: &str,
-        run_id: &str,
-        caller: &str,
-    ) -> impl Future<Output = GateOutcome> + Send + use<'a> {
+    pub fn run_async<'a>(&'a mut self, call: &ToolCall, task: &str, run_id: &str, caller: &str) -> GateCall<'a> {
         self.run_with_async(call, task, run_id, caller, &mut NoInternalEffects)
     }
 
@@ -384,7 +378,7 @@ impl ToolGate {
         run_id: &str,
         caller: &str,
         internal: &mut dyn InternalEffects,
-    ) -> impl Future<Output = GateOutcome> + Send + use<'a> {
+    ) -> GateCall<'a> {
         let fingerprint = call.fingerprint();
         self.run_fingerprinted_async(call, &fingerprint, task, run_id, caller, internal)
     }
@@ -399,27 +393,28 @@ impl ToolGate {
         run_id: &str,
         caller: &str,
         internal: &mut dyn InternalEffects,
-    ) -> impl Future<Output = GateOutcome> + Send + use<'a> {
+    ) -> GateCall<'a> {
         debug_assert_eq!(fingerprint, call.fingerprint());
-        let waiting = match self.decide(call, task, run_id, caller, internal) {
+        match self.decide(call, task, run_id, caller, internal) {
             Decided::Now(outcome) => {
                 self.record_fingerprinted(call, fingerprint.to_string(), run_id, caller, outcome.code());
-                Err(outcome)
+                GateCall::Now(Some(outcome))
             }
             Decided::Waiting(answer) => {
-                Ok((answer, call.clone(), fingerprint.to_string(), run_id.to_string(), caller.to_string()))
-            }
-        };
-        async move {
-            match waiting {
-                Err(outcome) => outcome,
-                Ok((answer, call, fingerprint, run_id, caller)) => {
-                    let limit = self.call_timeout;
-                    let mut waiting = Waiting { gate: self, call, fingerprint, run_id, caller, recorded: false };
+                let limit = self.call_timeout;
+                let mut waiting = Waiting {
+                    gate: self,
+                    call: call.clone(),
+                    fingerprint: fingerprint.to_string(),
+                    run_id: run_id.to_string(),
+                    caller: caller.to_string(),
+                    recorded: false,
+                };
+                GateCall::Waiting(Box::pin(async move {
                     let outcome = wait_for(&waiting.call.name, limit, answer).await;
                     waiting.record(outcome.code());
                     outcome
-                }
+                }))
             }
         }
     }
@@ -577,6 +572,46 @@ impl ToolGate {
     }
 }
 
+/// The audit outcome of a call whose caller stopped waiting before its tool answered.
+pub const TOOL_ABANDONED: &str = "tool_abandoned";
+
+/// A call through [`ToolGate::run_async`]: decided already (refused, parked, or a
+/// built-in tool that answered at once: no allocation, and only the outcome is held while
+/// it is awaited), or waiting for a tool that answers later (boxed, with the timeout).
+#[must_use = "a gate call does nothing more until awaited; its audit event is written either way"]
+pub enum GateCall<'a> {
+    /// The outcome, until it is taken by the first poll.
+    Now(Option<GateOutcome>),
+    /// A started tool, its timeout and its audit event.
+    Waiting(BoxFuture<'a, GateOutcome>),
+}
+
+impl std::fmt::Debug for GateCall<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Now(outcome) => f.debug_tuple("Now").field(outcome).finish(),
+            Self::Waiting(_) => f.write_str("Waiting(..)"),
+        }
+    }
+}
+
+impl Future for GateCall<'_> {
+    type Output = GateOutcome;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<GateOutcome> {
+        match self.get_mut() {
+            Self::Now(outcome) => match outcome.take() {
+                Some(outcome) => Poll::Ready(outcome),
+                None => Poll::Ready(GateOutcome::Failed {
+                    code: TOOL_ABANDONED,
+                    message: "this gate call was awaited already".to_string(),
+                }),
+            },
+            Self::Waiting(waiting) => waiting.as_mut().poll(cx),
+        }
+    }
+}
+
 /// A call the gate is waiting for. It records the call's one audit event when the answer
 /// comes, or `tool_abandoned` if whoever awaited it gave up first (the future was dropped:
 /// the tool's own future is dropped with it).
@@ -601,7 +636,7 @@ impl Waiting<'_> {
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.record("tool_abandoned");
+        self.record(TOOL_ABANDONED);
     }
 }
 
@@ -725,5 +760,22 @@ mod tests {
         assert_eq!(codes, ["ok", "ok", "call_limit"]);
         assert_eq!(g.run(&doc("kc-returns-v3"), "triage", "r2", "kwame").code(), "ok");
         assert_eq!(g.count("r1", "lookup_document"), 2);
+    }
+
+    #[test]
+    fn a_gate_call_is_decided_before_it_is_polled_and_a_second_poll_is_a_named_failure() {
+        let mut g = gate(Policy::bundled().unwrap());
+        let read = ToolCall::new("c1", "get_ticket", json!({"ticket_id": "T-601"}));
+        let mut call = g.run_async(&read, "triage", "r1", "kwame");
+        assert!(matches!(call, GateCall::Now(Some(GateOutcome::Ok(_)))), "{call:?}");
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(matches!(std::pin::Pin::new(&mut call).poll(&mut cx), Poll::Ready(GateOutcome::Ok(_))));
+        match std::pin::Pin::new(&mut call).poll(&mut cx) {
+            Poll::Ready(GateOutcome::Failed { code, .. }) => assert_eq!(code, TOOL_ABANDONED),
+            other => panic!("{other:?}"),
+        }
+        drop(call);
+        let outcomes: Vec<&str> = g.audit.iter().map(|e| e.outcome.as_str()).collect();
+        assert_eq!(outcomes, ["ok"], "one audit event, written when the call was decided");
     }
 }

@@ -131,6 +131,16 @@ impl Policy {
         self
     }
 
+    /// [`Policy::with_approval`] for a shared policy: the same one when approval is
+    /// required, a relabelled copy when it is off.
+    #[must_use]
+    pub fn with_approval_shared(self: std::sync::Arc<Self>, mode: ApprovalMode) -> std::sync::Arc<Self> {
+        match mode {
+            ApprovalMode::Required => self,
+            ApprovalMode::Off => std::sync::Arc::new(std::sync::Arc::unwrap_or_clone(self).with_approval(mode)),
+        }
+    }
+
     /// This policy with a different call limit for `tool`.
     #[must_use]
     pub fn with_limit(mut self, tool: &str, limit: u32) -> Self {
@@ -171,5 +181,18 @@ mod tests {
         assert_eq!(g.run(&mail(), "reply", "r1", "kwame").code(), "ok");
         assert!(g.pending.is_empty());
         assert_eq!(g.world.outbox.len(), 1);
+    }
+
+    #[test]
+    fn a_shared_policy_is_copied_only_when_approval_is_off() {
+        let shared = Arc::new(Policy::bundled().unwrap().with_grant("send_email_draft"));
+        let same = shared.clone().with_approval_shared(ApprovalMode::Required);
+        assert!(Arc::ptr_eq(&shared, &same));
+        let off = shared.clone().with_approval_shared(ApprovalMode::Off);
+        assert!(!Arc::ptr_eq(&shared, &off));
+        assert_eq!(
+            (shared.access_of("send_email_draft"), off.access_of("send_email_draft")),
+            (Access::Write, Access::Read)
+        );
     }
 }

@@ -396,7 +396,8 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
     models.reviewer.bind_cancel(reviewer_cancel.clone());
     let world = World::new(env.world.clone());
     let gate = |role: Role| {
-        let policy = env.scopes.policy(role).cloned().unwrap_or_default().with_approval(cfg.approval);
+        // one policy per role for every run (no copy per gate), relabelled only when asked
+        let policy = env.scopes.policy(role).cloned().unwrap_or_default().with_approval_shared(cfg.approval);
         ToolGate::new(policy, world.clone())
     };
     let planner =

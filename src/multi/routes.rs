@@ -7,6 +7,7 @@
 //! tool (such as `send_email_draft`) is refused before any run.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::MultiError;
 use super::envelope::{Kind, Role};
@@ -39,7 +40,7 @@ pub fn route_map() -> BTreeMap<String, Kind> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scopes {
     /// Planner, researcher, reviewer, in that order.
-    policies: [Policy; 3],
+    policies: [Arc<Policy>; 3],
 }
 
 fn index(role: Role) -> Option<usize> {
@@ -68,7 +69,7 @@ impl Scopes {
             let call_limits = tools.iter().map(|t| (t.clone(), policy.limit_of(t))).collect();
             Ok(Policy { tasks, access, grants: BTreeSet::new(), call_limits })
         };
-        Ok(Self { policies: [one(Role::Planner)?, one(Role::Researcher)?, one(Role::Reviewer)?] })
+        Ok(Self { policies: [one(Role::Planner)?, one(Role::Researcher)?, one(Role::Reviewer)?].map(Arc::new) })
     }
 
     /// These scopes widened on purpose: each role may also use every tool the registry
@@ -79,13 +80,14 @@ impl Scopes {
     pub fn widened(&self) -> Self {
         let mut policies = self.policies.clone();
         for (p, role) in policies.iter_mut().zip(Role::MODEL_ROLES) {
-            *p = std::mem::take(p).widened(role.as_str());
+            *p = Arc::new(Arc::unwrap_or_clone(std::mem::take(p)).widened(role.as_str()));
         }
         Self { policies }
     }
 
-    /// The policy of `role`'s gate; `None` for the coordinator, which holds no tools.
-    pub fn policy(&self, role: Role) -> Option<&Policy> {
+    /// The policy of `role`'s gate (shared by every run's gate of that role); `None` for
+    /// the coordinator, which holds no tools.
+    pub fn policy(&self, role: Role) -> Option<&Arc<Policy>> {
         index(role).map(|i| &self.policies[i])
     }
 
