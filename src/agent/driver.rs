@@ -508,18 +508,9 @@ impl Agent {
         response: &LlmResponse,
         run_id: &str,
     ) -> Result<UsageRecord, AgentError> {
-        let (input, output) = match response.usage {
-            Some(u) => (u.input_tokens, u.output_tokens),
-            None => (input_tokens, estimate_tokens(&response.text)),
-        };
+        let (input, output) = response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
         let price = self.prices.price(&request.model)?;
-        Ok(UsageRecord {
-            run_id: run_id.into(),
-            model: request.model.clone(),
-            input_tokens: input,
-            output_tokens: output,
-            cost: price.cost(input, output),
-        })
+        Ok(UsageRecord::priced(run_id, &request.model, price, input, output))
     }
 
     /// The request for the next step: trusted rules and tool list, then the goal, memory

@@ -3,6 +3,8 @@
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
+use super::Price;
+
 /// One model call's usage and cost.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,6 +19,20 @@ pub struct UsageRecord {
     pub output_tokens: u64,
     /// Credits, from the price table.
     pub cost: Decimal,
+}
+
+impl UsageRecord {
+    /// The record of one call of `model` in `run_id`, its cost taken from `price` for these
+    /// very token counts.
+    pub fn priced(run_id: &str, model: &str, price: Price, input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            run_id: run_id.to_string(),
+            model: model.to_string(),
+            input_tokens,
+            output_tokens,
+            cost: price.cost(input_tokens, output_tokens),
+        }
+    }
 }
 
 /// Totals over a ledger.

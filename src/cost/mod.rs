@@ -40,17 +40,23 @@ mod tests {
         assert_eq!(p.cost(1000, 500), Decimal::new(20, 3));
         let mut l = Ledger::default();
         for i in [100, 200] {
-            l.add(UsageRecord {
-                run_id: "r".into(),
-                model: "m".into(),
-                input_tokens: i,
-                output_tokens: 10,
-                cost: p.cost(i, 10),
-            });
+            l.add(UsageRecord::priced("r", "m", p, i, 10));
         }
         let s = l.summary();
         assert_eq!((s.calls, s.input_tokens, s.output_tokens), (2, 300, 20));
         assert_eq!(s.cost, p.cost(300, 20));
+    }
+
+    #[test]
+    fn reported_tokens_win_over_the_estimate() {
+        use crate::model::{LlmResponse, Usage};
+        let mut r = LlmResponse::text("hello", "m");
+        assert_eq!(r.tokens(|| (7, 3)), (7, 3));
+        r.usage = Some(Usage { input_tokens: 120, output_tokens: 40 });
+        assert_eq!(r.tokens(|| unreachable!("the server reported usage")), (120, 40));
+        let p = Price { input_per_1k: Decimal::new(8, 3), output_per_1k: Decimal::new(24, 3) };
+        let rec = UsageRecord::priced("r1", "m", p, 120, 40);
+        assert_eq!((rec.run_id.as_str(), rec.model.as_str(), rec.cost), ("r1", "m", p.cost(120, 40)));
     }
 
     #[test]

@@ -215,17 +215,8 @@ pub async fn plan_then_execute(
         }
         Err(crash) => return Err(DesignError::Agent(crate::agent::AgentError::Model(crash))),
     };
-    let (input, output) = match response.usage {
-        Some(u) => (u.input_tokens, u.output_tokens),
-        None => (request.estimated_input_tokens(), estimate_tokens(&response.text)),
-    };
-    ledger.add(UsageRecord {
-        run_id: run_id.into(),
-        model: request.model.clone(),
-        input_tokens: input,
-        output_tokens: output,
-        cost: price.cost(input, output),
-    });
+    let (input, output) = response.tokens(|| (request.estimated_input_tokens(), estimate_tokens(&response.text)));
+    ledger.add(UsageRecord::priced(run_id, &request.model, price, input, output));
     let plan = match parse_plan(&response.text) {
         Ok(p) => p,
         Err(code) => {

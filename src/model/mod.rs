@@ -151,6 +151,12 @@ impl LlmResponse {
     pub fn text(text: impl Into<String>, model: impl Into<String>) -> Self {
         Self { text: text.into(), model: model.into(), usage: None, tool_calls: Vec::new() }
     }
+
+    /// Input and output tokens of this call: as the server reported them, or `estimate`
+    /// when it reported none.
+    pub fn tokens(&self, estimate: impl FnOnce() -> (u64, u64)) -> (u64, u64) {
+        self.usage.map_or_else(estimate, |u| (u.input_tokens, u.output_tokens))
+    }
 }
 
 /// Why a model call produced no response.

@@ -439,10 +439,7 @@ impl CallRole {
             }
             Some(Ok(r)) => r,
         };
-        let (input, output) = match response.usage {
-            Some(u) => (u.input_tokens, u.output_tokens),
-            None => (input_tokens, estimate_tokens(&response.text)),
-        };
+        let (input, output) = response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
         reply.calls = 1;
         reply.cost = price.cost(input, output);
         reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };

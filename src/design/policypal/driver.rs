@@ -460,21 +460,12 @@ impl Pal {
     }
 
     fn usage(&self, request: &LlmRequest, response: &LlmResponse, run_id: &str) -> Result<UsageRecord, AgentError> {
-        let (input, output) = match response.usage {
-            Some(u) => (u.input_tokens, u.output_tokens),
-            None => {
-                let calls = serde_json::to_string(&response.tool_calls).unwrap_or_default();
-                (request.estimated_input_tokens(), estimate_tokens(&response.text) + estimate_tokens(&calls))
-            }
-        };
+        let (input, output) = response.tokens(|| {
+            let calls = serde_json::to_string(&response.tool_calls).unwrap_or_default();
+            (request.estimated_input_tokens(), estimate_tokens(&response.text) + estimate_tokens(&calls))
+        });
         let price = self.prices.price(&request.model)?;
-        Ok(UsageRecord {
-            run_id: run_id.into(),
-            model: request.model.clone(),
-            input_tokens: input,
-            output_tokens: output,
-            cost: price.cost(input, output),
-        })
+        Ok(UsageRecord::priced(run_id, &request.model, price, input, output))
     }
 
     /// The next request: the whole conversation so far, and the task's tools natively.
