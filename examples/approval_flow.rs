@@ -4,8 +4,8 @@
 //!
 //! Run with `cargo run --example approval_flow`.
 
+use rolegate::agent::Env;
 use rolegate::cost::ManualClock;
-use rolegate::eval::Env;
 use rolegate::human::SigningKey;
 use rolegate::store::{Desk, DeskAction, RunSpec, Store};
 

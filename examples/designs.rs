@@ -4,10 +4,9 @@
 //!
 //! Run with `cargo run --example designs`.
 
-use rolegate::design::{
-    DESIGN_TABLE_COLUMNS, PalKind, TaskGroup, bundled_tasks, design_table, median, pal_row, plan_checks,
-};
-use rolegate::eval::Env;
+use rolegate::agent::Env;
+use rolegate::design::{PalKind, TaskGroup, bundled_tasks};
+use rolegate::eval::{DESIGN_TABLE_COLUMNS, design_table, median, pal_row, plan_checks};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), rolegate::Error> {

@@ -3,8 +3,10 @@
 //!
 //! Run with `cargo run --example fixed_plan`.
 
-use rolegate::eval::{DeciderSpec, Env, LabConfig};
-use rolegate::model::{FakeKind, FixedPlan};
+use rolegate::agent::Env;
+use rolegate::agent::FixedPlan;
+use rolegate::lab::{DeciderSpec, LabConfig};
+use rolegate::model::FakeKind;
 use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]

@@ -5,7 +5,7 @@
 //!
 //! Run with `cargo run --example role_scoping`.
 
-use rolegate::eval::Env;
+use rolegate::agent::Env;
 use rolegate::multi::{
     Behaviours, ClaimMode, MultiConfig, MultiEnv, ROUTES, ResearcherKind, ReviewerKind, Role, RoleModels,
 };

@@ -22,7 +22,6 @@
 //! - [`eval`]: the environment runs are built in, the scenario tables, the attack catalog,
 //!   the defense matrix, the checkers and the report.
 //! - [`design`]: designs side by side (fixed, plan, ReAct, PolicyPal) and their tables.
-//! - [`cli`]: the `rolegate` command line (thin: it parses and calls the library).
 //!
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
@@ -30,20 +29,28 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod agent;
-pub mod cli;
 pub mod cost;
 pub mod design;
 pub mod eval;
 pub mod gate;
 pub mod human;
+pub mod lab;
 pub mod memory;
 pub mod model;
 pub mod multi;
+pub mod report;
 pub mod security;
 pub mod store;
+pub mod suite;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod tools;
 mod unwind;
 pub mod world;
+
+/// A boxed, sendable future: what the crate's async traits return (model clients,
+/// deciders, tools that answer later).
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 pub use agent::{Agent, AgentState, Run, StopReason};
 pub use gate::{Policy, ToolGate};
@@ -72,10 +79,10 @@ pub enum Error {
     Memory(#[from] memory::MemoryError),
     /// From building an environment.
     #[error(transparent)]
-    Env(#[from] eval::EnvError),
+    Env(#[from] agent::EnvError),
     /// From the scenario tables.
     #[error(transparent)]
-    Scenario(#[from] eval::scenarios::ScenarioError),
+    Scenario(#[from] lab::ScenarioError),
     /// From the designs.
     #[error(transparent)]
     Design(#[from] design::DesignError),

@@ -2,11 +2,13 @@
 
 use std::process::ExitCode;
 
+mod cli;
+
 // Many short runs in flight allocate and free small blocks on every worker thread; mimalloc
 // keeps that cheap where the system allocator's shared bins do not (see `rolegate bench`).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    rolegate::cli::main()
+    cli::main()
 }

@@ -2,17 +2,19 @@
 //! the grade after the run and by the policy check before it; a denied run that is
 //! task-incomplete but safe; the reason coverage and both verdicts.
 
+use rolegate::BoxFuture;
+use rolegate::agent::Env;
+use rolegate::agent::ModelDecider;
 use rolegate::agent::{AgentError, RunBudget, StopReason, TraceKind};
 use rolegate::eval::checklist::{
     AUTOMATIC, Attestation, Attested, AutoCheck, ChecklistInput, MANUAL, automatic, go_no_go, unreached,
 };
 use rolegate::eval::scenarios::{bundled_single, run_single};
-use rolegate::eval::{Env, Lab, LabConfig, TraceSpec, grade};
+use rolegate::eval::{TraceSpec, grade};
 use rolegate::gate::{Access, Policy};
 use rolegate::human::{DecisionCode, Verdict as Decision, policy_problems, resume_with_decision};
-use rolegate::model::{
-    BoxFuture, FakeKind, LlmClient, LlmRequest, LlmResponse, ModelDecider, ModelError, ScriptedModel, research_script,
-};
+use rolegate::lab::{Lab, LabConfig};
+use rolegate::model::{FakeKind, LlmClient, LlmRequest, LlmResponse, ModelError, ScriptedModel, research_script};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::util::env;

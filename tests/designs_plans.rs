@@ -2,13 +2,13 @@
 //! model call and with nothing run when rejected; the plan parser and checker refuse bad
 //! input with a named code, never a panic.
 
+use rolegate::agent::FixedPlan;
 use rolegate::agent::{AgentState, TraceKind};
 use rolegate::design::{
-    Design, DesignConfig, FakePlanner, PlanCode, PlannerKind, check_plan, parse_plan, plan_checks, plan_then_execute,
-    run_design,
+    Design, DesignConfig, FakePlanner, PlanCode, PlannerKind, check_plan, parse_plan, plan_then_execute, run_design,
 };
-use rolegate::eval::{DeciderSpec, LabConfig};
-use rolegate::model::FixedPlan;
+use rolegate::eval::plan_checks;
+use rolegate::lab::{DeciderSpec, LabConfig};
 use serde_json::json;
 
 use crate::util::{env, lab_with};

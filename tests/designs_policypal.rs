@@ -1,15 +1,17 @@
 //! The PolicyPal loop: parallel calls, the soft repeat, the search guard, confirmation
 //! cards that run exactly what was shown, and budgets that end in an honest give-up.
 
+use rolegate::BoxFuture;
 use rolegate::agent::{StopReason, TraceKind};
 use rolegate::design::policypal::{NO_FURTHER_RESULTS, PalFake};
 use rolegate::design::{
-    DesignError, GIVE_UP, PalBudget, PalConfig, PalKind, PalReply, PalRun, TaskGroup, bundled_tasks, median, pal_row,
+    DesignError, GIVE_UP, PalBudget, PalConfig, PalKind, PalReply, PalRun, TaskGroup, bundled_tasks,
 };
 use rolegate::eval::{TraceSpec, grade};
+use rolegate::eval::{median, pal_row};
 use rolegate::gate::PendingStatus;
 use rolegate::model::blocks::parse_blocks;
-use rolegate::model::{BoxFuture, LlmClient, LlmRequest, LlmResponse, MessageRole, ModelError};
+use rolegate::model::{LlmClient, LlmRequest, LlmResponse, MessageRole, ModelError};
 use serde_json::json;
 use std::time::Duration;
 

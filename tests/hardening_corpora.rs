@@ -3,16 +3,19 @@
 //! with their expected codes. One `check(row)` per table; every mismatch is listed as a diff. Then the
 //! payloads the filter misses are shown to be harmless anyway: scopes stop their effect.
 
+use rolegate::BoxFuture;
+use rolegate::agent::Env;
 use rolegate::agent::{AgentState, CheckMode, StopReason, TraceKind};
-use rolegate::eval::invariants::{
-    EnvelopeContext, Fixture, MemoryWrite, check_envelope, check_memory_writes, check_proposal, verdict_code,
-};
-use rolegate::eval::{DeciderSpec, Env, LabConfig};
+use rolegate::agent::{Decider, FixedPlan};
+use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::memory::WriteCode;
-use rolegate::model::{BoxFuture, Decider, FixedPlan, LlmRequest, LlmResponse, ModelError};
+use rolegate::model::{LlmRequest, LlmResponse, ModelError};
 use rolegate::multi::routes::next_hop;
 use rolegate::multi::{ClaimMode, RejectCode, Role, parse_message};
 use rolegate::security::{injection_signals, is_instruction_like};
+use rolegate::testkit::{
+    EnvelopeContext, Fixture, MemoryWrite, check_envelope, check_memory_writes, check_proposal, verdict_code,
+};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;

@@ -5,13 +5,13 @@
 //! naming it, and the run goes on), added through `ToolGate::with_tool` without a way
 //! around the allowlist, the argument types, the limits or the approval of writes.
 
+use rolegate::BoxFuture;
 use rolegate::agent::{AgentState, RunBudget, StopReason, TraceKind};
+use rolegate::agent::{Decider, FixedPlan};
 use rolegate::design::{PalBudget, PalConfig, PalKind, PalReply};
-use rolegate::eval::{DeciderSpec, LabConfig};
 use rolegate::gate::Access;
-use rolegate::model::{
-    BoxFuture, Decider, FakeKind, FixedPlan, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall,
-};
+use rolegate::lab::{DeciderSpec, LabConfig};
+use rolegate::model::{FakeKind, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall};
 use rolegate::tools::{AddedArgs, Tool, ToolCall, ToolFailure};
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
@@ -109,7 +109,7 @@ async fn a_cancel_at_any_step_ends_the_run_cancelled_and_no_tool_starts_after_it
                     Ok(())
                 }));
             } else {
-                let inner = std::mem::replace(&mut lab.agent.decider, Box::new(rolegate::model::FixedPlan::default()));
+                let inner = std::mem::replace(&mut lab.agent.decider, Box::new(rolegate::agent::FixedPlan::default()));
                 let hang = how == Cancel::NeverAnswers;
                 lab.agent.decider = Box::new(CancelAt { inner, k, calls: 0, token: token.clone(), hang });
             }
@@ -239,7 +239,7 @@ impl Tool for Faulty {
 
 /// A triage lab whose gate holds `faulty_lookup` (listed in triage, read access) and a
 /// plan that calls it, then reads T-601, then finishes.
-fn faulty_lab(fault: Fault) -> (rolegate::eval::Lab, Arc<AtomicU32>) {
+fn faulty_lab(fault: Fault) -> (rolegate::lab::Lab, Arc<AtomicU32>) {
     let plan = FixedPlan::new(vec![
         ("faulty_lookup".into(), json!({"ticket_id": "T-601"})),
         ("get_ticket".into(), json!({"ticket_id": "T-601"})),

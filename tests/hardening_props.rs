@@ -1,22 +1,24 @@
 //! Property tests (bounded case counts, so `cargo test` stays fast): the state machine,
 //! the gate (directly and through the loop with its own check switched off), proposals,
-//! memory writes, the approval queue and signed checkpoints. The rules for any input live in `rolegate::eval::invariants`, shared
+//! memory writes, the approval queue and signed checkpoints. The rules for any input live in `rolegate::testkit`, shared
 //! with the fuzz targets; the seeds of the text fuzz targets are replayed here too.
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+use rolegate::BoxFuture;
 use rolegate::agent::{AgentState, CheckMode, Proposal, RawState, Status, StopReason};
-use rolegate::eval::invariants::checkpoints::keys;
-use rolegate::eval::invariants::{
+use rolegate::agent::{Decider, FixedPlan};
+use rolegate::gate::{Access, GateOutcome, PendingStatus, ToolGate};
+use rolegate::human::{Checkpoint, CheckpointCode, SigningKey};
+use rolegate::lab::{DeciderSpec, LabConfig};
+use rolegate::memory::{SessionMemory, WriteCode};
+use rolegate::model::{LlmRequest, LlmResponse, ModelError};
+use rolegate::testkit::checkpoints::keys;
+use rolegate::testkit::{
     ApprovalOp, EnvelopeContext, Fixture, MemoryWrite, check_approval_ops, check_byte_change, check_checker_line,
     check_checkpoint_input, check_envelope, check_lines_input, check_memory_json, check_memory_writes, check_plan_text,
     check_proposal, check_scenario_row, checkpoint_input, envelope_input, proposal_to_text,
 };
-use rolegate::eval::{DeciderSpec, LabConfig};
-use rolegate::gate::{Access, GateOutcome, PendingStatus, ToolGate};
-use rolegate::human::{Checkpoint, CheckpointCode, SigningKey};
-use rolegate::memory::{SessionMemory, WriteCode};
-use rolegate::model::{BoxFuture, Decider, FixedPlan, LlmRequest, LlmResponse, ModelError};
 use rolegate::tools::{TOOL_NAMES, ToolCall};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

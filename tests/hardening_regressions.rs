@@ -1,13 +1,15 @@
 //! Regression tests for what the fuzz targets and the property tests found, each named
 //! after what broke.
 
+use rolegate::BoxFuture;
 use rolegate::agent::{MAX_ANSWER_CHARS, Proposal, ProposalError, StopReason, parse_proposal};
 use rolegate::cost::{Ledger, UsageRecord};
 use rolegate::design::{PalConfig, PalKind, PalReply};
-use rolegate::eval::invariants::{Fixture, check_pal_replies, proposal_to_text};
-use rolegate::eval::scenarios::{ScenarioError, parse_single_row};
+use rolegate::eval::scenarios::parse_single_row;
+use rolegate::lab::ScenarioError;
 use rolegate::human::{Checkpoint, CheckpointCode};
-use rolegate::model::{BoxFuture, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall, Usage};
+use rolegate::model::{LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall, Usage};
+use rolegate::testkit::{Fixture, check_pal_replies, proposal_to_text};
 use rolegate::tools::fingerprint;
 use rust_decimal::Decimal;
 use serde_json::json;
@@ -105,7 +107,7 @@ async fn a_finish_longer_than_a_state_holds_is_an_invalid_proposal_in_both_loops
 #[tokio::test]
 async fn a_signature_in_upper_case_or_with_a_plus_sign_is_refused() {
     let key = crate::util::key();
-    let mut lab = crate::util::lab_with(rolegate::eval::LabConfig::research());
+    let mut lab = crate::util::lab_with(rolegate::lab::LabConfig::research());
     let run = lab.agent.run(crate::util::REPLY_GOAL, "run-1").await.unwrap();
     let sealed = Checkpoint::of(&run).seal(&key);
     assert!(Checkpoint::open(&sealed, &key).is_ok());

@@ -3,9 +3,11 @@
 //! while runs beside it finish exactly as they would alone; a cancel at every model call
 //! of a long three-round run ends it `cancelled` with no tool started after the cancel.
 
+use rolegate::BoxFuture;
+use rolegate::agent::Decider;
 use rolegate::agent::{AgentState, TRACE_TARGET, TraceExport, TraceKind, TraceRecord};
 use rolegate::cost::ManualClock;
-use rolegate::model::{BoxFuture, Decider, LlmClient, LlmRequest, LlmResponse, ModelError};
+use rolegate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 use rolegate::multi::{
     Behaviours, MultiBudget, MultiConfig, MultiReason, MultiRun, ReviewerKind, Role, RoleModels, start,
 };

@@ -5,7 +5,7 @@
 
 use rolegate::agent::{EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
 use rolegate::cost::ManualClock;
-use rolegate::eval::LabConfig;
+use rolegate::lab::LabConfig;
 use rolegate::model::FakeKind;
 use rolegate::security::SIMULATED_SECRET;
 use std::io::Write;

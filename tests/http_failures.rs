@@ -9,11 +9,13 @@
 //! reached), except in the one test whose point is the timeout: a server that never
 //! answers and a 300 ms timeout.
 
+use rolegate::BoxFuture;
 use rolegate::Run;
+use rolegate::agent::ModelDecider;
 use rolegate::agent::{StopReason, TraceKind};
-use rolegate::eval::{Lab, LabConfig};
+use rolegate::lab::{Lab, LabConfig};
 use rolegate::model::http::{HttpCode, HttpConfig, Sleeper};
-use rolegate::model::{BoxFuture, HttpClient, LlmClient, LlmRequest, Message, ModelDecider, ModelError};
+use rolegate::model::{HttpClient, LlmClient, LlmRequest, Message, ModelError};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -6,11 +6,13 @@
 //! Time: these runs use real (unpaused) tokio time because the server is a real socket;
 //! nothing in them waits on a timer (no retry happens, timeouts are far away).
 
-use rolegate::agent::{SINGLE_PROMPT, StopReason, TraceKind};
+use rolegate::agent::Env;
+use rolegate::agent::{StopReason, TraceKind};
 use rolegate::cost::{Price, PriceTable};
 use rolegate::eval::scenarios::{SingleRow, bundled_single, run_single_with};
-use rolegate::eval::{DeciderSpec, Env, LabConfig};
+use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::model::http::{ApiKey, Endpoint, HttpConfig, ToolMode};
+use rolegate::model::prompts::SINGLE as SINGLE_PROMPT;
 use rust_decimal::Decimal;
 use serde_json::json;
 use std::sync::Arc;

@@ -1,9 +1,10 @@
 //! Guarded memory: the seven attempts of the seed, and `remember` going through the gate
 //! inside a run (allowlist, argument check, call limit).
 
-use rolegate::agent::{Observation, StopReason, TraceKind};
+use rolegate::agent::{StopReason, TraceKind};
 use rolegate::cost::ManualClock;
-use rolegate::eval::{DeciderSpec, LabConfig};
+use rolegate::gate::Observation;
+use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::memory::{GuardedMemory, RememberCode, SessionMemory};
 use rolegate::model::ScriptedModel;
 use rolegate::tools::ToolCall;

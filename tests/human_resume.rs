@@ -3,12 +3,12 @@
 //! fourteen single rows.
 
 use rolegate::agent::{AgentState, Progress, StopReason, TraceKind};
-use rolegate::eval::LabConfig;
 use rolegate::eval::scenarios::bundled_single;
 use rolegate::human::{
     Checkpoint, CheckpointCode, CheckpointError, DecisionCode, ResumeError, SigningKey, Verdict, cancel_waiting,
     resume_run, resume_with_decision,
 };
+use rolegate::lab::LabConfig;
 use rolegate::model::research_script;
 use std::sync::{Arc, Mutex};
 
@@ -135,7 +135,7 @@ async fn crash_on_the_third_model_call_then_a_new_process_resumes_from_the_last_
     let script = research_script()[..2].to_vec();
     let expected = lab_with(LabConfig::scripted(script.clone())).agent.run(REPLY_GOAL, "run-1").await.unwrap();
     let mut doomed = lab_with(LabConfig::scripted(script.clone()));
-    let inner = std::mem::replace(&mut doomed.agent.decider, Box::new(rolegate::model::FixedPlan::default()));
+    let inner = std::mem::replace(&mut doomed.agent.decider, Box::new(rolegate::agent::FixedPlan::default()));
     doomed.agent.decider = Box::new(CrashingDecider { inner, dies_on: 3, calls: 0 });
     let disk = Arc::new(Mutex::new(String::new()));
     let written = disk.clone();

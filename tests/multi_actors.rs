@@ -2,9 +2,11 @@
 //! panics among a hundred healthy runs, a thousand runs in flight, budgets that count
 //! refused messages.
 
+use rolegate::BoxFuture;
+use rolegate::agent::Decider;
 use rolegate::agent::{AgentState, TraceKind};
 use rolegate::eval::multi_scenarios::{MultiRow, bundled_multi};
-use rolegate::model::{BoxFuture, Decider, LlmClient, LlmRequest, LlmResponse, ModelError};
+use rolegate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 use rolegate::multi::behaviours::{FakeResearcher, FakeReviewer};
 use rolegate::multi::{
     Behaviours, MultiBudget, MultiConfig, MultiReason, MultiRun, OnReject, PlannerKind, RejectCode, Role, RoleModels,

@@ -1,10 +1,12 @@
 //! The loop: the fixed plan, the misbehaving models, budgets, tokens, the "try it
 //! yourself" answers and cancellation.
 
+use rolegate::BoxFuture;
 use rolegate::agent::{CheckMode, RunBudget, StopReason, TraceKind};
-use rolegate::eval::{DeciderSpec, LabConfig};
+use rolegate::agent::{FixedPlan, ModelDecider};
+use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::model::blocks::parse_blocks;
-use rolegate::model::{BoxFuture, FakeKind, FixedPlan, LlmClient, LlmRequest, LlmResponse, ModelDecider, ModelError};
+use rolegate::model::{FakeKind, LlmClient, LlmRequest, LlmResponse, ModelError};
 use rolegate::security::SIMULATED_SECRET;
 use rust_decimal::Decimal;
 use serde_json::json;

@@ -3,7 +3,8 @@
 
 use rolegate::agent::{AgentState, ProposalError, parse_proposal};
 use rolegate::cost::PriceTable;
-use rolegate::eval::scenarios::{ScenarioError, parse_single_row, parse_single_table};
+use rolegate::eval::scenarios::{parse_single_row, parse_single_table};
+use rolegate::lab::ScenarioError;
 use rolegate::gate::Policy;
 use rolegate::tools::Registry;
 use rolegate::world::WorldData;

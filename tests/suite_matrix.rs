@@ -2,13 +2,13 @@
 //! gets through when every defense is off, narrow scopes that stop all of it, and a broken
 //! scope that the matrix reports as broken.
 
-use rolegate::eval::Env;
-use rolegate::eval::attacks::{AttackVerdict, bundled_attacks, parse_catalog};
-use rolegate::eval::matrix::{
+use rolegate::agent::Env;
+use rolegate::eval::rows::{ScopeWidth, Switch};
+use rolegate::lab::attacks::{AttackVerdict, bundled_attacks, parse_catalog};
+use rolegate::multi::ClaimMode;
+use rolegate::suite::matrix::{
     Count, DefenseConfig, Matrix, MatrixSpec, RoleCompromise, bundled_tasks, parse_tasks, run_matrix,
 };
-use rolegate::eval::rows::{ScopeWidth, Switch};
-use rolegate::multi::ClaimMode;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

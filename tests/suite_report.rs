@@ -4,7 +4,7 @@
 
 use rolegate::agent::TraceKind;
 use rolegate::eval::multi_scenarios::{bundled_multi, run_multi};
-use rolegate::eval::report::sequence_svg;
+use rolegate::report::html::sequence_svg;
 use std::process::Command;
 
 use crate::util::{menv, temp_dir};

@@ -3,7 +3,7 @@
 //! and carries every mismatch; exit codes 0, 1 and 2.
 
 use rolegate::eval::multi_scenarios::parse_any_table;
-use rolegate::eval::suite::run_rows;
+use rolegate::suite::run::run_rows;
 use std::process::Command;
 use std::sync::Arc;
 

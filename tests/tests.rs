@@ -2,6 +2,8 @@
 
 mod util;
 
+mod architecture;
+
 mod single_loop;
 mod single_memory;
 mod single_parsers;

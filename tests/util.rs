@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests.
 
-use rolegate::eval::{Env, Lab, LabConfig};
+use rolegate::agent::Env;
+use rolegate::lab::{Lab, LabConfig};
 use rolegate::model::FakeKind;
 
 /// The bundled environment.
@@ -18,9 +19,11 @@ pub fn lab_with(cfg: LabConfig) -> Lab {
     cfg.build(&env())
 }
 
+use rolegate::BoxFuture;
+use rolegate::agent::Decider;
 use rolegate::agent::{AgentState, Run};
 use rolegate::human::{ApprovalQueue, ApprovalRequest, Checkpoint, SigningKey};
-use rolegate::model::{BoxFuture, Decider, LlmRequest, LlmResponse, ModelError};
+use rolegate::model::{LlmRequest, LlmResponse, ModelError};
 use std::time::Duration;
 
 /// The goal of the research lab.

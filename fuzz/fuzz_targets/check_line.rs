@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::{check_checker_line, check_lines_input};
+use rolegate::testkit::{check_checker_line, check_lines_input};
 use rolegate_fuzz::hold;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::{check_checkpoint_input, checkpoint_input};
+use rolegate::testkit::{check_checkpoint_input, checkpoint_input};
 use rolegate_fuzz::{SIGNING_KEYS, hold};
 
 fuzz_target!(|data: &[u8]| {

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::{check_envelope, envelope_input};
+use rolegate::testkit::{check_envelope, envelope_input};
 use rolegate_fuzz::{ENVELOPES, hold};
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::check_memory_json;
+use rolegate::testkit::check_memory_json;
 use rolegate_fuzz::hold;
 
 fuzz_target!(|data: &[u8]| {

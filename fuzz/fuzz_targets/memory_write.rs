@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::check_memory_writes;
+use rolegate::testkit::check_memory_writes;
 use rolegate_fuzz::{FuzzWrite, hold};
 
 fuzz_target!(|writes: Vec<FuzzWrite>| {

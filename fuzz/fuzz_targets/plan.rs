@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::check_plan_text;
+use rolegate::testkit::check_plan_text;
 use rolegate_fuzz::{FIXTURE, hold, task_and_text};
 
 fuzz_target!(|data: &[u8]| {

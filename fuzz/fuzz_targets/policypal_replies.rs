@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::check_pal_replies;
+use rolegate::testkit::check_pal_replies;
 use rolegate_fuzz::{FIXTURE, FuzzPal, FuzzReply, RUNTIME, hold};
 
 fuzz_target!(|input: FuzzPal| {

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::check_proposal;
+use rolegate::testkit::check_proposal;
 use rolegate_fuzz::{FIXTURE, hold, task_and_text};
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::check_scenario_row;
+use rolegate::testkit::check_scenario_row;
 use rolegate_fuzz::{FIXTURE, RUNTIME, hold};
 
 fuzz_target!(|data: &[u8]| {

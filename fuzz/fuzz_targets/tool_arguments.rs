@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rolegate::eval::invariants::check_tool_arguments;
+use rolegate::testkit::check_tool_arguments;
 use rolegate_fuzz::{FIXTURE, FuzzCall, hold};
 
 fuzz_target!(|call: FuzzCall| {

@@ -2,11 +2,11 @@
 //! process, `hold` (a broken invariant becomes the panic libFuzzer records as a crash),
 //! and structured inputs for the targets whose input is more than one text.
 //!
-//! The rules themselves live in `rolegate::eval::invariants`, so `cargo test` runs them
+//! The rules themselves live in `rolegate::testkit`, so `cargo test` runs them
 //! too (property tests and the replay of `fuzz/seeds/`).
 
 use arbitrary::Arbitrary;
-use rolegate::eval::invariants::{Broken, EnvelopeContext, Fixture, MemoryWrite};
+use rolegate::testkit::{Broken, EnvelopeContext, Fixture, MemoryWrite};
 use rolegate::human::SigningKey;
 use rolegate::model::{LlmResponse, RequestedCall, Usage};
 use serde_json::{Map, Value, json};
@@ -24,7 +24,7 @@ pub static ENVELOPES: LazyLock<EnvelopeContext> =
 /// The checkpoint key and another key, built once.
 #[allow(clippy::expect_used)]
 pub static SIGNING_KEYS: LazyLock<(SigningKey, SigningKey)> =
-    LazyLock::new(|| rolegate::eval::invariants::checkpoints::keys().expect("the fuzz keys are long enough"));
+    LazyLock::new(|| rolegate::testkit::checkpoints::keys().expect("the fuzz keys are long enough"));
 
 /// A current-thread runtime for the async checks, built once.
 #[allow(clippy::expect_used)]

@@ -15,17 +15,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::RunBudget;
 use super::proposal::{Proposal, parse_proposal};
-use super::state::{AgentState, Observation, StateError, Status, StopReason};
+use super::state::{AgentState, StateError, Status, StopReason};
 use super::trace::{Trace, TraceKind};
+use crate::agent::Decider;
 use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estimate_tokens};
+use crate::gate::Observation;
 use crate::gate::{GateOutcome, NoInternalEffects, Refusal, ToolGate};
 use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::blocks::push_block;
-use crate::model::{Decider, LlmRequest, LlmResponse, Message, ModelError};
+use crate::model::{LlmRequest, LlmResponse, Message, ModelError};
 use crate::tools::{Registry, TOOL_NAMES, ToolCall, fact_of, fingerprint};
-
-/// The trusted system prompt of the single-agent loop, `data/prompts/single.txt`.
-pub const SINGLE_PROMPT: &str = include_str!("../../data/prompts/single.txt");
 
 /// Errors that end a run without a state (the run could not be carried out at all).
 #[derive(Debug, thiserror::Error)]
@@ -227,7 +226,7 @@ impl Agent {
             checks: CheckMode::Full,
             cancel: CancellationToken::new(),
             on_step: Vec::new(),
-            system_prompt: Cow::Borrowed(SINGLE_PROMPT),
+            system_prompt: Cow::Borrowed(crate::model::prompts::SINGLE),
             trace_role: None,
         }
     }

@@ -3,18 +3,21 @@
 //! loop itself.
 
 mod budget;
+mod decider;
 mod driver;
+mod env;
 mod export;
 mod proposal;
 mod state;
 mod trace;
 
 pub use budget::RunBudget;
-pub use driver::{Agent, AgentError, CheckCode, CheckMode, Progress, Run, SINGLE_PROMPT, Session, StepHook};
+pub use decider::{Decider, FixedPlan, ModelDecider};
+pub use driver::{Agent, AgentError, CheckCode, CheckMode, Progress, Run, Session, StepHook};
+pub use env::{BUNDLED_PRICES, Env, EnvError};
 pub use export::{EXPORT_FIELD_CHARS, JsonTraceLayer, TRACE_TARGET, TraceExport, TraceExportError, TraceRecord};
 pub use proposal::{MAX_PROPOSAL_BYTES, Proposal, ProposalError, parse_proposal};
 pub use state::{
-    AgentState, MAX_ANSWER_CHARS, MAX_GOAL_CHARS, MAX_OBSERVATION_CHARS, Observation, RawState, StateError, Status,
-    StopReason,
+    AgentState, MAX_ANSWER_CHARS, MAX_GOAL_CHARS, MAX_OBSERVATION_CHARS, RawState, StateError, Status, StopReason,
 };
 pub use trace::{DETAIL_CHARS, Trace, TraceKind, TraceLine};

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+use crate::gate::Observation;
 use crate::security::clip;
 
 /// Most characters of a goal.
@@ -104,22 +105,6 @@ pub enum StateError {
     /// The fields do not fit the status or the rules.
     #[error("invalid state: {0}")]
     Invalid(&'static str),
-}
-
-/// What came back from a tool or a check. Its text is untrusted data.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Observation {
-    /// `o1`, `o2`, … in order.
-    pub id: String,
-    /// The step it was made in.
-    pub step: u32,
-    /// The tool (or `rejected` for a refused proposal).
-    pub tool: String,
-    /// True when the tool succeeded.
-    pub ok: bool,
-    /// Result text, clipped.
-    pub text: String,
 }
 
 /// Where a run stands. Each variant carries exactly the data it needs.

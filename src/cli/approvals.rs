@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::desk::{ListFormat, StoreArg, open_existing, request_line};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
-use crate::human::DecisionCode;
-use crate::store::DeskAction;
+use rolegate::human::DecisionCode;
+use rolegate::store::DeskAction;
 
 /// What to do with approval requests.
 #[derive(Debug, Subcommand)]

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, ReportFormat, out};
-use crate::eval::Env;
-use crate::eval::bench::{BenchOptions, BenchReport, Peers, bench, ratios};
-use crate::multi::MultiEnv;
+use rolegate::agent::Env;
+use rolegate::eval::bench::{BenchOptions, BenchReport, Peers, bench, ratios};
+use rolegate::multi::MultiEnv;
 
 /// The bench's arguments.
 #[derive(Debug, Clone, clap::Args)]

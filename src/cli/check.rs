@@ -1,5 +1,5 @@
 //! `rolegate check envelopes|proposals|memory [FILE]`: one JSON verdict line per input
-//! line, from the library's own checks ([`crate::eval::checkers`]). Exit code 0 when every
+//! line, from the library's own checks ([`rolegate::suite::checkers`]). Exit code 0 when every
 //! line was accepted, 1 when a line was refused or could not be read (the others are still
 //! checked), 2 when the input itself cannot be read (a missing file).
 
@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
-use crate::eval::checkers::{CheckKind, Checker};
+use rolegate::suite::checkers::{CheckKind, Checker};
 
 /// What to check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -4,10 +4,11 @@
 use clap::ValueEnum;
 
 use super::{EXIT_OK, EXIT_USAGE, ModelArgs, RoleModelArgs, out};
-use crate::design::{CompareModels, bundled_tasks, compare_report_with};
-use crate::eval::Env;
-use crate::model::{FakeKind, ModelSpec};
-use crate::multi::Behaviours;
+use rolegate::agent::Env;
+use rolegate::design::bundled_tasks;
+use rolegate::eval::compare::{CompareModels, compare_report_with};
+use rolegate::model::{FakeKind, ModelSpec};
+use rolegate::multi::Behaviours;
 
 /// Output formats of `compare`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

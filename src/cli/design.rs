@@ -6,11 +6,11 @@
 use clap::ValueEnum;
 
 use super::{EXIT_OK, EXIT_USAGE, RoleModelArgs, out, run_multi, suite};
-use crate::design::{Design, DesignConfig, DesignOutcome, PalConfig, PalKind, PalReply, PalRun, run_design};
-use crate::eval::Env;
-use crate::model::http::HttpConfig;
-use crate::model::{FakeKind, ModelSpec};
-use crate::multi::{Behaviours, ClaimMode, RoleSetup};
+use rolegate::agent::Env;
+use rolegate::design::{Design, DesignConfig, DesignOutcome, PalConfig, PalKind, PalReply, PalRun, run_design};
+use rolegate::model::http::HttpConfig;
+use rolegate::model::{FakeKind, ModelSpec};
+use rolegate::multi::{Behaviours, ClaimMode, RoleSetup};
 
 /// What to do with a PolicyPal confirmation card.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -211,6 +211,6 @@ async fn policypal(args: &RunArgs, fake: &str, http: Option<&HttpConfig>, env: &
         };
     }
     let outcome = run.outcome();
-    print_outcome(&crate::design::DesignOutcome { emails: lab.world.outbox.len(), ..outcome });
+    print_outcome(&rolegate::design::DesignOutcome { emails: lab.world.outbox.len(), ..outcome });
     EXIT_OK
 }

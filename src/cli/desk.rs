@@ -5,10 +5,10 @@ use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::cost::SystemClock;
-use crate::eval::Env;
-use crate::human::{ApprovalRequest, SigningKey};
-use crate::store::{DEFAULT_STORE, Desk, Store};
+use rolegate::agent::Env;
+use rolegate::cost::SystemClock;
+use rolegate::human::{ApprovalRequest, SigningKey};
+use rolegate::store::{DEFAULT_STORE, Desk, Store};
 
 /// The store file option every store-backed command takes.
 #[derive(Clone, Debug, Args)]
@@ -42,7 +42,7 @@ pub(crate) fn open_existing(path: &std::path::Path) -> Result<Desk, String> {
 
 fn desk(
     path: &std::path::Path,
-    open: fn(&std::path::Path) -> Result<Store, crate::store::StoreError>,
+    open: fn(&std::path::Path) -> Result<Store, rolegate::store::StoreError>,
 ) -> Result<Desk, String> {
     let key = SigningKey::from_env().map_err(|e| e.to_string())?;
     let env = Env::bundled().map_err(|e| e.to_string())?;

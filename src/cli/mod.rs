@@ -15,8 +15,6 @@ pub mod run_multi;
 mod suite;
 
 pub use approvals::ApprovalsCommand;
-pub use compare::CompareFormat;
-pub use design::CardChoice;
 pub use desk::{ListFormat, StoreArg};
 pub use model_args::{ModelArgs, RoleModelArgs};
 
@@ -135,17 +133,17 @@ pub enum Command {
         store: Option<std::path::PathBuf>,
         /// multi: the planner's fake behaviour: sensible, grant, delegate.
         #[arg(long, default_value = "sensible")]
-        planner: crate::multi::PlannerKind,
+        planner: rolegate::multi::PlannerKind,
         /// multi: the researcher's fake behaviour: sensible, relay, paraphrase, obey,
         /// forge_sender, spawn, made_up_source.
         #[arg(long, default_value = "sensible")]
-        researcher: crate::multi::ResearcherKind,
+        researcher: rolegate::multi::ResearcherKind,
         /// multi: the reviewer's fake behaviour: sensible, obey, never_approve.
         #[arg(long, default_value = "sensible")]
-        reviewer: crate::multi::ReviewerKind,
+        reviewer: rolegate::multi::ReviewerKind,
         /// multi: claims strict (rebuilt from observations) or free.
         #[arg(long, default_value = "strict")]
-        claims: crate::multi::ClaimMode,
+        claims: rolegate::multi::ClaimMode,
     },
     /// Approval requests in the store: list, approve, deny, cancel.
     Approvals {
@@ -214,7 +212,10 @@ pub fn main() -> ExitCode {
     };
     let export = match &cli.trace_json {
         Some(path) => {
-            match crate::agent::TraceExport::install_file(path, std::sync::Arc::new(crate::cost::TokioClock::new())) {
+            match rolegate::agent::TraceExport::install_file(
+                path,
+                std::sync::Arc::new(rolegate::cost::TokioClock::new()),
+            ) {
                 Ok(e) => Some(e),
                 Err(e) => {
                     eprintln!("rolegate: {}: {e}", path.display());
@@ -257,7 +258,7 @@ pub fn main() -> ExitCode {
                 reviewer,
                 claims,
             } => {
-                let roles = crate::multi::Behaviours { planner, researcher, reviewer };
+                let roles = rolegate::multi::Behaviours { planner, researcher, reviewer };
                 if design != "single" {
                     let model = if model == "auto" { "fake:sensible".to_string() } else { model };
                     let args = design::RunArgs {
@@ -276,11 +277,11 @@ pub fn main() -> ExitCode {
                     return design::run(args).await;
                 }
                 let task_name = task.clone().unwrap_or_else(|| "triage".to_string());
-                let spec = crate::store::RunSpec::new(&model, &user, &task_name, &grant);
+                let spec = rolegate::store::RunSpec::new(&model, &user, &task_name, &grant);
                 match store {
                     Some(path) => parked::run_stored(&path, &spec, &goal).await,
                     None if !spec.grants.is_empty() => {
-                        parked::run_stored(std::path::Path::new(crate::store::DEFAULT_STORE), &spec, &goal).await
+                        parked::run_stored(std::path::Path::new(rolegate::store::DEFAULT_STORE), &spec, &goal).await
                     }
                     None => {
                         let args = design::RunArgs {
@@ -313,4 +314,21 @@ pub fn main() -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[test]
+    fn the_command_line_is_consistent_and_parses_the_documented_forms() {
+        Cli::command().debug_assert();
+        let parsed = Cli::try_parse_from(["rolegate", "compare", "--format", "json"]).unwrap();
+        assert!(matches!(parsed.command, Command::Compare { .. }));
+        let parsed =
+            Cli::try_parse_from(["rolegate", "run", "--design", "policypal", "--card", "confirm", "goal"]).unwrap();
+        assert!(matches!(parsed.command, Command::Run { ref design, card: Some(_), .. } if design == "policypal"));
+        assert!(Cli::try_parse_from(["rolegate", "compare", "--format", "yaml"]).is_err());
+    }
 }

@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::cost::PriceTable;
-use crate::eval::Env;
-use crate::model::ModelSpec;
-use crate::model::http::{Endpoint, HttpFlags, ToolMode};
+use rolegate::agent::Env;
+use rolegate::cost::PriceTable;
+use rolegate::model::ModelSpec;
+use rolegate::model::http::{Endpoint, HttpFlags, ToolMode};
 
 /// How to reach an `openai:` model, and what its calls cost.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -87,7 +87,7 @@ impl ModelArgs {
 
 /// One model per role, for commands that run the three-role design: each defaults to
 /// `--model`. Flatten it next to [`ModelArgs`] and resolve with
-/// [`RoleModels::with_overrides`](crate::model::RoleModels::with_overrides).
+/// [`RoleModels::with_overrides`](rolegate::model::RoleModels::with_overrides).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RoleModelArgs {
     /// The planner's model (default: --model).
@@ -106,8 +106,8 @@ impl RoleModelArgs {
     ///
     /// # Errors
     /// A readable message for a value that does not parse.
-    pub fn resolve(&self, model: &ModelSpec) -> Result<crate::model::RoleModels, String> {
-        crate::model::RoleModels::with_overrides(
+    pub fn resolve(&self, model: &ModelSpec) -> Result<rolegate::model::RoleModels, String> {
+        rolegate::model::RoleModels::with_overrides(
             model,
             self.planner_model.as_deref(),
             self.researcher_model.as_deref(),

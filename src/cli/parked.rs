@@ -3,7 +3,7 @@
 
 use super::desk::{open, request_line};
 use super::{EXIT_OK, EXIT_USAGE, out};
-use crate::store::RunSpec;
+use rolegate::store::RunSpec;
 
 /// Runs `goal` through the desk and prints the trace, the outcome and any request.
 pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &str) -> u8 {

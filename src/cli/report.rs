@@ -1,6 +1,6 @@
 //! `rolegate report --out FILE.html [FILES…]`: runs the scenario rows (the bundled tables
 //! when no file is given) and the defense matrix, and writes one self-contained HTML page
-//! ([`crate::eval::report`]). Exit code 0 when every row matched and every configuration
+//! ([`rolegate::report::html`]). Exit code 0 when every row matched and every configuration
 //! that must stop all effects did, 1 otherwise (the page is written either way), 2 for
 //! unusable input or a file that cannot be written.
 
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use super::suite::{load_all, matrix_spec, results};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, ModelArgs};
-use crate::eval::matrix::run_matrix;
+use rolegate::suite::matrix::run_matrix;
 
 /// The arguments of `report`.
 #[derive(Debug, Args)]
@@ -42,7 +42,7 @@ pub(crate) async fn run(args: ReportArgs) -> u8 {
         let rows = results(loaded).await?;
         let matrix = run_matrix(&spec, &env).await.map_err(|e| e.to_string())?;
         let ok = rows.iter().all(|r| r.matches()) && matrix.holds();
-        Ok::<_, String>((crate::eval::report::html(&rows, &matrix), ok))
+        Ok::<_, String>((rolegate::report::html::html(&rows, &matrix), ok))
     };
     let (html, ok) = match page.await {
         Ok(p) => p,

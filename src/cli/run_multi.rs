@@ -2,7 +2,7 @@
 //! accepted envelope, every refusal, every refused tool call), its outcome and each role's
 //! usage. The run itself goes through the design dispatch (`design.rs`).
 
-use crate::multi::MultiRun;
+use rolegate::multi::MultiRun;
 
 /// The log of a finished run, in the coordinator's order, then the outcome.
 pub fn log(run: &MultiRun) -> Vec<String> {
@@ -10,7 +10,7 @@ pub fn log(run: &MultiRun) -> Vec<String> {
     let mut accepted = run.messages.iter();
     if let Some(coordinator) = run.traces.first() {
         for l in &coordinator.lines {
-            if l.code == "ok" && l.kind == crate::agent::TraceKind::Message {
+            if l.code == "ok" && l.kind == rolegate::agent::TraceKind::Message {
                 if let Some(env) = accepted.next() {
                     lines.push(format!("accepted {}", env.log_line()));
                     continue;
@@ -41,7 +41,7 @@ pub fn log(run: &MultiRun) -> Vec<String> {
         ));
     }
     if let Some(answer) = &run.answer {
-        lines.push(format!("answer (agent output, shown as data): {}", crate::security::redact(answer)));
+        lines.push(format!("answer (agent output, shown as data): {}", rolegate::security::redact(answer)));
     }
     if let Some(f) = &run.failed {
         lines.push(format!("failed role: {} ({})", f.role, f.detail));

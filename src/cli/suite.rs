@@ -5,14 +5,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, ModelArgs, RoleModelArgs, out};
-use crate::eval::attacks::{Attack, bundled_attacks, parse_catalog};
-use crate::eval::matrix::{Matrix, MatrixSpec, bundled_tasks, parse_tasks, run_matrix};
-use crate::eval::multi_scenarios::{AnyRow, bundled_multi, parse_any_table_with};
-use crate::eval::scenarios::bundled_single;
-use crate::eval::suite::{RowResult, run_rows};
-use crate::eval::{DeciderSpec, Env, LabConfig, junit};
-use crate::model::ModelSpec;
-use crate::multi::{Behaviours, MultiEnv, RoleSetup};
+use rolegate::agent::Env;
+use rolegate::eval::multi_scenarios::{AnyRow, bundled_multi, parse_any_table_with};
+use rolegate::eval::scenarios::bundled_single;
+use rolegate::lab::attacks::{Attack, bundled_attacks, parse_catalog};
+use rolegate::lab::{DeciderSpec, LabConfig};
+use rolegate::model::ModelSpec;
+use rolegate::multi::{Behaviours, MultiEnv, RoleSetup};
+use rolegate::report::junit;
+use rolegate::suite::matrix::{Matrix, MatrixSpec, bundled_tasks, parse_tasks, run_matrix};
+use rolegate::suite::run::{RowResult, run_rows};
 
 /// The catalog: `file`, or the bundled one.
 pub(crate) fn catalog(file: Option<&Path>) -> Result<Arc<[Attack]>, String> {

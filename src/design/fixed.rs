@@ -1,6 +1,6 @@
 //! The fixed workflow: routing rules written by a person, no model. A rule that matches
 //! the goal adds one call; the calls run in rule order through the ordinary loop and gate
-//! with [`FixedPlan`](crate::model::FixedPlan) as decider. A goal no rule matches ends as
+//! with [`FixedPlan`](crate::agent::FixedPlan) as decider. A goal no rule matches ends as
 //! `no_route` before anything runs. Free and exactly testable, and blind to anything the
 //! rules did not foresee.
 

@@ -12,11 +12,9 @@
 //!
 //! [`run_design`] runs any of them on one goal, on fakes or, for the model-driven
 //! designs, on a real model ([`DesignConfig::model`], [`DesignConfig::roles`]);
-//! [`compare`] builds the tables of `rolegate compare`, whose columns come from a list.
 //!
-//! [`FixedPlan`]: crate::model::FixedPlan
+//! [`FixedPlan`]: crate::agent::FixedPlan
 
-pub mod compare;
 pub mod fixed;
 mod goal;
 pub mod plan;
@@ -28,18 +26,16 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+use crate::agent::Env;
+use crate::agent::FixedPlan;
 use crate::agent::{AgentError, Run, StateError, StopReason, Trace};
 use crate::cost::{CostError, Ledger};
-use crate::eval::{DeciderSpec, Env, LabConfig};
 use crate::gate::GateError;
+use crate::lab::{DeciderSpec, LabConfig};
 use crate::model::http::HttpConfig;
-use crate::model::{FakeKind, FixedPlan, HttpClient};
+use crate::model::{FakeKind, HttpClient};
 use crate::multi::{ClaimMode, MultiConfig, MultiEnv, MultiError, MultiReason, MultiRun, RoleSetup};
 
-pub use compare::{
-    CompareModels, CompareReport, DESIGN_TABLE_COLUMNS, DesignRow, PLAN_CHECK_GOAL, PalRow, PalSection, PlanCheckRow,
-    compare_report, compare_report_with, design_table, design_table_with, median, pal_row, pal_row_with, plan_checks,
-};
 pub use fixed::{Route, Trigger, default_routes, route};
 pub use plan::{Plan, PlanCode, PlanOutcome, PlanProblem, PlanStep, check_plan, parse_plan, plan_then_execute};
 pub use planners::{FakePlanner, PLANNER_KINDS, PlannerKind};

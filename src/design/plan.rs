@@ -10,16 +10,15 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::DesignError;
+use crate::agent::FixedPlan;
 use crate::agent::{Agent, AgentState, CheckCode, Proposal, Run, Trace, TraceKind};
 use crate::cost::{Ledger, UsageRecord, estimate_tokens};
 use crate::gate::Access;
 use crate::human::{Level, classify};
 use crate::model::blocks::push_block;
-use crate::model::{FixedPlan, LlmClient, LlmRequest, Message, ModelError};
+use crate::model::{LlmClient, LlmRequest, Message, ModelError};
 use crate::tools::fingerprint;
 
-/// The trusted system prompt of the planner, `data/prompts/plan.txt`.
-pub const PLAN_PROMPT: &str = include_str!("../../data/prompts/plan.txt");
 /// Most steps of a plan.
 pub const MAX_PLAN_STEPS: usize = 5;
 /// Most characters of a step's reason.
@@ -159,7 +158,7 @@ pub fn check_plan(plan: &Plan, agent: &Agent, state: &AgentState) -> Vec<PlanPro
 /// goal as an untrusted block.
 pub fn plan_request(agent: &Agent, model: &str, goal: &str) -> LlmRequest {
     let tools: Vec<_> = agent.gate.policy.tools_for(&agent.task).filter_map(|t| agent.gate.registry.spec(t)).collect();
-    let mut system = PLAN_PROMPT.to_string();
+    let mut system = crate::model::prompts::PLAN.to_string();
     system.push_str("Tools:\n");
     for t in &tools {
         system.push_str(&format!("- {}: {}\n", t.name, t.parameters["properties"]));

@@ -6,8 +6,9 @@ use serde_json::{Value, json};
 use std::str::FromStr;
 
 use super::goal::{docs, tickets};
+use crate::BoxFuture;
 use crate::model::blocks::parse_blocks;
-use crate::model::{BoxFuture, LlmClient, LlmRequest, LlmResponse, ModelError};
+use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 
 /// How a fake planner behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

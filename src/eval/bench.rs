@@ -15,8 +15,11 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::multi_scenarios::{MultiRow, bundled_multi};
-use crate::agent::{AgentState, Observation};
-use crate::model::{BoxFuture, Decider, LlmRequest, LlmResponse, ModelError};
+use crate::BoxFuture;
+use crate::agent::AgentState;
+use crate::agent::Decider;
+use crate::gate::Observation;
+use crate::model::{LlmRequest, LlmResponse, ModelError};
 use crate::multi::{Intake, MultiEnv, MultiError, MultiHandle, MultiReason, MultiRun, Role, RoleModels, start};
 use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
 use crate::world::World;

@@ -1,26 +1,19 @@
-//! Evaluation: the environment runs are built in, the scenario tables (single-agent and
-//! multi-agent), trace grading, the go/no-go list and the benchmark; and the injection
-//! test suite: the attack catalog, rows that plant payloads, the compromised fakes, the
-//! defense matrix, the checkers, JUnit output and the HTML report.
+//! Evaluation: the scenario tables (single-agent and multi-agent) and what a row may add,
+//! trace grading, the go/no-go list, designs and single versus multi side by side, and the
+//! benchmark.
 
-pub mod attacks;
 pub mod bench;
-pub mod checkers;
 pub mod checklist;
-pub mod compromised;
-mod env;
+pub mod compare;
 pub mod grade;
-pub mod invariants;
-pub mod junit;
-pub mod markup;
-pub mod matrix;
 pub mod multi_scenarios;
-pub mod report;
 pub mod rows;
 pub mod scenarios;
 pub mod single_vs_multi;
-pub mod suite;
 
 pub use checklist::{Attestation, Attested, AutoCheck, Verdict, automatic, go_no_go};
-pub use env::{BUNDLED_PRICES, DeciderSpec, Env, EnvError, Lab, LabConfig};
+pub use compare::{
+    CompareModels, CompareReport, DESIGN_TABLE_COLUMNS, DesignRow, PLAN_CHECK_GOAL, PalRow, PalSection, PlanCheckRow,
+    compare_report, compare_report_with, design_table, design_table_with, median, pal_row, pal_row_with, plan_checks,
+};
 pub use grade::{Grade, TraceSpec, grade};

@@ -11,10 +11,11 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::attacks::{Attack, AttackVerdict, bundled_attacks, multi_verdict};
-use super::compromised::{CompromisedResearcher, CompromisedReviewer};
 use super::rows::{Compromised, Extensions, RowAttack, RowDefenses, WorldPatch, row_world};
-use super::scenarios::{MAX_ROW_BYTES, ScenarioError, SingleRow, parse_single_row_with};
+use super::scenarios::{SingleRow, parse_single_row_with};
+use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, multi_verdict};
+use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer};
+use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::multi::{
     Behaviours, ClaimMode, MultiBudget, MultiConfig, MultiEnv, MultiReason, MultiRun, OnReject, RejectCode,
     ResearcherKind, ReviewerKind, RoleModels,

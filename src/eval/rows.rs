@@ -10,10 +10,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
-use super::attacks::{Attack, AttackVerdict, plant};
-use super::compromised::{ResearcherCompromise, ReviewerCompromise};
 use crate::agent::CheckMode;
 use crate::gate::{ApprovalMode, Policy};
+use crate::lab::attacks::{Attack, AttackVerdict, plant};
+use crate::lab::compromised::{ResearcherCompromise, ReviewerCompromise};
 use crate::multi::{InstructionFilter, Scopes};
 use crate::world::{Document, Ticket, User, WorldData, WorldError, WorldFile};
 

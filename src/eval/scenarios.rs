@@ -7,62 +7,18 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::attacks::{Attack, AttackVerdict, bundled_attacks, single_verdict};
 use super::rows::{Extensions, RowAttack, RowDefenses, WorldPatch, row_world};
-use super::{DeciderSpec, Env, LabConfig};
-use crate::agent::{AgentError, StopReason};
+use crate::agent::Env;
+use crate::agent::StopReason;
+use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, single_verdict};
+use crate::lab::{DeciderSpec, LabConfig, MAX_ROW_BYTES, ScenarioError};
 use crate::model::FakeKind;
 
-/// The `model` value of the compromised fake (see [`super::compromised`]).
+/// The `model` value of the compromised fake (see [`crate::lab::compromised`]).
 pub const COMPROMISED: &str = "compromised";
 
 /// The bundled single-agent table, `data/scenarios.jsonl`.
 pub const BUNDLED_SINGLE: &str = include_str!("../../data/scenarios.jsonl");
-
-/// Most bytes of one row.
-pub const MAX_ROW_BYTES: usize = 64 * 1024;
-
-/// Errors loading or running a table.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ScenarioError {
-    /// A row that does not fit the schema.
-    #[error("{file}:{line}: field `{field}`: {message}")]
-    Row {
-        /// The file.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// The field path (`expect.reason`), or `(row)` for the whole row.
-        field: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The file could not be read.
-    #[error("{file}: {message}")]
-    Io {
-        /// The file.
-        file: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A run could not be carried out.
-    #[error("row {id}: {source}")]
-    Run {
-        /// Row id.
-        id: String,
-        /// Why.
-        source: AgentError,
-    },
-    /// A multi-agent run could not be carried out.
-    #[error("row {id}: {source}")]
-    Multi {
-        /// Row id.
-        id: String,
-        /// Why.
-        source: crate::multi::MultiError,
-    },
-}
 
 /// Limits a row may set; anything unset keeps the default.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

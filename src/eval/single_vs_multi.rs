@@ -6,8 +6,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Env, LabConfig};
+use crate::agent::Env;
 use crate::agent::StopReason;
+use crate::lab::LabConfig;
 use crate::model::FakeKind;
 use crate::multi::{Behaviours, Kind, MultiConfig, MultiEnv, MultiReason, ROUTES, Role, RoleModels};
 

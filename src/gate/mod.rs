@@ -12,6 +12,7 @@
 //! and [`ToolGate::run`] polls once (a caller that cannot wait gives it no time).
 
 mod confirm;
+mod observation;
 mod policy;
 
 use serde::{Deserialize, Serialize};
@@ -24,11 +25,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use crate::model::BoxFuture;
+use crate::BoxFuture;
 use crate::tools::{AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, ToolFailure, ToolFailureCode, ToolSet};
 use crate::unwind::CatchUnwind;
 use crate::world::World;
 
+pub use observation::Observation;
 pub use policy::{Access, ApprovalMode, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
 
 /// How long [`ToolGate::run_async`] waits for a tool that answers later, unless set

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::session::{Note, SessionMemory, WriteCode};
-use crate::agent::Observation;
+use crate::gate::Observation;
 use crate::gate::{InternalEffects, InternalFailure};
 use crate::tools::{ToolArgs, fact_of};
 

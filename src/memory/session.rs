@@ -174,7 +174,7 @@ impl SessionMemory {
     /// successful ticket read), as the loop wrote them when they were made. A process that
     /// resumes a run from a checkpoint uses it: session memory lives beside a checkpoint,
     /// not in it. Returns how many notes were written.
-    pub fn restore_facts(&mut self, observations: &[crate::agent::Observation]) -> usize {
+    pub fn restore_facts(&mut self, observations: &[crate::gate::Observation]) -> usize {
         let mut written = 0;
         for o in observations.iter().filter(|o| o.ok) {
             let data: serde_json::Value = serde_json::from_str(&o.text).unwrap_or_default();

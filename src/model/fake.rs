@@ -8,7 +8,8 @@ use std::str::FromStr;
 use std::sync::LazyLock;
 
 use super::blocks::{Block, parse_blocks};
-use super::{BoxFuture, LlmClient, LlmRequest, LlmResponse, ModelError};
+use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
+use crate::BoxFuture;
 
 /// The behaviours a fake model can have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

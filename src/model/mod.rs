@@ -7,32 +7,25 @@
 //! parsed and checked it and the gate has allowed it.
 
 pub mod blocks;
-mod fake;
-mod fixed;
+pub(crate) mod fake;
 pub mod http;
 pub mod prompts;
 mod scripted;
 mod spec;
 
 use serde::{Deserialize, Serialize};
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::AgentState;
+use crate::BoxFuture;
 use crate::cost::ManualClock;
 use crate::tools::ToolSpec;
 
 pub use fake::{FAKE_KINDS, FakeKind, FakeModel};
-pub use fixed::FixedPlan;
 pub use http::HttpClient;
 pub use scripted::{ScriptedModel, research_script};
 pub use spec::{FAKE_PREFIX, ModelSpec, OPENAI_PREFIX, RoleModels};
-
-/// A boxed, sendable future: what the async traits of this module return.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -194,62 +187,6 @@ pub trait LlmClient: Send {
     /// a client that can abandon its own work in flight stops when it fires. Callers still
     /// race every call against their token; the default does nothing more.
     fn bind_cancel(&mut self, _token: CancellationToken) {}
-}
-
-/// What the agent loop asks for the next proposal.
-pub trait Decider: Send {
-    /// The model name written into requests.
-    fn model(&self) -> &str;
-    /// True when calls cost nothing and are not recorded in the ledger (e.g. a fixed plan).
-    fn is_free(&self) -> bool {
-        false
-    }
-    /// Proposes the next step as text.
-    fn decide<'a>(
-        &'a mut self,
-        state: &'a AgentState,
-        request: &'a LlmRequest,
-    ) -> BoxFuture<'a, Result<LlmResponse, ModelError>>;
-    /// Ties the decider's model client to a cancellation token (see
-    /// [`LlmClient::bind_cancel`]); the default does nothing.
-    fn bind_cancel(&mut self, _token: CancellationToken) {}
-}
-
-/// A decider that asks a model client.
-pub struct ModelDecider {
-    /// The client; owned by this decider and dropped with it.
-    pub client: Box<dyn LlmClient>,
-}
-
-impl ModelDecider {
-    /// Wraps a client.
-    pub fn new(client: impl LlmClient + 'static) -> Self {
-        Self { client: Box::new(client) }
-    }
-}
-
-impl std::fmt::Debug for ModelDecider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ModelDecider").field("model", &self.client.model()).finish()
-    }
-}
-
-impl Decider for ModelDecider {
-    fn model(&self) -> &str {
-        self.client.model()
-    }
-
-    fn decide<'a>(
-        &'a mut self,
-        _state: &'a AgentState,
-        request: &'a LlmRequest,
-    ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        self.client.complete(request)
-    }
-
-    fn bind_cancel(&mut self, token: CancellationToken) {
-        self.client.bind_cancel(token);
-    }
 }
 
 /// A client wrapper that makes every call take simulated time on a [`ManualClock`], so a

@@ -12,9 +12,9 @@ pub const RESEARCHER: &str = include_str!("../../data/prompts/researcher.txt");
 pub const REVIEWER: &str = include_str!("../../data/prompts/reviewer.txt");
 
 /// The planner of plan-then-execute (`plan.txt`).
-pub const PLAN: &str = crate::design::plan::PLAN_PROMPT;
+pub const PLAN: &str = include_str!("../../data/prompts/plan.txt");
 /// The PolicyPal loop (`policypal.txt`).
-pub const POLICYPAL: &str = crate::design::policypal::PAL_PROMPT;
+pub const POLICYPAL: &str = include_str!("../../data/prompts/policypal.txt");
 
 /// Every prompt by name, in a fixed order.
 pub const ALL: [(&str, &str); 6] = [
@@ -47,6 +47,5 @@ mod tests {
         }
         assert_eq!(by_name("planner"), Some(PLANNER));
         assert_eq!(by_name("nobody"), None);
-        assert_eq!(SINGLE, crate::agent::SINGLE_PROMPT);
     }
 }

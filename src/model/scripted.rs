@@ -5,7 +5,8 @@
 use serde_json::json;
 
 use super::fake::{View, call, finish};
-use super::{BoxFuture, LlmClient, LlmRequest, LlmResponse, ModelError};
+use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
+use crate::BoxFuture;
 
 /// A model that proposes `script[n]` when the request holds `n` observations, and
 /// afterwards finishes citing every successful observation.

@@ -14,9 +14,12 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use super::support::Evidence;
-use crate::agent::{AgentState, Observation};
+use crate::BoxFuture;
+use crate::agent::AgentState;
+use crate::agent::Decider;
+use crate::gate::Observation;
 use crate::model::blocks::{BlockRef, blocks};
-use crate::model::{BoxFuture, Decider, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall};
+use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall};
 
 /// Model name (price table key) of the fake planner.
 pub const FAKE_PLANNER: &str = "fake-planner";

@@ -20,17 +20,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::{Handoff, MultiBudget, Usage};
 use super::envelope::{Body, Envelope, InstructionFilter, RejectCode, Role, parse_message_with};
-use super::roles::{
-    Assignment, CallRole, RESEARCHER_PROMPT, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker,
-};
+use super::roles::{Assignment, CallRole, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker};
 use super::routes::{Scopes, next_hop};
 use super::support::{ClaimMode, Evidence, check_support};
 use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
-use crate::agent::{Agent, Observation, Session, Trace, TraceKind};
+use crate::agent::Decider;
+use crate::agent::Env;
+use crate::agent::{Agent, Session, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, TokioClock};
-use crate::eval::Env;
+use crate::gate::Observation;
 use crate::gate::{ApprovalMode, ToolGate};
-use crate::model::{Decider, LlmClient};
+use crate::model::LlmClient;
 use crate::world::{World, WorldData};
 
 use super::behaviours::{Behaviours, FakePlanner, FakeResearcher, FakeReviewer};
@@ -412,7 +412,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         Arc::new(TokioClock::new()),
         env.prices.clone(),
     );
-    agent.system_prompt = RESEARCHER_PROMPT.into();
+    agent.system_prompt = crate::model::prompts::RESEARCHER.into();
     agent.trace_role = Some(Role::Researcher.as_str().to_string());
     agent.cancel = researcher_cancel.clone();
     let researcher = ResearchRole::new(agent, &run_id);

@@ -10,8 +10,9 @@
 use super::behaviours::{FakePlanner, FakeResearcher, FakeReviewer};
 use super::coordinator::RoleModels;
 use super::{Behaviours, Role};
+use crate::agent::ModelDecider;
 use crate::model::http::{ConfigError, Endpoint, HttpConfig};
-use crate::model::{HttpClient, ModelDecider, ModelSpec};
+use crate::model::{HttpClient, ModelSpec};
 
 /// A fake behaviour per role, and the roles that ask a real model instead.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

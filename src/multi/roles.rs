@@ -24,21 +24,17 @@ use tokio_util::sync::CancellationToken;
 use super::budget::Remaining;
 use super::envelope::{Body, Envelope, Role};
 use super::{Denial, MultiReason};
-use crate::agent::{Agent, Observation, StopReason, Trace, TraceKind};
+use crate::BoxFuture;
+use crate::agent::{Agent, StopReason, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, estimate_tokens};
+use crate::gate::Observation;
 use crate::gate::{AuditEvent, GateOutcome, ToolGate};
 use crate::model::blocks::push_block;
 use crate::model::http::FINISH_TOOL;
-use crate::model::{BoxFuture, LlmClient, LlmRequest, Message, ModelError, RequestedCall};
+use crate::model::prompts;
+use crate::model::{LlmClient, LlmRequest, Message, ModelError, RequestedCall};
 use crate::tools::{ToolCall, ToolSpec};
 use crate::unwind::{CatchUnwind, panic_text};
-
-/// The trusted system prompt of the planner, `data/prompts/planner.txt`.
-pub const PLANNER_PROMPT: &str = include_str!("../../data/prompts/planner.txt");
-/// The trusted system prompt of the researcher's loop, `data/prompts/researcher.txt`.
-pub const RESEARCHER_PROMPT: &str = include_str!("../../data/prompts/researcher.txt");
-/// The trusted system prompt of the reviewer, `data/prompts/reviewer.txt`.
-pub const REVIEWER_PROMPT: &str = include_str!("../../data/prompts/reviewer.txt");
 
 /// Output allowance of a planner or reviewer call, in tokens.
 const MAX_OUTPUT_TOKENS: u32 = 200;
@@ -299,7 +295,7 @@ impl CallRole {
         user: &str,
         run_id: &str,
     ) -> Self {
-        let prompt = if role == Role::Planner { PLANNER_PROMPT } else { REVIEWER_PROMPT };
+        let prompt = if role == Role::Planner { prompts::PLANNER } else { prompts::REVIEWER };
         let mut trace = Trace::new(run_id);
         trace.role = Some(role.as_str().to_string());
         Self { role, client, gate, prices, user: user.to_string(), run_id: run_id.to_string(), prompt, trace }

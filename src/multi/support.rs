@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 use super::envelope::{Finding, RejectCode};
-use crate::agent::Observation;
+use crate::gate::Observation;
 
 /// How much a finding's claim must be backed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,13 +8,14 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Store, StoreError, rows};
+use crate::agent::Env;
 use crate::agent::{AgentError, Run};
 use crate::cost::SharedClock;
-use crate::eval::{DeciderSpec, Env, Lab, LabConfig};
 use crate::human::{
     ApprovalError, ApprovalQueue, ApprovalRequest, AuditLine, Checkpoint, CheckpointError, DecisionCode, ResumeError,
     SigningKey, Verdict, cancel_waiting, resume_with_decision,
 };
+use crate::lab::{DeciderSpec, Lab, LabConfig};
 use crate::model::{FakeKind, ScriptedModel, research_script};
 use crate::world::{Outbox, SentEmail};
 

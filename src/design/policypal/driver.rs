@@ -5,11 +5,10 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 use super::{Card, GIVE_UP, NO_FURTHER_RESULTS, Pal, PalReply, PalRun};
-use crate::agent::{
-    AgentError, AgentState, Observation, Progress, Proposal, Run, StopReason, TraceKind, parse_proposal,
-};
+use crate::agent::{AgentError, AgentState, Progress, Proposal, Run, StopReason, TraceKind, parse_proposal};
 use crate::cost::{UsageRecord, estimate_tokens};
 use crate::design::DesignError;
+use crate::gate::Observation;
 use crate::gate::{Access, GateOutcome};
 use crate::model::blocks::push_block;
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError, RequestedCall};

@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 use std::str::FromStr;
 
 use super::NO_FURTHER_RESULTS;
+use crate::BoxFuture;
 use crate::design::goal::{address, clauses, docs, tickets, wants_email};
 use crate::model::blocks::{Block, parse_blocks};
-use crate::model::{BoxFuture, LlmClient, LlmRequest, LlmResponse, MessageRole, ModelError, RequestedCall};
+use crate::model::{LlmClient, LlmRequest, LlmResponse, MessageRole, ModelError, RequestedCall};
 
 /// How a fake PolicyPal model behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -24,17 +24,14 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{Design, DesignCode, DesignOutcome};
+use crate::agent::Env;
 use crate::agent::{Run, Session, StopReason};
 use crate::cost::{ManualClock, PriceTable, SharedClock};
-use crate::eval::Env;
 use crate::gate::ToolGate;
 use crate::model::{LlmClient, Message, SlowClient};
 use crate::world::World;
 
 pub use fakes::{PAL_KINDS, PalFake, PalKind};
-
-/// The trusted system prompt of the PolicyPal loop, `data/prompts/policypal.txt`.
-pub const PAL_PROMPT: &str = include_str!("../../../data/prompts/policypal.txt");
 
 /// What the user is told when a budget runs out or the run is stuck: an honest hand-off,
 /// never a half-finished guess.
@@ -285,7 +282,7 @@ impl PalConfig {
             clock: clock.shared(),
             prices: env.prices.clone(),
             cancel: CancellationToken::new(),
-            system_prompt: PAL_PROMPT.to_string(),
+            system_prompt: crate::model::prompts::POLICYPAL.to_string(),
         };
         PalLab { pal, world, clock }
     }

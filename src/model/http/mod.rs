@@ -31,7 +31,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-use super::{BoxFuture, LlmClient, LlmRequest, LlmResponse, ModelError};
+use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
+use crate::BoxFuture;
 pub use config::{
     ApiKey, ConfigError, ENV_API_KEY, ENV_BASE_URL, ENV_RETRIES, ENV_TIMEOUT_SECS, ENV_TOOL_MODE, Endpoint, HttpConfig,
     HttpFlags, RetryPolicy, ToolMode,

@@ -1,62 +1,26 @@
-//! The environment a run is built in (world, policy, prices) and [`LabConfig`], which
-//! builds a single agent the way the scenario tables and the examples need it.
+//! The lab: builds runs from data and flags. [`LabConfig`] builds a single agent the way the
+//! scenario tables, the designs and the examples need it; [`attacks`] is the attack catalog
+//! and [`compromised`] the fakes that obey planted payloads; [`table`] is what every data
+//! table shares.
+
+pub mod attacks;
+pub mod compromised;
+pub mod table;
+
+pub use table::{MAX_ROW_BYTES, ScenarioError};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::agent::{Agent, CheckMode, RunBudget, Session};
-use crate::cost::{ManualClock, PriceTable, SharedClock, TokioClock};
-use crate::gate::{Policy, ToolGate};
+use crate::agent::{Agent, CheckMode, Env, RunBudget, Session};
+use crate::agent::{Decider, ModelDecider};
+use crate::cost::{ManualClock, SharedClock, TokioClock};
+use crate::gate::ToolGate;
 use crate::memory::SessionMemory;
 use crate::model::http::{ConfigError, Endpoint, HttpConfig};
-use crate::model::{
-    Decider, FakeKind, FakeModel, HttpClient, ModelDecider, ModelSpec, ScriptedModel, SlowClient, research_script,
-};
-use crate::world::{World, WorldData};
-
-/// The bundled price table, `data/prices.json`.
-pub const BUNDLED_PRICES: &str = include_str!("../../data/prices.json");
-
-/// Errors building an environment.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum EnvError {
-    /// The world did not load.
-    #[error(transparent)]
-    World(#[from] crate::world::WorldError),
-    /// The policy did not load.
-    #[error(transparent)]
-    Policy(#[from] crate::gate::GateError),
-    /// The prices did not load.
-    #[error(transparent)]
-    Prices(#[from] crate::cost::CostError),
-}
-
-/// World data, policy and prices: what every run of a suite shares (read-only).
-#[derive(Clone, Debug)]
-pub struct Env {
-    /// Tickets, documents, users.
-    pub world: Arc<WorldData>,
-    /// The base policy.
-    pub policy: Policy,
-    /// Prices.
-    pub prices: Arc<PriceTable>,
-}
-
-impl Env {
-    /// The bundled environment.
-    ///
-    /// # Errors
-    /// Only if a bundled file were broken (tests guard them).
-    pub fn bundled() -> Result<Self, EnvError> {
-        Ok(Self {
-            world: Arc::new(WorldData::bundled()?),
-            policy: Policy::bundled()?,
-            prices: Arc::new(PriceTable::from_json(BUNDLED_PRICES)?),
-        })
-    }
-}
+use crate::model::{FakeKind, FakeModel, HttpClient, ModelSpec, ScriptedModel, SlowClient, research_script};
+use crate::world::World;
 
 /// What decides the next step of a lab agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,12 +28,12 @@ pub enum DeciderSpec {
     /// A fake model.
     Fake(FakeKind),
     /// A fixed plan.
-    Fixed(crate::model::FixedPlan),
+    Fixed(crate::agent::FixedPlan),
     /// A scripted model (e.g. the research script).
     Scripted(ScriptedModel),
     /// The compromised fake: sensible, except that it does what any of these planted
-    /// payloads asks as soon as it reads one (see [`super::compromised`]).
-    Compromised(Arc<[super::attacks::Attack]>),
+    /// payloads asks as soon as it reads one (see [`compromised`]).
+    Compromised(Arc<[attacks::Attack]>),
     /// A model behind an OpenAI-compatible server. The run's clock is then tokio time
     /// (real in the binary), so the time budget counts the server's real latency; `slow`
     /// does not apply.
@@ -188,7 +152,7 @@ impl LabConfig {
             DeciderSpec::Http(cfg) => Box::new(ModelDecider::new(HttpClient::new(cfg.clone()))),
             DeciderSpec::Scripted(model) => Box::new(ModelDecider::new(model.clone())),
             DeciderSpec::Compromised(planted) => {
-                Box::new(ModelDecider::new(super::compromised::CompromisedModel::new(planted.clone())))
+                Box::new(ModelDecider::new(compromised::CompromisedModel::new(planted.clone())))
             }
             DeciderSpec::Fake(kind) => match self.slow {
                 Some(per_call) => Box::new(ModelDecider::new(SlowClient {

@@ -47,19 +47,21 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use crate::BoxFuture;
 use crate::agent::{
     AgentState, CheckCode, MAX_PROPOSAL_BYTES, Proposal, ProposalError, StateError, Status, parse_proposal,
 };
 use crate::cost::ManualClock;
 use crate::design::plan::MAX_PLAN_BYTES;
 use crate::design::{PalConfig, PalKind, PalReply, PlanCode, check_plan, parse_plan};
-use crate::eval::scenarios::{MAX_ROW_BYTES, ScenarioError, parse_single_row, run_single};
-use crate::eval::{DeciderSpec, Env, EnvError, Lab, LabConfig};
+use crate::eval::scenarios::{parse_single_row, run_single};
 use crate::gate::{Access, GateOutcome, ToolGate, derived_idempotency_key};
 use crate::human::{Level, classify};
+use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::memory::{Note, SessionMemory, WriteCode};
-use crate::model::{BoxFuture, FixedPlan, LlmClient, LlmRequest, LlmResponse, ModelError};
+use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 use crate::security::{has_personal_data, has_secret, is_instruction_like};
+pub use crate::suite::checkers::{Fixture, ProposalContext, RUN_ID, USER};
 use crate::tools::{ArgError, Registry, ToolArgs, ToolCall, fingerprint};
 
 /// A rule the code broke: a bug in rolegate, never a fault of the input.
@@ -80,68 +82,9 @@ fn state_rule(rule: &'static str) -> impl FnOnce(StateError) -> Broken {
     move |e| Broken { rule, detail: e.to_string() }
 }
 
-/// The user every check acts for.
-pub const USER: &str = "kwame";
-/// The run id every check uses.
-pub const RUN_ID: &str = "fuzz-1";
 /// Most steps a parsed scenario row may ask for and still be run by
 /// [`check_scenario_row`] (longer rows are only parsed and round-tripped).
 pub const MAX_RUN_STEPS: u32 = 64;
-
-/// What every check runs in: the bundled world, policy and prices, loaded once.
-#[derive(Clone, Debug)]
-pub struct Fixture {
-    /// World, policy, prices.
-    pub env: Env,
-}
-
-impl Fixture {
-    /// The bundled environment.
-    ///
-    /// # Errors
-    /// Only if a bundled file were broken (tests guard them).
-    pub fn bundled() -> Result<Self, EnvError> {
-        Ok(Self { env: Env::bundled()? })
-    }
-
-    /// A single-agent lab for `task`, with no model behind it (checks and the gate only)
-    /// and no memory.
-    pub fn lab(&self, task: &str) -> Lab {
-        let cfg = LabConfig {
-            decider: DeciderSpec::Fixed(FixedPlan::default()),
-            task: task.to_string(),
-            memory: false,
-            ..LabConfig::default()
-        };
-        cfg.build(&self.env)
-    }
-}
-
-/// The state a proposal is checked in, the same for the fuzz target, the property tests
-/// and the proposal corpus: step 1 of run `fuzz-1` for kwame, `o1` a successful read of
-/// T-601 and `o2` a failed document lookup; the read of T-601 counts as already made.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProposalContext {
-    /// The state.
-    pub state: AgentState,
-    /// Fingerprints of the calls already made (the repeat rule).
-    pub seen: BTreeSet<String>,
-}
-
-impl ProposalContext {
-    /// The standard context for `task`.
-    ///
-    /// # Errors
-    /// Only if the state rules refused this fixed history (a bug).
-    pub fn standard(task: &str) -> Result<Self, StateError> {
-        let state = AgentState::new(RUN_ID, USER, task, "Check T-601 and the refund policy.")?.next_step()?;
-        let ticket = r#"{"id":"T-601","status":"open","subject":"Brake pads squeal","text":"Can I return them?"}"#;
-        let (state, _) = state.observe(true, "get_ticket", ticket)?;
-        let (state, _) = state.observe(false, "lookup_document", "error not_found: no document kc-none")?;
-        let seen = BTreeSet::from([fingerprint("get_ticket", &json!({"ticket_id": "T-601"}))]);
-        Ok(Self { state, seen })
-    }
-}
 
 /// A proposal in the wire format the loop reads.
 pub fn proposal_to_text(p: &Proposal) -> String {

@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use super::markup::escape;
-use super::matrix::Matrix;
-use super::suite::RowResult;
+use crate::suite::matrix::Matrix;
+use crate::suite::run::RowResult;
 
 /// One test case: class, name, the failure (message, details) if any, and its output.
 struct Case {

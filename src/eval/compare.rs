@@ -12,9 +12,11 @@
 use rust_decimal::Decimal;
 use serde::Serialize;
 
-use super::policypal::{PalConfig, PalKind, PalReply, PalRun};
-use super::{Design, DesignCode, DesignConfig, DesignError, DesignTask, PLANNER_KINDS, PlannerKind, run_design};
-use crate::eval::Env;
+use crate::agent::Env;
+use crate::design::policypal::{PalConfig, PalKind, PalReply, PalRun};
+use crate::design::{
+    Design, DesignCode, DesignConfig, DesignError, DesignTask, PLANNER_KINDS, PlannerKind, run_design,
+};
 use crate::model::http::HttpConfig;
 use crate::multi::{RoleSetup, Scopes};
 
@@ -292,7 +294,8 @@ pub async fn compare_report_with(
     models: &CompareModels,
 ) -> Result<CompareReport, DesignError> {
     let plan_checks = plan_checks(env, PLAN_CHECK_GOAL).await?;
-    let seed: Vec<DesignTask> = tasks.iter().filter(|t| t.group == super::TaskGroup::Designs).cloned().collect();
+    let seed: Vec<DesignTask> =
+        tasks.iter().filter(|t| t.group == crate::design::TaskGroup::Designs).cloned().collect();
     let base = DesignConfig { model: models.model.clone(), roles: models.roles.clone(), ..DesignConfig::default() };
     let designs = design_table_with(env, &seed, &DESIGN_TABLE_COLUMNS, &base).await?;
     let mut rows = Vec::new();
@@ -320,16 +323,16 @@ pub async fn compare_report_with(
         }
     }
     let mut guard = Vec::new();
-    if let Some(task) = tasks.iter().find(|t| t.group == super::TaskGroup::Policypal) {
+    if let Some(task) = tasks.iter().find(|t| t.group == crate::design::TaskGroup::Policypal) {
         for on in [true, false] {
             guard.push(pal_row(env, task, PalKind::Flail, on).await?);
         }
     }
     let single = match &models.model {
         Some(http) => {
-            crate::eval::LabConfig { decider: crate::eval::DeciderSpec::Http(http.clone()), ..Default::default() }
+            crate::lab::LabConfig { decider: crate::lab::DeciderSpec::Http(http.clone()), ..Default::default() }
         }
-        None => crate::eval::LabConfig::default(),
+        None => crate::lab::LabConfig::default(),
     };
     Ok(CompareReport {
         single_versus_roles: crate::eval::single_vs_multi::compare_with(env, single, models.roles.models())

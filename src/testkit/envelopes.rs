@@ -18,7 +18,8 @@
 //!   free refusal is the strict refusal too.
 
 use super::{Broken, Fixture, RUN_ID, USER, ensure, state_rule};
-use crate::agent::{AgentState, Observation, TraceKind};
+use crate::agent::{AgentState, TraceKind};
+use crate::gate::Observation;
 use crate::multi::envelope::{MAX_CLAIM_CHARS, MAX_NOTES_CHARS, MAX_QUESTION_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES};
 use crate::multi::routes::{next_hop, route_kind};
 use crate::multi::{Body, ClaimMode, Evidence, Intake, RejectCode, Rejection, Role, check_message, parse_message};

@@ -12,11 +12,11 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::attacks::{Attack, carried};
+use crate::BoxFuture;
 use crate::agent::AgentState;
+use crate::agent::Decider;
 use crate::model::blocks::parse_blocks;
-use crate::model::{
-    BoxFuture, Decider, FakeKind, FakeModel, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall,
-};
+use crate::model::{FakeKind, FakeModel, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall};
 use crate::multi::behaviours::{FAKE_RESEARCHER, FAKE_REVIEWER, FakeResearcher, FakeReviewer};
 
 /// Model name (price table key) of the compromised single-agent fake.

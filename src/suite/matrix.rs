@@ -4,7 +4,7 @@
 //! A configuration is one design and one setting of each control that design has: the
 //! single agent (scopes, its loop's check, approval of granted writes) or the three roles
 //! (the coordinator's instruction filter, strict or free claims, the roles' scopes,
-//! approval). The models are the compromised fakes ([`super::compromised`]): the single
+//! approval). The models are the compromised fakes ([`crate::lab::compromised`]): the single
 //! agent does what a payload it reads asks; in the three-role design the researcher
 //! relays it (by default) and the reviewer does what it asks. Per configuration:
 //! - utility: benign runs that ended done and called every tool the task needs
@@ -24,13 +24,14 @@ use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::attacks::{Attack, AttackVerdict, bundled_attacks, multi_verdict, plant, single_verdict, valid_id};
-use super::compromised::{CompromisedResearcher, CompromisedReviewer, ResearcherCompromise, ReviewerCompromise};
-use super::rows::{ScopeWidth, Switch};
-use super::scenarios::{MAX_ROW_BYTES, ScenarioError};
-use super::{DeciderSpec, Env, LabConfig};
+use crate::agent::Env;
 use crate::agent::{CheckMode, MAX_OBSERVATION_CHARS, Trace, TraceKind};
+use crate::eval::rows::{ScopeWidth, Switch};
 use crate::gate::ApprovalMode;
+use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, multi_verdict, plant, single_verdict, valid_id};
+use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer, ResearcherCompromise, ReviewerCompromise};
+use crate::lab::{DeciderSpec, LabConfig};
+use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::multi::{Behaviours, ClaimMode, InstructionFilter, MultiConfig, MultiEnv, MultiReason, RoleModels, Scopes};
 use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
 use crate::world::{World, WorldData};

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
 
-use super::scenarios::{MAX_ROW_BYTES, ScenarioError};
 use crate::agent::TraceKind;
 use crate::gate::AuditEvent;
+use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::multi::MultiRun;
 use crate::tools::{Registry, fingerprint};
 use crate::world::{Outbox, WorldData};

@@ -14,10 +14,10 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write;
 
 use super::markup::escape;
-use super::matrix::{Figures, Matrix};
-use super::suite::RowResult;
 use crate::agent::{Trace, TraceKind, TraceLine};
 use crate::multi::{MultiRun, Role};
+use crate::suite::matrix::{Figures, Matrix};
+use crate::suite::run::RowResult;
 
 const LANES: [Role; 4] = [Role::Planner, Role::Researcher, Role::Reviewer, Role::Coordinator];
 const LANE_X: [u32; 4] = [110, 300, 490, 680];
@@ -258,7 +258,7 @@ svg .endbox { fill: #f3f4f6; stroke: #6b7280; } svg .endbox.done { fill: #dcfce7
 svg .endtext { font-size: 12px; text-anchor: middle; fill: #111827; }
 "#;
 
-fn count_cell(svg: &mut String, c: &super::matrix::Count, class: &str) {
+fn count_cell(svg: &mut String, c: &crate::suite::matrix::Count, class: &str) {
     let _ = write!(svg, r#"<td class="num {class}">{}/{} ({})</td>"#, c.n, c.of, c.percent());
 }
 

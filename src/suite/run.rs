@@ -4,9 +4,11 @@
 use serde::Serialize;
 use std::sync::Arc;
 
-use super::multi_scenarios::{AnyRow, MultiOutcome, run_multi, run_multi_with};
-use super::scenarios::{ScenarioError, SingleOutcome, run_single_with};
-use super::{DeciderSpec, Env, LabConfig};
+use crate::agent::Env;
+use crate::eval::multi_scenarios::{AnyRow, MultiOutcome, run_multi, run_multi_with};
+use crate::eval::scenarios::{SingleOutcome, run_single_with};
+use crate::lab::ScenarioError;
+use crate::lab::{DeciderSpec, LabConfig};
 use crate::multi::{MultiEnv, MultiRun, RoleSetup};
 
 /// What one row did.

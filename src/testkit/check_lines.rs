@@ -14,12 +14,12 @@ use serde::de::DeserializeOwned;
 
 use super::{Broken, ensure};
 use crate::agent::{CheckCode, ProposalError};
-use crate::eval::checkers::{BAD_LINE, CheckKind, Checker};
 use crate::memory::WriteCode;
 use crate::multi::RejectCode;
+use crate::suite::checkers::{BAD_LINE, CheckKind, Checker};
 
 /// What a `check` command reads (the checker's own kind).
-pub use crate::eval::checkers::CheckKind as LineKind;
+pub use crate::suite::checkers::CheckKind as LineKind;
 
 fn is_a<T: DeserializeOwned>(code: &str) -> bool {
     serde_json::from_value::<T>(serde_json::Value::String(code.to_string())).is_ok()

@@ -1,0 +1,20 @@
+//! [`Observation`]: what a run saw, one per tool call or refused proposal. It sits with
+//! the gate because a gate outcome is where it comes from; memory and the loop read it.
+
+use serde::{Deserialize, Serialize};
+
+/// What came back from a tool or a check. Its text is untrusted data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    /// `o1`, `o2`, … in order.
+    pub id: String,
+    /// The step it was made in.
+    pub step: u32,
+    /// The tool (or `rejected` for a refused proposal).
+    pub tool: String,
+    /// True when the tool succeeded.
+    pub ok: bool,
+    /// Result text, clipped.
+    pub text: String,
+}

@@ -1,0 +1,171 @@
+//! The layering invariant of ARCHITECTURE.md: a module of the library imports only from
+//! layers below its own. The test reads every `crate::…` path of `src/` (the binary's
+//! `main.rs` and `cli/` are above everything and use the public API only) and fails on any
+//! edge that points sideways or up, naming the file and the line.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The library's top-level modules, lowest layer first. Modules in one layer do not import
+/// each other.
+const LAYERS: &[&[&str]] = &[
+    &["unwind", "world", "security", "cost"],
+    &["tools"],
+    &["model"],
+    &["gate"],
+    &["memory"],
+    &["agent"],
+    &["human", "multi"],
+    &["lab"],
+    &["design"],
+    &["eval"],
+    &["suite"],
+    &["report"],
+    &["store"],
+    &["testkit"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+/// The top-level module a file of `src/` belongs to (`src/gate/policy.rs` → `gate`).
+fn module_of(relative: &Path) -> Option<String> {
+    let first = relative.components().next()?.as_os_str().to_str()?;
+    Some(first.strip_suffix(".rs").unwrap_or(first).to_string())
+}
+
+/// The code of a file without comments and without its unit-test module (by this crate's
+/// convention the `#[cfg(test)] mod tests` block closes the file): unit tests may reach
+/// any layer, library code may not.
+fn library_code(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate().peekable();
+    while let Some((n, line)) = lines.next() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]")
+            && lines.peek().is_some_and(|(_, next)| next.trim_start().starts_with("mod tests"))
+        {
+            break;
+        }
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        let code = line.split("//").next().unwrap_or(line);
+        out.push((n + 1, code));
+    }
+    out
+}
+
+/// Every top-level module named by a `crate::` path on this line, grouped uses included.
+fn targets(line: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("crate::") {
+        let after = &rest[i + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            let body = group.split('}').next().unwrap_or("");
+            for item in body.split(',') {
+                let name: String = item.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                found.push(name);
+            }
+        } else {
+            found.push(after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
+        }
+        rest = after;
+    }
+    // Lower-case names are modules; `crate::BoxFuture` and `crate::Error` are root items.
+    found.retain(|n| n.chars().next().is_some_and(|c| c.is_ascii_lowercase()));
+    found
+}
+
+/// Every edge against the layer order in the files under `src`, as `file:line: a -> b`.
+fn violations(src: &Path, files: &[PathBuf]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(src).unwrap();
+        let Some(from) = module_of(relative) else { continue };
+        let Some(own) = layer_of(&from) else {
+            bad.push(format!("{}: module `{from}` has no layer in LAYERS", relative.display()));
+            continue;
+        };
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, code) in library_code(&text) {
+            for to in targets(code) {
+                if to == from {
+                    continue;
+                }
+                match layer_of(&to) {
+                    Some(l) if l < own => {}
+                    Some(_) => bad.push(format!("{}:{n}: {from} -> {to}", relative.display())),
+                    None => bad.push(format!("{}:{n}: {from} -> {to} (no layer)", relative.display())),
+                }
+            }
+        }
+    }
+    bad
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The library's files: everything under `src/` but the crate root and the binary.
+fn library_files(src: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.retain(|f| {
+        let r = f.strip_prefix(src).unwrap();
+        r != Path::new("lib.rs") && r != Path::new("main.rs") && !r.starts_with("cli")
+    });
+    files.sort();
+    files
+}
+
+#[test]
+fn layers_only_point_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let files = library_files(&src);
+    assert!(files.len() > 50, "the walk found the library ({} files)", files.len());
+    let bad = violations(&src, &files);
+    assert!(bad.is_empty(), "edges against the layer order:\n{}", bad.join("\n"));
+    let modules: BTreeSet<String> = files.iter().filter_map(|f| module_of(f.strip_prefix(&src).unwrap())).collect();
+    let listed: BTreeSet<String> = LAYERS.iter().flat_map(|l| l.iter().map(|m| m.to_string())).collect();
+    assert_eq!(modules, listed, "every module has a layer and every layer entry exists");
+}
+
+#[test]
+fn an_upward_or_sideways_use_is_reported_with_its_line() {
+    let dir = std::env::temp_dir().join(format!("rolegate-layers-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("gate")).unwrap();
+    let gate = dir.join("gate/mod.rs");
+    std::fs::write(
+        &gate,
+        "//! use crate::eval in a comment is not an edge\n\
+         use crate::tools::ToolCall;\n\
+         use crate::{model::LlmRequest, design::Plan};\n\
+         fn f() { crate::eval::grade(); } // crate::store in a comment\n\
+         #[cfg(test)]\nmod tests {\n    use crate::store::Store;\n}\n",
+    )
+    .unwrap();
+    let human = dir.join("human.rs");
+    std::fs::write(&human, "use crate::multi::Role;\nuse crate::nowhere::X;\n").unwrap();
+    let bad = violations(&dir, &[gate, human]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        bad,
+        [
+            "gate/mod.rs:3: gate -> design",
+            "gate/mod.rs:4: gate -> eval",
+            "human.rs:1: human -> multi",
+            "human.rs:2: human -> nowhere (no layer)",
+        ]
+    );
+}
