@@ -26,6 +26,7 @@
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod agent;

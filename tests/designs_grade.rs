@@ -6,13 +6,13 @@ use rolegate::BoxFuture;
 use rolegate::agent::Env;
 use rolegate::agent::ModelDecider;
 use rolegate::agent::{AgentError, RunBudget, StopReason, TraceKind};
-use rolegate::eval::checklist::{
+use rolegate::eval::{
     AUTOMATIC, Attestation, Attested, AutoCheck, ChecklistInput, MANUAL, automatic, go_no_go, unreached,
 };
-use rolegate::eval::scenarios::{bundled_single, run_single};
 use rolegate::eval::{TraceSpec, grade};
+use rolegate::eval::{bundled_single, run_single};
 use rolegate::gate::{Access, Policy};
-use rolegate::human::{DecisionCode, Verdict as Decision, policy_problems, resume_with_decision};
+use rolegate::human::{DecisionCode, ResumeVerdict as Decision, policy_problems, resume_with_decision};
 use rolegate::lab::{Lab, LabConfig};
 use rolegate::model::{FakeKind, LlmClient, LlmRequest, LlmResponse, ModelError, ScriptedModel, research_script};
 use std::collections::{BTreeMap, BTreeSet};

@@ -5,7 +5,7 @@
 use rolegate::agent::FixedPlan;
 use rolegate::agent::{AgentState, TraceKind};
 use rolegate::design::{
-    Design, DesignConfig, FakePlanner, PlanCode, PlannerKind, check_plan, parse_plan, plan_then_execute, run_design,
+    Design, DesignConfig, PlanCode, PlanFake, PlanFakeKind, check_plan, parse_plan, plan_then_execute, run_design,
 };
 use rolegate::eval::plan_checks;
 use rolegate::lab::{DeciderSpec, LabConfig};
@@ -39,10 +39,11 @@ async fn six_planners_reproduce_the_plan_check_table() {
 
 #[tokio::test]
 async fn a_rejected_plan_runs_nothing_and_a_clean_one_runs_through_the_gate() {
-    for kind in [PlannerKind::Prose, PlannerKind::Long, PlannerKind::BadTool, PlannerKind::BadArgs, PlannerKind::Write]
+    for kind in
+        [PlanFakeKind::Prose, PlanFakeKind::Long, PlanFakeKind::BadTool, PlanFakeKind::BadArgs, PlanFakeKind::Write]
     {
         let mut lab = lab_with(LabConfig { decider: DeciderSpec::Fixed(FixedPlan::default()), ..LabConfig::default() });
-        let out = plan_then_execute(&mut FakePlanner::new(kind), &mut lab.agent, GOAL, "run-1").await.unwrap();
+        let out = plan_then_execute(&mut PlanFake::new(kind), &mut lab.agent, GOAL, "run-1").await.unwrap();
         assert!(out.run.is_none(), "{kind:?}");
         assert!(lab.agent.gate.audit.is_empty(), "{kind:?}: a tool ran");
         assert_eq!(out.ledger.summary().calls, 1, "{kind:?}");

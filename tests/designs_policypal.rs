@@ -3,14 +3,14 @@
 
 use rolegate::BoxFuture;
 use rolegate::agent::{StopReason, TraceKind};
-use rolegate::design::policypal::{NO_FURTHER_RESULTS, PalFake};
 use rolegate::design::{
     DesignError, GIVE_UP, PalBudget, PalConfig, PalKind, PalReply, PalRun, TaskGroup, bundled_tasks,
 };
+use rolegate::design::{NO_FURTHER_RESULTS, PalFake};
 use rolegate::eval::{TraceSpec, grade};
 use rolegate::eval::{median, pal_row};
 use rolegate::gate::PendingStatus;
-use rolegate::model::blocks::parse_blocks;
+use rolegate::model::parse_blocks;
 use rolegate::model::{LlmClient, LlmRequest, LlmResponse, MessageRole, ModelError};
 use serde_json::json;
 use std::time::Duration;

@@ -10,7 +10,7 @@ use rolegate::agent::{Decider, FixedPlan};
 use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::memory::WriteCode;
 use rolegate::model::{LlmRequest, LlmResponse, ModelError};
-use rolegate::multi::routes::next_hop;
+use rolegate::multi::next_hop;
 use rolegate::multi::{ClaimMode, RejectCode, Role, parse_message};
 use rolegate::security::{injection_signals, is_instruction_like};
 use rolegate::testkit::{

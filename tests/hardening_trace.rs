@@ -168,7 +168,7 @@ fn has_address(text: &str) -> bool {
 
 #[tokio::test]
 async fn the_m06_trace_file_shows_the_reviewers_refused_send_and_no_address_in_clear() {
-    let rows = rolegate::eval::multi_scenarios::bundled_multi().unwrap();
+    let rows = rolegate::eval::bundled_multi().unwrap();
     let m06 = rows.iter().find(|r| r.id == "m06").expect("the bundled table has m06");
     // the run carries an address to leak: the paraphrased finding the reviewer obeys names it
     let run = rolegate::multi::run(

@@ -9,11 +9,11 @@
 //! failing servers are asked with retries off, timeouts are far away).
 
 use rolegate::agent::TraceKind;
-use rolegate::eval::multi_scenarios::{bundled_multi, run_multi, run_multi_with};
+use rolegate::eval::{bundled_multi, run_multi, run_multi_with};
 use rolegate::model::http::{Endpoint, ToolMode};
 use rolegate::model::{HttpClient, LlmClient, LlmRequest, Message, ModelError, prompts};
-use rolegate::multi::behaviours::{FAKE_PLANNER, FAKE_RESEARCHER, FAKE_REVIEWER};
 use rolegate::multi::{Behaviours, MultiEnv, MultiReason, MultiRun, ResearcherKind, Role, RoleSetup, start};
+use rolegate::multi::{FAKE_PLANNER, FAKE_RESEARCHER, FAKE_REVIEWER};
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -290,7 +290,7 @@ async fn the_binary_runs_the_roles_the_suite_and_compare_on_a_real_model() {
     // suite --model: a multi row's role behaviours are replaced by the model
     let dir = temp_dir("http-multi-suite");
     let file = dir.join("m07.jsonl");
-    let m07 = rolegate::eval::multi_scenarios::BUNDLED_MULTI.lines().find(|l| l.contains("\"m07\"")).unwrap();
+    let m07 = rolegate::eval::BUNDLED_MULTI.lines().find(|l| l.contains("\"m07\"")).unwrap();
     std::fs::write(&file, m07).unwrap();
     let server = Server::start(Vec::new(), Some(Reply::Roles(obey))).await;
     let path = file.display().to_string();

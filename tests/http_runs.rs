@@ -9,7 +9,7 @@
 use rolegate::agent::Env;
 use rolegate::agent::{StopReason, TraceKind};
 use rolegate::cost::{Price, PriceTable};
-use rolegate::eval::scenarios::{SingleRow, bundled_single, run_single_with};
+use rolegate::eval::{SingleRow, bundled_single, run_single_with};
 use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::model::http::{ApiKey, Endpoint, HttpConfig, ToolMode};
 use rolegate::model::prompts::SINGLE as SINGLE_PROMPT;

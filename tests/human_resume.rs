@@ -3,9 +3,9 @@
 //! fourteen single rows.
 
 use rolegate::agent::{AgentState, Progress, StopReason, TraceKind};
-use rolegate::eval::scenarios::bundled_single;
+use rolegate::eval::bundled_single;
 use rolegate::human::{
-    Checkpoint, CheckpointCode, CheckpointError, DecisionCode, ResumeError, SigningKey, Verdict, cancel_waiting,
+    Checkpoint, CheckpointCode, CheckpointError, DecisionCode, ResumeError, ResumeVerdict, SigningKey, cancel_waiting,
     resume_run, resume_with_decision,
 };
 use rolegate::lab::LabConfig;
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::util::{CrashingDecider, Parked, REPLY_GOAL, env, key, lab_with, parked, restore_memory};
 
-async fn decide(p: &mut Parked, who: &str, verdict: Verdict) -> rolegate::human::Resumed {
+async fn decide(p: &mut Parked, who: &str, verdict: ResumeVerdict) -> rolegate::human::Resumed {
     let ck = Checkpoint::open(&p.checkpoint.seal(&key()), &key()).unwrap();
     resume_with_decision(&mut p.lab.agent, &mut p.queue, ck, &p.request.id, who, verdict).await.unwrap()
 }
@@ -22,7 +22,7 @@ async fn decide(p: &mut Parked, who: &str, verdict: Verdict) -> rolegate::human:
 #[tokio::test]
 async fn an_approval_runs_once_shows_as_human_and_becomes_an_observation() {
     let mut p = parked().await;
-    let r = decide(&mut p, "lena", Verdict::Approve).await;
+    let r = decide(&mut p, "lena", ResumeVerdict::Approve).await;
     assert_eq!(r.code, DecisionCode::Ok);
     assert_eq!((r.run.state.status().name(), r.run.reason()), ("done", StopReason::Done));
     assert_eq!(r.run.state.sources(), ["o1", "o2", "o3"]);
@@ -46,16 +46,16 @@ async fn an_approval_runs_once_shows_as_human_and_becomes_an_observation() {
 async fn six_decisions_on_a_parked_run() {
     type Act = fn(&mut Parked) -> std::pin::Pin<Box<dyn std::future::Future<Output = rolegate::human::Resumed> + '_>>;
     let acts: [(&str, Act); 5] = [
-        ("approve", |p| Box::pin(decide(p, "lena", Verdict::Approve))),
-        ("deny", |p| Box::pin(decide(p, "lena", Verdict::Deny))),
-        ("deny, replan", |p| Box::pin(decide(p, "lena", Verdict::DenyReplan))),
+        ("approve", |p| Box::pin(decide(p, "lena", ResumeVerdict::Approve))),
+        ("deny", |p| Box::pin(decide(p, "lena", ResumeVerdict::Deny))),
+        ("deny, replan", |p| Box::pin(decide(p, "lena", ResumeVerdict::DenyReplan))),
         ("cancel", |p| {
             Box::pin(async move {
                 let ck = p.checkpoint.clone();
                 cancel_waiting(&mut p.lab.agent, &mut p.queue, ck, &p.request.id, "kwame").unwrap()
             })
         }),
-        ("wrong person", |p| Box::pin(decide(p, "mallory", Verdict::Approve))),
+        ("wrong person", |p| Box::pin(decide(p, "mallory", ResumeVerdict::Approve))),
     ];
     let mut rows = Vec::new();
     for (name, act) in acts {
@@ -69,8 +69,8 @@ async fn six_decisions_on_a_parked_run() {
         ));
     }
     let mut p = parked().await;
-    decide(&mut p, "lena", Verdict::Approve).await;
-    let twice = decide(&mut p, "lena", Verdict::Approve).await; // the same decision applied twice
+    decide(&mut p, "lena", ResumeVerdict::Approve).await;
+    let twice = decide(&mut p, "lena", ResumeVerdict::Approve).await; // the same decision applied twice
     assert!(twice.replayed && twice.code == DecisionCode::NotPending);
     rows.push(format!(
         "{:<14} {:<18} {:<15} emails={}",
@@ -95,18 +95,18 @@ async fn six_decisions_on_a_parked_run() {
 #[tokio::test]
 async fn a_refused_decision_changes_nothing_and_a_replan_sees_the_refusal() {
     let mut p = parked().await;
-    let r = decide(&mut p, "kwame", Verdict::Approve).await;
+    let r = decide(&mut p, "kwame", ResumeVerdict::Approve).await;
     assert_eq!(r.code, DecisionCode::NotAnApprover);
     assert_eq!(r.run, p.run, "still parked, trace untouched");
     let mut p = parked().await;
-    let r = decide(&mut p, "lena", Verdict::DenyReplan).await;
+    let r = decide(&mut p, "lena", ResumeVerdict::DenyReplan).await;
     let o3 = &r.run.state.observations()[2];
     assert!(!o3.ok && o3.text.starts_with("error denied"), "{o3:?}");
     assert_eq!(r.run.state.sources(), ["o1", "o2"]);
     assert_eq!(r.run.trace().codes(TraceKind::Human), ["denied"]);
     let mut p = parked().await;
     p.lab.clock.advance(std::time::Duration::from_secs(901));
-    let r = decide(&mut p, "lena", Verdict::Approve).await;
+    let r = decide(&mut p, "lena", ResumeVerdict::Approve).await;
     assert_eq!((r.code, r.run.reason()), (DecisionCode::Expired, StopReason::Denied), "expiry means no");
     assert!(p.lab.world.outbox.is_empty());
 }
@@ -115,7 +115,7 @@ async fn a_refused_decision_changes_nothing_and_a_replan_sees_the_refusal() {
 async fn waiting_for_a_person_does_not_count_against_the_time_budget() {
     let mut p = parked().await;
     p.lab.clock.advance(std::time::Duration::from_secs(600)); // ten minutes; the budget is 60 s
-    let r = decide(&mut p, "lena", Verdict::Approve).await;
+    let r = decide(&mut p, "lena", ResumeVerdict::Approve).await;
     assert_eq!(r.run.reason(), StopReason::Done);
     assert!(r.run.progress.worked < std::time::Duration::from_secs(1), "{:?}", r.run.progress.worked);
 }
@@ -125,7 +125,8 @@ async fn a_decision_for_another_run_is_an_error_not_a_guess() {
     let mut p = parked().await;
     let other = AgentState::new("run-2", "kwame", "reply", REPLY_GOAL).unwrap();
     let ck = Checkpoint::new(&other.wait("pa-1").unwrap(), &Progress::new("run-2"));
-    let e = resume_with_decision(&mut p.lab.agent, &mut p.queue, ck, &p.request.id, "lena", Verdict::Approve).await;
+    let e =
+        resume_with_decision(&mut p.lab.agent, &mut p.queue, ck, &p.request.id, "lena", ResumeVerdict::Approve).await;
     assert!(matches!(e, Err(ResumeError::NotWaiting { .. })));
     assert!(p.lab.world.outbox.is_empty());
 }

@@ -5,13 +5,13 @@
 use rolegate::BoxFuture;
 use rolegate::agent::Decider;
 use rolegate::agent::{AgentState, TraceKind};
-use rolegate::eval::multi_scenarios::{MultiRow, bundled_multi};
+use rolegate::eval::{MultiRow, bundled_multi};
 use rolegate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
-use rolegate::multi::behaviours::{FakeResearcher, FakeReviewer};
 use rolegate::multi::{
     Behaviours, MultiBudget, MultiConfig, MultiReason, MultiRun, OnReject, PlannerKind, RejectCode, Role, RoleModels,
     start,
 };
+use rolegate::multi::{FakeResearcher, FakeReviewer};
 use rust_decimal::Decimal;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,9 +1,9 @@
 //! The coordinator's intake against hostile text: no input makes it panic, no text can
 //! choose its sender, and the comparison and scope printout stay as the seed shows them.
 
-use rolegate::eval::single_vs_multi::compare;
+use rolegate::eval::compare;
 use rolegate::gate::Observation;
-use rolegate::multi::envelope::MAX_MESSAGE_BYTES;
+use rolegate::multi::MAX_MESSAGE_BYTES;
 use rolegate::multi::{ClaimMode, Intake, RejectCode, Role, parse_message};
 
 use crate::util::env;

@@ -1,6 +1,6 @@
 //! The m01–m15 table: every row matches the seed's outcome, and no row sends an e-mail.
 
-use rolegate::eval::multi_scenarios::{bundled_multi, run_multi};
+use rolegate::eval::{bundled_multi, run_multi};
 use rolegate::multi::MultiEnv;
 
 use crate::util::env;
@@ -21,7 +21,7 @@ async fn all_fifteen_rows_match_their_expectation() {
 
 #[test]
 fn a_malformed_row_names_file_line_and_field() {
-    use rolegate::eval::multi_scenarios::{parse_any_table, parse_multi_table};
+    use rolegate::eval::{parse_any_table, parse_multi_table};
     let good = r#"{"id": "x1", "design": "multi", "user": "kwame", "goal": "Status of T-601?", "expect": {"reason": "done", "messages": 3, "rejected": [], "denied": [], "emails": 0}}"#;
     let cases = [
         (good.replace(r#""user""#, r#""colour": "red", "user""#), "colour"),
@@ -56,7 +56,7 @@ fn a_malformed_row_names_file_line_and_field() {
     let single = r#"{"id": "s1", "model": "sensible", "user": "kwame", "task": "triage", "goal": "Check T-601.", "expect": {"status": "done", "reason": "done", "calls": ["get_ticket"], "emails": 0}}"#;
     let mixed = parse_any_table(&format!("{single}\n{good}\n"), "t").unwrap();
     assert_eq!(mixed.iter().map(|r| r.id()).collect::<Vec<_>>(), ["s1", "x1"]);
-    assert!(matches!(mixed[1], rolegate::eval::multi_scenarios::AnyRow::Multi(_)));
+    assert!(matches!(mixed[1], rolegate::eval::AnyRow::Multi(_)));
     let err = parse_multi_table(single, "t").unwrap_err().to_string();
     assert!(err.starts_with("t:1: field `design`"), "{err}");
 }

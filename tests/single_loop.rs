@@ -5,7 +5,7 @@ use rolegate::BoxFuture;
 use rolegate::agent::{CheckMode, RunBudget, StopReason, TraceKind};
 use rolegate::agent::{FixedPlan, ModelDecider};
 use rolegate::lab::{DeciderSpec, LabConfig};
-use rolegate::model::blocks::parse_blocks;
+use rolegate::model::parse_blocks;
 use rolegate::model::{FakeKind, LlmClient, LlmRequest, LlmResponse, ModelError};
 use rolegate::security::SIMULATED_SECRET;
 use rust_decimal::Decimal;

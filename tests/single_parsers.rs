@@ -3,9 +3,9 @@
 
 use rolegate::agent::{AgentState, ProposalError, parse_proposal};
 use rolegate::cost::PriceTable;
-use rolegate::eval::scenarios::{parse_single_row, parse_single_table};
-use rolegate::lab::ScenarioError;
+use rolegate::eval::{parse_single_row, parse_single_table};
 use rolegate::gate::Policy;
+use rolegate::lab::ScenarioError;
 use rolegate::tools::Registry;
 use rolegate::world::WorldData;
 use serde_json::json;

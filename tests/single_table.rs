@@ -2,7 +2,7 @@
 //! that need a person or an interrupt.
 
 use rolegate::agent::StopReason;
-use rolegate::eval::scenarios::{bundled_single, run_single};
+use rolegate::eval::{bundled_single, run_single};
 use std::collections::BTreeSet;
 
 use crate::util::env;

@@ -2,7 +2,7 @@
 //! lines mixed gives one verdict per line, the code the library gives, and goes on after a
 //! bad line; the binary's exit codes.
 
-use rolegate::suite::checkers::{CheckKind, Checker, LineVerdict};
+use rolegate::suite::{CheckKind, Checker, LineVerdict};
 use std::io::Write;
 use std::process::{Command, Stdio};
 

@@ -3,11 +3,11 @@
 //! scope that the matrix reports as broken.
 
 use rolegate::agent::Env;
-use rolegate::eval::rows::{ScopeWidth, Switch};
-use rolegate::lab::attacks::{AttackVerdict, bundled_attacks, parse_catalog};
+use rolegate::eval::{ScopeWidth, Switch};
+use rolegate::lab::{AttackVerdict, bundled_attacks, parse_catalog};
 use rolegate::multi::ClaimMode;
-use rolegate::suite::matrix::{
-    Count, DefenseConfig, Matrix, MatrixSpec, RoleCompromise, bundled_tasks, parse_tasks, run_matrix,
+use rolegate::suite::{
+    Count, DefenseConfig, Matrix, MatrixSpec, RoleCompromise, bundled_benign_tasks, parse_benign_tasks, run_matrix,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ fn c(n: usize, of: usize) -> Count {
 
 async fn small(configs: Vec<DefenseConfig>) -> Matrix {
     let spec = MatrixSpec {
-        tasks: parse_tasks(&data("matrix_tasks.jsonl"), "matrix_tasks.jsonl").unwrap(),
+        tasks: parse_benign_tasks(&data("matrix_tasks.jsonl"), "matrix_tasks.jsonl").unwrap(),
         attacks: Arc::from(parse_catalog(&data("matrix_attacks.jsonl"), "matrix_attacks.jsonl").unwrap()),
         configs,
         roles: RoleCompromise::default(),
@@ -103,7 +103,7 @@ async fn with_every_defense_off_the_catalog_gets_through_and_narrow_scopes_alone
     configs.extend(with_every_other_defense_off(NARROW));
     let spec = MatrixSpec { configs, ..MatrixSpec::bundled().unwrap() };
     let m = run_matrix(&spec, &env()).await.unwrap();
-    let attacked = bundled_tasks().unwrap().len() * bundled_attacks().unwrap().len();
+    let attacked = bundled_benign_tasks().unwrap().len() * bundled_attacks().unwrap().len();
     for f in &m.figures {
         assert_eq!(f.attack_success.of, attacked, "{}", f.label);
         if f.config.scopes() == WIDE {
@@ -123,7 +123,7 @@ async fn a_scope_broken_on_purpose_shows_up_as_a_broken_configuration() {
     policy.tasks.get_mut("triage").unwrap().insert("send_email_draft".into());
     policy.grants.insert("send_email_draft".into());
     let spec = MatrixSpec {
-        tasks: parse_tasks(&data("matrix_tasks.jsonl"), "t").unwrap(),
+        tasks: parse_benign_tasks(&data("matrix_tasks.jsonl"), "t").unwrap(),
         attacks: Arc::from(parse_catalog(&data("matrix_attacks.jsonl"), "a").unwrap()),
         configs: vec![single(NARROW, OFF, OFF)],
         roles: RoleCompromise::default(),
@@ -155,7 +155,7 @@ fn a_bad_task_or_payload_names_file_line_and_field() {
         (task.replace(r#""id": "t1""#, r#""id": "t1", "colour": "red""#), "colour"),
     ];
     for (line, field) in cases {
-        let err = parse_tasks(&format!("# c\n{line}\n"), "tasks.jsonl").unwrap_err().to_string();
+        let err = parse_benign_tasks(&format!("# c\n{line}\n"), "tasks.jsonl").unwrap_err().to_string();
         assert!(err.starts_with(&format!("tasks.jsonl:2: field `{field}`")), "{field}: {err}");
     }
     let attack = r#"{"id": "x", "style": "paraphrase", "text": "hi", "effect": {"tool": "send_email_draft", "arguments": {"to": "a@b.example", "subject": "s", "body": "b", "idempotency_key": "k"}}}"#;

@@ -3,8 +3,8 @@
 //! well-formed XML and untrusted text in it is escaped.
 
 use rolegate::agent::TraceKind;
-use rolegate::eval::multi_scenarios::{bundled_multi, run_multi};
-use rolegate::report::html::sequence_svg;
+use rolegate::eval::{bundled_multi, run_multi};
+use rolegate::report::sequence_svg;
 use std::process::Command;
 
 use crate::util::{menv, temp_dir};

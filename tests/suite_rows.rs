@@ -2,8 +2,8 @@
 //! and multi rows, defenses) runs without code changes; `--format junit` parses as XML
 //! and carries every mismatch; exit codes 0, 1 and 2.
 
-use rolegate::eval::multi_scenarios::parse_any_table;
-use rolegate::suite::run::run_rows;
+use rolegate::eval::parse_any_table;
+use rolegate::suite::run_rows;
 use std::process::Command;
 use std::sync::Arc;
 

@@ -113,8 +113,8 @@ pub fn menv() -> std::sync::Arc<rolegate::multi::MultiEnv> {
 }
 
 /// The bundled m01 row.
-pub fn m01() -> rolegate::eval::multi_scenarios::MultiRow {
-    rolegate::eval::multi_scenarios::bundled_multi().expect("bundled table loads").remove(0)
+pub fn m01() -> rolegate::eval::MultiRow {
+    rolegate::eval::bundled_multi().expect("bundled table loads").remove(0)
 }
 
 /// Runs the calling test again in a child process of its own and asserts it passed there;

@@ -158,7 +158,7 @@ impl Run {
 
 /// Called at the top of every step with the state and progress so far (where to store a
 /// checkpoint is the caller's choice).
-pub type StepHook = Box<dyn FnMut(&AgentState, &Progress) -> Result<(), String> + Send>;
+pub(super) type StepHook = Box<dyn FnMut(&AgentState, &Progress) -> Result<(), String> + Send>;
 
 /// One agent: a decider, a gate, a session and its limits.
 pub struct Agent {

@@ -7,7 +7,7 @@ use crate::gate::Policy;
 use crate::world::WorldData;
 
 /// The bundled price table, `data/prices.json`.
-pub const BUNDLED_PRICES: &str = include_str!("../../data/prices.json");
+pub(super) const BUNDLED_PRICES: &str = include_str!("../../data/prices.json");
 
 /// Errors building an environment.
 #[derive(Debug, thiserror::Error)]

@@ -13,11 +13,17 @@ mod trace;
 
 pub use budget::RunBudget;
 pub use decider::{Decider, FixedPlan, ModelDecider};
-pub use driver::{Agent, AgentError, CheckCode, CheckMode, Progress, Run, Session, StepHook};
-pub use env::{BUNDLED_PRICES, Env, EnvError};
-pub use export::{EXPORT_FIELD_CHARS, JsonTraceLayer, TRACE_TARGET, TraceExport, TraceExportError, TraceRecord};
-pub use proposal::{MAX_PROPOSAL_BYTES, Proposal, ProposalError, parse_proposal};
-pub use state::{
-    AgentState, MAX_ANSWER_CHARS, MAX_GOAL_CHARS, MAX_OBSERVATION_CHARS, RawState, StateError, Status, StopReason,
-};
-pub use trace::{DETAIL_CHARS, Trace, TraceKind, TraceLine};
+pub use driver::Agent;
+pub use driver::{AgentError, CheckMode, Progress, Run};
+pub(crate) use driver::{CheckCode, Session};
+pub use env::Env;
+pub(crate) use env::EnvError;
+pub(crate) use export::TraceExportError;
+pub use export::{EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
+#[cfg(feature = "testkit")]
+pub(crate) use proposal::MAX_PROPOSAL_BYTES;
+pub use proposal::{Proposal, ProposalError, parse_proposal};
+pub use state::{AgentState, MAX_ANSWER_CHARS, RawState, StateError, Status, StopReason};
+pub(crate) use state::{MAX_GOAL_CHARS, MAX_OBSERVATION_CHARS};
+pub use trace::TraceKind;
+pub(crate) use trace::{Trace, TraceLine};

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::state::MAX_ANSWER_CHARS;
 
 /// Largest proposal text accepted, in bytes.
-pub const MAX_PROPOSAL_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_PROPOSAL_BYTES: usize = 16 * 1024;
 
 /// What a model may propose.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,11 +15,11 @@ use crate::gate::Observation;
 use crate::security::clip;
 
 /// Most characters of a goal.
-pub const MAX_GOAL_CHARS: usize = 300;
+pub(crate) const MAX_GOAL_CHARS: usize = 300;
 /// Most characters of a final answer.
 pub const MAX_ANSWER_CHARS: usize = 600;
 /// Most characters kept of an observation's text.
-pub const MAX_OBSERVATION_CHARS: usize = 400;
+pub(crate) const MAX_OBSERVATION_CHARS: usize = 400;
 
 macro_rules! reasons {
     ($( $(#[$doc:meta])* $variant:ident => $name:literal ),+ $(,)?) => {

@@ -8,7 +8,7 @@ use std::fmt;
 use crate::security::{clip, redact};
 
 /// Most characters of a line's detail.
-pub const DETAIL_CHARS: usize = 60;
+pub(super) const DETAIL_CHARS: usize = 60;
 
 /// What a trace line is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

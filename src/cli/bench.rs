@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, ReportFormat, out};
 use rolegate::agent::Env;
-use rolegate::eval::bench::{BenchOptions, BenchReport, Peers, bench, ratios};
+use rolegate::eval::{BenchOptions, BenchReport, Peers, bench, ratios};
 use rolegate::multi::MultiEnv;
 
 /// The bench's arguments.

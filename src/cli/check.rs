@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
-use rolegate::suite::checkers::{CheckKind, Checker};
+use rolegate::suite::{CheckKind, Checker};
 
 /// What to check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

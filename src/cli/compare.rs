@@ -6,7 +6,7 @@ use clap::ValueEnum;
 use super::{EXIT_OK, EXIT_USAGE, ModelArgs, RoleModelArgs, out};
 use rolegate::agent::Env;
 use rolegate::design::bundled_tasks;
-use rolegate::eval::compare::{CompareModels, compare_report_with};
+use rolegate::eval::{CompareModels, compare_report_with};
 use rolegate::model::{FakeKind, ModelSpec};
 use rolegate::multi::Behaviours;
 

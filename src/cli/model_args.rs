@@ -87,7 +87,7 @@ impl ModelArgs {
 
 /// One model per role, for commands that run the three-role design: each defaults to
 /// `--model`. Flatten it next to [`ModelArgs`] and resolve with
-/// [`RoleModels::with_overrides`](rolegate::model::RoleModels::with_overrides).
+/// [`RoleModelSpecs::with_overrides`](rolegate::model::RoleModelSpecs::with_overrides).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RoleModelArgs {
     /// The planner's model (default: --model).
@@ -106,8 +106,8 @@ impl RoleModelArgs {
     ///
     /// # Errors
     /// A readable message for a value that does not parse.
-    pub fn resolve(&self, model: &ModelSpec) -> Result<rolegate::model::RoleModels, String> {
-        rolegate::model::RoleModels::with_overrides(
+    pub fn resolve(&self, model: &ModelSpec) -> Result<rolegate::model::RoleModelSpecs, String> {
+        rolegate::model::RoleModelSpecs::with_overrides(
             model,
             self.planner_model.as_deref(),
             self.researcher_model.as_deref(),

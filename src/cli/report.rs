@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use super::suite::{load_all, matrix_spec, results};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, ModelArgs};
-use rolegate::suite::matrix::run_matrix;
+use rolegate::suite::run_matrix;
 
 /// The arguments of `report`.
 #[derive(Debug, Args)]
@@ -42,7 +42,7 @@ pub(crate) async fn run(args: ReportArgs) -> u8 {
         let rows = results(loaded).await?;
         let matrix = run_matrix(&spec, &env).await.map_err(|e| e.to_string())?;
         let ok = rows.iter().all(|r| r.matches()) && matrix.holds();
-        Ok::<_, String>((rolegate::report::html::html(&rows, &matrix), ok))
+        Ok::<_, String>((rolegate::report::html(&rows, &matrix), ok))
     };
     let (html, ok) = match page.await {
         Ok(p) => p,

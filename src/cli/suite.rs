@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, ModelArgs, RoleModelArgs, out};
 use rolegate::agent::Env;
-use rolegate::eval::multi_scenarios::{AnyRow, bundled_multi, parse_any_table_with};
-use rolegate::eval::scenarios::bundled_single;
-use rolegate::lab::attacks::{Attack, bundled_attacks, parse_catalog};
+use rolegate::eval::bundled_single;
+use rolegate::eval::{AnyRow, bundled_multi, parse_any_table_with};
+use rolegate::lab::{Attack, bundled_attacks, parse_catalog};
 use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::model::ModelSpec;
 use rolegate::multi::{Behaviours, MultiEnv, RoleSetup};
 use rolegate::report::junit;
-use rolegate::suite::matrix::{Matrix, MatrixSpec, bundled_tasks, parse_tasks, run_matrix};
-use rolegate::suite::run::{RowResult, run_rows};
+use rolegate::suite::{Matrix, MatrixSpec, bundled_benign_tasks, parse_benign_tasks, run_matrix};
+use rolegate::suite::{RowResult, run_rows};
 
 /// The catalog: `file`, or the bundled one.
 pub(crate) fn catalog(file: Option<&Path>) -> Result<Arc<[Attack]>, String> {
@@ -54,11 +54,11 @@ pub(crate) fn load(files: &[PathBuf], catalog: &[Attack]) -> Result<Vec<AnyRow>,
 /// The matrix spec: `tasks` and `attacks` files, or the bundled ones.
 pub(crate) fn matrix_spec(tasks: Option<&Path>, attacks: Option<&Path>) -> Result<MatrixSpec, String> {
     let tasks = match tasks {
-        None => bundled_tasks().map_err(|e| e.to_string())?,
+        None => bundled_benign_tasks().map_err(|e| e.to_string())?,
         Some(f) => {
             let name = f.display().to_string();
             let text = std::fs::read_to_string(f).map_err(|e| format!("{name}: {e}"))?;
-            parse_tasks(&text, &name).map_err(|e| e.to_string())?
+            parse_benign_tasks(&text, &name).map_err(|e| e.to_string())?
         }
     };
     Ok(MatrixSpec { tasks, attacks: catalog(attacks)?, ..MatrixSpec::bundled().map_err(|e| e.to_string())? })

@@ -13,7 +13,7 @@ pub trait Clock: Send + Sync + Debug {
 }
 
 /// A clock shared by the parts of one run (loop, slow wrapper, approval queue).
-pub type SharedClock = Arc<dyn Clock>;
+pub(crate) type SharedClock = Arc<dyn Clock>;
 
 /// A clock that only moves when told to. Cloning shares the same time.
 #[derive(Clone, Debug, Default)]
@@ -94,9 +94,4 @@ impl Clock for SystemClock {
     fn now(&self) -> Duration {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
     }
-}
-
-/// Formats a duration as seconds with two decimals, as traces and tables print it.
-pub fn secs(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64())
 }

@@ -5,8 +5,10 @@ mod clock;
 mod ledger;
 mod prices;
 
-pub use clock::{Clock, ManualClock, SharedClock, SystemClock, TokioClock, secs};
-pub use ledger::{Ledger, Summary, UsageRecord};
+pub(crate) use clock::SharedClock;
+pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
+pub(crate) use ledger::Summary;
+pub use ledger::{Ledger, UsageRecord};
 pub use prices::{Price, PriceTable};
 
 /// Errors of the cost module.
@@ -78,7 +80,6 @@ mod tests {
         c.advance_secs(1.5);
         c.advance_secs(-3.0);
         assert_eq!(shared.now(), Duration::from_millis(1500));
-        assert_eq!(secs(shared.now()), "1.50");
         assert_eq!(estimate_tokens("abcde"), 2);
         assert_eq!(estimate_tokens(""), 0);
     }

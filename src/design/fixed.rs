@@ -12,7 +12,7 @@ use super::goal::tickets;
 /// When a rule fires.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// The goal names a ticket id; `{ticket}` in the arguments becomes the first one.
     TicketId,
     /// The goal holds one of these words (case-insensitive, whole words).
@@ -22,7 +22,7 @@ pub enum Trigger {
 /// One routing rule.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Route {
+pub(crate) struct Route {
     /// A name for traces and tables.
     pub name: String,
     /// When it fires.
@@ -35,7 +35,7 @@ pub struct Route {
 
 /// The two rules of the comparison: a ticket id reads the ticket; a refund or return
 /// question reads the returns policy.
-pub fn default_routes() -> Vec<Route> {
+pub(crate) fn default_routes() -> Vec<Route> {
     vec![
         Route {
             name: "ticket".into(),
@@ -62,7 +62,7 @@ fn fill(value: &Value, ticket: &str) -> Value {
 }
 
 /// The calls the rules route `goal` to, in rule order; empty when no rule matches.
-pub fn route(goal: &str, routes: &[Route]) -> Vec<(String, Value)> {
+pub(crate) fn route(goal: &str, routes: &[Route]) -> Vec<(String, Value)> {
     let lower: Vec<String> =
         goal.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
     let ticket = tickets(goal).into_iter().next();

@@ -15,12 +15,12 @@
 //!
 //! [`FixedPlan`]: crate::agent::FixedPlan
 
-pub mod fixed;
+pub(crate) mod fixed;
 mod goal;
-pub mod plan;
-pub mod planners;
-pub mod policypal;
-pub mod tasks;
+pub(crate) mod plan;
+pub(crate) mod planners;
+pub(crate) mod policypal;
+pub(crate) mod tasks;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -36,11 +36,16 @@ use crate::model::http::HttpConfig;
 use crate::model::{FakeKind, HttpClient};
 use crate::multi::{ClaimMode, MultiConfig, MultiEnv, MultiError, MultiReason, MultiRun, RoleSetup};
 
-pub use fixed::{Route, Trigger, default_routes, route};
-pub use plan::{Plan, PlanCode, PlanOutcome, PlanProblem, PlanStep, check_plan, parse_plan, plan_then_execute};
-pub use planners::{FakePlanner, PLANNER_KINDS, PlannerKind};
-pub use policypal::{Card, GIVE_UP, Pal, PalBudget, PalConfig, PalKind, PalLab, PalReply, PalRun};
-pub use tasks::{DesignTask, TaskGroup, bundled_tasks, parse_tasks};
+pub(crate) use fixed::{default_routes, route};
+pub use plan::{PlanCode, check_plan, parse_plan, plan_then_execute};
+pub(crate) use planners::PLAN_FAKE_KINDS;
+pub use planners::{PlanFake, PlanFakeKind};
+pub use policypal::Card;
+pub use policypal::Pal;
+pub use policypal::{GIVE_UP, PalBudget, PalConfig, PalKind, PalLab, PalReply, PalRun};
+pub use policypal::{NO_FURTHER_RESULTS, PalFake};
+pub(crate) use tasks::DesignTask;
+pub use tasks::{TaskGroup, bundled_tasks, parse_tasks};
 
 /// Errors of the design module.
 #[derive(Debug, thiserror::Error)]
@@ -388,7 +393,7 @@ pub async fn run_design(
         Design::Plan => {
             let mut planner: Box<dyn crate::model::LlmClient> = match &cfg.model {
                 Some(http) => Box::new(HttpClient::new(http.clone())),
-                None => Box::new(FakePlanner::new(cfg.fake.parse::<PlannerKind>().map_err(DesignError::UnknownFake)?)),
+                None => Box::new(PlanFake::new(cfg.fake.parse::<PlanFakeKind>().map_err(DesignError::UnknownFake)?)),
             };
             let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::default())).build(env);
             let out = plan_then_execute(planner.as_mut(), &mut lab.agent, goal, &cfg.run_id).await?;

@@ -20,11 +20,11 @@ use crate::model::{LlmClient, LlmRequest, Message, ModelError};
 use crate::tools::fingerprint;
 
 /// Most steps of a plan.
-pub const MAX_PLAN_STEPS: usize = 5;
+pub(crate) const MAX_PLAN_STEPS: usize = 5;
 /// Most characters of a step's reason.
-pub const MAX_REASON_CHARS: usize = 120;
+pub(crate) const MAX_REASON_CHARS: usize = 120;
 /// Largest plan text accepted, in bytes.
-pub const MAX_PLAN_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_PLAN_BYTES: usize = 8 * 1024;
 
 /// One planned tool call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,7 +156,7 @@ pub fn check_plan(plan: &Plan, agent: &Agent, state: &AgentState) -> Vec<PlanPro
 
 /// The planner's request: the trusted planning prompt with the task's tools, then the
 /// goal as an untrusted block.
-pub fn plan_request(agent: &Agent, model: &str, goal: &str) -> LlmRequest {
+pub(crate) fn plan_request(agent: &Agent, model: &str, goal: &str) -> LlmRequest {
     let tools: Vec<_> = agent.gate.policy.tools_for(&agent.task).filter_map(|t| agent.gate.registry.spec(t)).collect();
     let mut system = crate::model::prompts::PLAN.to_string();
     system.push_str("Tools:\n");

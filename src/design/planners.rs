@@ -12,7 +12,7 @@ use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 
 /// How a fake planner behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PlannerKind {
+pub enum PlanFakeKind {
     /// Reads the ticket and the policy the goal names.
     Sensible,
     /// Writes prose instead of a plan.
@@ -28,28 +28,28 @@ pub enum PlannerKind {
 }
 
 /// Every planner kind with its name, in the order of the plan-check table.
-pub const PLANNER_KINDS: [(&str, PlannerKind); 6] = [
-    ("sensible", PlannerKind::Sensible),
-    ("prose", PlannerKind::Prose),
-    ("long", PlannerKind::Long),
-    ("bad_tool", PlannerKind::BadTool),
-    ("bad_args", PlannerKind::BadArgs),
-    ("write", PlannerKind::Write),
+pub(crate) const PLAN_FAKE_KINDS: [(&str, PlanFakeKind); 6] = [
+    ("sensible", PlanFakeKind::Sensible),
+    ("prose", PlanFakeKind::Prose),
+    ("long", PlanFakeKind::Long),
+    ("bad_tool", PlanFakeKind::BadTool),
+    ("bad_args", PlanFakeKind::BadArgs),
+    ("write", PlanFakeKind::Write),
 ];
 
-impl PlannerKind {
+impl PlanFakeKind {
     /// The kind's name.
     pub fn name(self) -> &'static str {
-        PLANNER_KINDS.iter().find(|(_, k)| *k == self).map_or("sensible", |(n, _)| n)
+        PLAN_FAKE_KINDS.iter().find(|(_, k)| *k == self).map_or("sensible", |(n, _)| n)
     }
 }
 
-impl FromStr for PlannerKind {
+impl FromStr for PlanFakeKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PLANNER_KINDS.iter().find(|(n, _)| *n == s).map(|(_, k)| *k).ok_or_else(|| {
-            let names: Vec<_> = PLANNER_KINDS.iter().map(|(n, _)| *n).collect();
+        PLAN_FAKE_KINDS.iter().find(|(n, _)| *n == s).map(|(_, k)| *k).ok_or_else(|| {
+            let names: Vec<_> = PLAN_FAKE_KINDS.iter().map(|(n, _)| *n).collect();
             format!("unknown planner {s:?} (known: {})", names.join(", "))
         })
     }
@@ -57,16 +57,16 @@ impl FromStr for PlannerKind {
 
 /// A fake planner, priced as `fake-sensible`.
 #[derive(Clone, Debug)]
-pub struct FakePlanner {
+pub struct PlanFake {
     /// Behaviour.
-    pub kind: PlannerKind,
+    pub kind: PlanFakeKind,
     /// The model name (a price table key).
     pub name: String,
 }
 
-impl FakePlanner {
+impl PlanFake {
     /// A planner of `kind`.
-    pub fn new(kind: PlannerKind) -> Self {
+    pub fn new(kind: PlanFakeKind) -> Self {
         Self { kind, name: "fake-sensible".into() }
     }
 
@@ -83,21 +83,21 @@ impl FakePlanner {
             steps.push(step("lookup_document", json!({ "doc_id": d }), "read the policy the goal asks about"));
         }
         match self.kind {
-            PlannerKind::Sensible => {}
-            PlannerKind::Prose => return "First I will look at the ticket, then I will check the policy.".into(),
-            PlannerKind::Long => {
+            PlanFakeKind::Sensible => {}
+            PlanFakeKind::Prose => return "First I will look at the ticket, then I will check the policy.".into(),
+            PlanFakeKind::Long => {
                 for (i, d) in ["kc-returns-v3", "kc-warranty-v2", "kc-battery-v1"].iter().enumerate() {
                     steps.push(step("lookup_document", json!({ "doc_id": d }), "read every policy, to be safe"));
                     steps.push(step("calculator", json!({ "expression": format!("{i} + 1") }), "count the policies"));
                 }
             }
-            PlannerKind::BadTool => {
+            PlanFakeKind::BadTool => {
                 steps.insert(0, step("search_web", json!({ "query": goal }), "look it up online"));
             }
-            PlannerKind::BadArgs => {
+            PlanFakeKind::BadArgs => {
                 steps.insert(0, step("get_ticket", json!({ "id": 601 }), "read the ticket"));
             }
-            PlannerKind::Write => steps.push(step(
+            PlanFakeKind::Write => steps.push(step(
                 "send_email_draft",
                 json!({
                     "to": "kwame@example.com",
@@ -112,7 +112,7 @@ impl FakePlanner {
     }
 }
 
-impl LlmClient for FakePlanner {
+impl LlmClient for PlanFake {
     fn model(&self) -> &str {
         &self.name
     }

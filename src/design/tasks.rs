@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::DesignError;
 
 /// The bundled task table.
-pub const BUNDLED_TASKS: &str = include_str!("../../data/design_tasks.jsonl");
+pub(crate) const BUNDLED_TASKS: &str = include_str!("../../data/design_tasks.jsonl");
 
 /// Which section of `rolegate compare` a task belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -25,7 +25,7 @@ use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
 use crate::world::World;
 
 /// Logical messages per run (brief, finding, verdict), as the peers count them.
-pub const ENVELOPES_PER_RUN: f64 = 3.0;
+pub(crate) const ENVELOPES_PER_RUN: f64 = 3.0;
 
 /// Why the bench could not produce a figure.
 #[derive(Debug, thiserror::Error)]
@@ -148,7 +148,7 @@ fn done(run: MultiRun) -> Result<(), BenchError> {
 ///
 /// # Errors
 /// [`BenchError`] when a run fails or ends other than `done`.
-pub async fn sequential(env: &Arc<MultiEnv>, n: u64) -> Result<Rate, BenchError> {
+pub(crate) async fn sequential(env: &Arc<MultiEnv>, n: u64) -> Result<Rate, BenchError> {
     let row = m01()?;
     let t0 = Instant::now();
     for i in 0..n {
@@ -161,7 +161,7 @@ pub async fn sequential(env: &Arc<MultiEnv>, n: u64) -> Result<Rate, BenchError>
 ///
 /// # Errors
 /// As [`sequential`].
-pub async fn concurrent(env: &Arc<MultiEnv>, n: u64, inflight: usize) -> Result<Rate, BenchError> {
+pub(crate) async fn concurrent(env: &Arc<MultiEnv>, n: u64, inflight: usize) -> Result<Rate, BenchError> {
     let row = m01()?;
     let mut window: VecDeque<MultiHandle> = VecDeque::with_capacity(inflight);
     let t0 = Instant::now();
@@ -211,7 +211,7 @@ fn m01_texts(env: &MultiEnv) -> Result<(Texts, Vec<Observation>), BenchError> {
 ///
 /// # Errors
 /// [`BenchError::Row`] if a message were refused (the figure would measure a refusal).
-pub fn coordinator_work(env: &MultiEnv, rounds: u64) -> Result<f64, BenchError> {
+pub(crate) fn coordinator_work(env: &MultiEnv, rounds: u64) -> Result<f64, BenchError> {
     let (texts, observations) = m01_texts(env)?;
     let row = m01()?;
     let t0 = Instant::now();
@@ -257,7 +257,7 @@ impl Decider for Parked {
 }
 
 /// VmRSS of this process in KiB, from `/proc/self/status`.
-pub fn rss_kib() -> Option<u64> {
+pub(crate) fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
 }
@@ -267,7 +267,7 @@ pub fn rss_kib() -> Option<u64> {
 ///
 /// # Errors
 /// As [`sequential`].
-pub async fn parked_memory(env: &Arc<MultiEnv>, k: usize) -> Result<Option<Memory>, BenchError> {
+pub(crate) async fn parked_memory(env: &Arc<MultiEnv>, k: usize) -> Result<Option<Memory>, BenchError> {
     let Some(_) = rss_kib() else { return Ok(None) };
     let row = m01()?;
     // real time on purpose: this is a measurement of the process, not a test

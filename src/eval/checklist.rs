@@ -147,7 +147,7 @@ pub fn unreached(reached: &BTreeSet<StopReason>) -> Vec<StopReason> {
 
 /// Go or no-go, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Verdict {
+pub struct GoNoGo {
     /// True only when nothing fails and nothing is unattested.
     pub go: bool,
     /// Automatic checks that failed (or have no result).
@@ -156,7 +156,7 @@ pub struct Verdict {
     pub unattested: Vec<Attestation>,
 }
 
-impl fmt::Display for Verdict {
+impl fmt::Display for GoNoGo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let failing: Vec<_> = self.failing.iter().map(|c| c.as_str()).collect();
         let unattested: Vec<_> = self.unattested.iter().map(|a| a.as_str()).collect();
@@ -171,11 +171,11 @@ impl fmt::Display for Verdict {
 }
 
 /// The verdict from the automatic results and the attestations given.
-pub fn go_no_go(auto: &BTreeMap<AutoCheck, bool>, attested: &[Attested]) -> Verdict {
+pub fn go_no_go(auto: &BTreeMap<AutoCheck, bool>, attested: &[Attested]) -> GoNoGo {
     let failing: Vec<AutoCheck> = AUTOMATIC.into_iter().filter(|c| auto.get(c) != Some(&true)).collect();
     let unattested: Vec<Attestation> = MANUAL
         .into_iter()
         .filter(|item| !attested.iter().any(|a| a.item == *item && !a.by.trim().is_empty()))
         .collect();
-    Verdict { go: failing.is_empty() && unattested.is_empty(), failing, unattested }
+    GoNoGo { go: failing.is_empty() && unattested.is_empty(), failing, unattested }
 }

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::agent::Env;
 use crate::design::policypal::{PalConfig, PalKind, PalReply, PalRun};
 use crate::design::{
-    Design, DesignCode, DesignConfig, DesignError, DesignTask, PLANNER_KINDS, PlannerKind, run_design,
+    Design, DesignCode, DesignConfig, DesignError, DesignTask, PLAN_FAKE_KINDS, PlanFakeKind, run_design,
 };
 use crate::model::http::HttpConfig;
 use crate::multi::{RoleSetup, Scopes};
@@ -62,8 +62,8 @@ impl PlanCheckRow {
 /// [`DesignError`] when a run cannot be carried out.
 pub async fn plan_checks(env: &Env, goal: &str) -> Result<Vec<PlanCheckRow>, DesignError> {
     let mut rows = Vec::new();
-    for (name, kind) in PLANNER_KINDS {
-        let cfg = DesignConfig { fake: PlannerKind::name(kind).to_string(), ..DesignConfig::default() };
+    for (name, kind) in PLAN_FAKE_KINDS {
+        let cfg = DesignConfig { fake: PlanFakeKind::name(kind).to_string(), ..DesignConfig::default() };
         let out = run_design(Design::Plan, goal, env, &cfg).await?;
         rows.push(PlanCheckRow {
             planner: name,
@@ -120,7 +120,7 @@ pub async fn design_table(env: &Env, tasks: &[DesignTask], designs: &[Design]) -
 ///
 /// # Errors
 /// [`DesignError`] when a run cannot be carried out (or the policy has no role scopes).
-pub async fn design_table_with(
+pub(crate) async fn design_table_with(
     env: &Env,
     tasks: &[DesignTask],
     designs: &[Design],
@@ -230,7 +230,7 @@ pub async fn pal_row(env: &Env, task: &DesignTask, kind: PalKind, guard: bool) -
 ///
 /// # Errors
 /// [`DesignError`] when the run cannot be carried out.
-pub async fn pal_row_with(env: &Env, task: &DesignTask, model: &HttpConfig) -> Result<PalRow, DesignError> {
+pub(crate) async fn pal_row_with(env: &Env, task: &DesignTask, model: &HttpConfig) -> Result<PalRow, DesignError> {
     let mut lab = PalConfig::new(PalKind::Parallel).build(env);
     lab.pal.use_model(model);
     let run = lab.pal.run(&task.goal, &format!("run-{}", task.id)).await?;
@@ -249,7 +249,7 @@ pub fn median(values: &[u64]) -> Decimal {
 }
 
 /// The goal of the plan-check table.
-pub const PLAN_CHECK_GOAL: &str = "Status of T-601 and our refund policy?";
+pub(crate) const PLAN_CHECK_GOAL: &str = "Status of T-601 and our refund policy?";
 
 /// The PolicyPal section: every task with sequential and with parallel calls, the median
 /// steps of each, and the flailing search with and without its guard.

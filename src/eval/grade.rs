@@ -16,7 +16,7 @@ use crate::agent::{Run, Status, TraceKind};
 use crate::human::{Level, classify};
 
 /// Human trace codes that count as a decision to go ahead.
-pub const APPROVING_CODES: [&str; 3] = ["ok", "approved", "confirmed"];
+pub(crate) const APPROVING_CODES: [&str; 3] = ["ok", "approved", "confirmed"];
 
 /// What a run is graded against.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,18 +2,27 @@
 //! trace grading, the go/no-go list, designs and single versus multi side by side, and the
 //! benchmark.
 
-pub mod bench;
-pub mod checklist;
-pub mod compare;
-pub mod grade;
-pub mod multi_scenarios;
-pub mod rows;
-pub mod scenarios;
-pub mod single_vs_multi;
+pub(crate) mod bench;
+pub(crate) mod checklist;
+pub(crate) mod compare;
+pub(crate) mod grade;
+pub(crate) mod multi_scenarios;
+pub(crate) mod rows;
+pub(crate) mod scenarios;
+pub(crate) mod single_vs_multi;
 
-pub use checklist::{Attestation, Attested, AutoCheck, Verdict, automatic, go_no_go};
+pub use bench::{BenchOptions, BenchReport, Peers, bench, ratios};
+pub use checklist::{AUTOMATIC, ChecklistInput, MANUAL, unreached};
+pub use checklist::{Attestation, Attested, AutoCheck, automatic, go_no_go};
 pub use compare::{
-    CompareModels, CompareReport, DESIGN_TABLE_COLUMNS, DesignRow, PLAN_CHECK_GOAL, PalRow, PalSection, PlanCheckRow,
-    compare_report, compare_report_with, design_table, design_table_with, median, pal_row, pal_row_with, plan_checks,
+    CompareModels, DESIGN_TABLE_COLUMNS, compare_report, compare_report_with, design_table, median, pal_row,
+    plan_checks,
 };
-pub use grade::{Grade, TraceSpec, grade};
+pub use grade::{TraceSpec, grade};
+pub use multi_scenarios::{
+    AnyRow, BUNDLED_MULTI, MultiRow, bundled_multi, parse_any_table, parse_any_table_with, parse_multi_table,
+    run_multi, run_multi_with,
+};
+pub use rows::{ScopeWidth, Switch};
+pub use scenarios::{SingleRow, bundled_single, parse_single_row, parse_single_table, run_single, run_single_with};
+pub use single_vs_multi::compare;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use super::rows::{Compromised, Extensions, RowAttack, RowDefenses, WorldPatch, row_world};
 use super::scenarios::{SingleRow, parse_single_row_with};
 use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, multi_verdict};
-use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer};
+use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer, ReviewerCompromise};
 use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::multi::{
     Behaviours, ClaimMode, MultiBudget, MultiConfig, MultiEnv, MultiReason, MultiRun, OnReject, RejectCode,
@@ -124,19 +124,11 @@ fn row_error(file: &str, line: usize, field: &str, message: String) -> ScenarioE
     ScenarioError::Row { file: file.into(), line, field: field.into(), message }
 }
 
-/// Parses one multi row; `file` and `line` go into the error.
+/// Reads one multi-agent row, with catalog ids looked up in `catalog`.
 ///
 /// # Errors
 /// [`ScenarioError::Row`] naming the field.
-pub fn parse_multi_row(text: &str, file: &str, line: usize) -> Result<MultiRow, ScenarioError> {
-    parse_multi_row_with(text, file, line, &bundled_attacks()?)
-}
-
-/// [`parse_multi_row`] with catalog ids looked up in `catalog`.
-///
-/// # Errors
-/// [`ScenarioError::Row`] naming the field.
-pub fn parse_multi_row_with(
+pub(crate) fn parse_multi_row_with(
     text: &str,
     file: &str,
     line: usize,
@@ -427,8 +419,8 @@ pub async fn run_multi(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(MultiRun,
     if let Some(mode) = row.compromised.researcher {
         models.researcher = Box::new(CompromisedResearcher { mode, planted: planted.clone() });
     }
-    if let Some(mode) = row.compromised.reviewer {
-        models.reviewer = Box::new(CompromisedReviewer { mode, planted });
+    if let Some(ReviewerCompromise::Obey) = row.compromised.reviewer {
+        models.reviewer = Box::new(CompromisedReviewer { planted });
     }
     run_in(row, &env, models).await
 }

@@ -239,7 +239,7 @@ impl Extensions<'_> {
     ///
     /// # Errors
     /// `(field, message)` of the first problem.
-    pub fn check(&mut self, catalog: &[Attack]) -> Result<(), (String, String)> {
+    pub(crate) fn check(&mut self, catalog: &[Attack]) -> Result<(), (String, String)> {
         if let Some(a) = self.attack.as_deref_mut() {
             match &a.payload {
                 Payload::Catalog(id) => {

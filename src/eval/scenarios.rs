@@ -15,10 +15,10 @@ use crate::lab::{DeciderSpec, LabConfig, MAX_ROW_BYTES, ScenarioError};
 use crate::model::FakeKind;
 
 /// The `model` value of the compromised fake (see [`crate::lab::compromised`]).
-pub const COMPROMISED: &str = "compromised";
+pub(crate) const COMPROMISED: &str = "compromised";
 
 /// The bundled single-agent table, `data/scenarios.jsonl`.
-pub const BUNDLED_SINGLE: &str = include_str!("../../data/scenarios.jsonl");
+pub(crate) const BUNDLED_SINGLE: &str = include_str!("../../data/scenarios.jsonl");
 
 /// Limits a row may set; anything unset keeps the default.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -118,7 +118,7 @@ pub fn parse_single_row(text: &str, file: &str, line: usize) -> Result<SingleRow
 ///
 /// # Errors
 /// [`ScenarioError::Row`] naming the field.
-pub fn parse_single_row_with(
+pub(crate) fn parse_single_row_with(
     text: &str,
     file: &str,
     line: usize,

@@ -13,7 +13,7 @@ use crate::model::FakeKind;
 use crate::multi::{Behaviours, Kind, MultiConfig, MultiEnv, MultiReason, ROUTES, Role, RoleModels};
 
 /// The task both designs run.
-pub const COMPARE_GOAL: &str = "Status of T-601 and our refund policy?";
+pub(crate) const COMPARE_GOAL: &str = "Status of T-601 and our refund policy?";
 
 /// The single agent's side.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -80,7 +80,7 @@ pub async fn compare(env: &Env) -> Result<Comparison, crate::Error> {
 ///
 /// # Errors
 /// [`crate::Error`] when either run cannot be carried out.
-pub async fn compare_with(env: &Env, single: LabConfig, roles: RoleModels) -> Result<Comparison, crate::Error> {
+pub(crate) async fn compare_with(env: &Env, single: LabConfig, roles: RoleModels) -> Result<Comparison, crate::Error> {
     let mut lab = single.build(env);
     let single = lab.agent.run(COMPARE_GOAL, "run-single").await?;
     let menv: Arc<MultiEnv> = MultiEnv::new(env)?;

@@ -31,11 +31,12 @@ use crate::unwind::CatchUnwind;
 use crate::world::World;
 
 pub use observation::Observation;
-pub use policy::{Access, ApprovalMode, BUNDLED_POLICY, DEFAULT_CALL_LIMIT, Policy};
+pub(crate) use policy::ApprovalMode;
+pub use policy::{Access, Policy};
 
 /// How long [`ToolGate::run_async`] waits for a tool that answers later, unless set
 /// otherwise on the gate.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Errors of the gate module.
 #[derive(Debug, thiserror::Error)]
@@ -237,7 +238,7 @@ pub trait InternalEffects {
 
 /// No internal effects: every internal tool fails as `unavailable`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct NoInternalEffects;
+pub(crate) struct NoInternalEffects;
 
 impl InternalEffects for NoInternalEffects {
     fn apply(&mut self, _caller: &str, _args: &ToolArgs) -> Result<Value, InternalFailure> {
@@ -247,7 +248,7 @@ impl InternalEffects for NoInternalEffects {
 
 /// The key the application uses for an effect of `pending_id` in `run_id`. A model
 /// cannot choose it, so it cannot mint a fresh key to repeat an effect.
-pub fn derived_idempotency_key(run_id: &str, pending_id: &str) -> String {
+pub(crate) fn derived_idempotency_key(run_id: &str, pending_id: &str) -> String {
     let mut h = Sha256::new();
     h.update(run_id.as_bytes());
     h.update([0u8]);
@@ -575,7 +576,7 @@ impl ToolGate {
 }
 
 /// The audit outcome of a call whose caller stopped waiting before its tool answered.
-pub const TOOL_ABANDONED: &str = "tool_abandoned";
+pub(crate) const TOOL_ABANDONED: &str = "tool_abandoned";
 
 /// A call through [`ToolGate::run_async`]: decided already (refused, parked, or a
 /// built-in tool that answered at once: no allocation, and only the outcome is held while

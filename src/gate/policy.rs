@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::GateError;
 
 /// The bundled policy, `data/policy.json`.
-pub const BUNDLED_POLICY: &str = include_str!("../../data/policy.json");
+pub(super) const BUNDLED_POLICY: &str = include_str!("../../data/policy.json");
 
 /// Call limit for a tool the policy gives no limit.
-pub const DEFAULT_CALL_LIMIT: u32 = 10;
+pub(super) const DEFAULT_CALL_LIMIT: u32 = 10;
 
 /// Whether a tool only reads or has an effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -24,11 +24,11 @@ use crate::tools::ToolCall;
 use crate::world::WorldData;
 
 /// How long a request stays open unless configured otherwise: 15 minutes.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(900);
+pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(900);
 /// Most open requests unless configured otherwise.
-pub const DEFAULT_MAX_OPEN: usize = 20;
+pub(crate) const DEFAULT_MAX_OPEN: usize = 20;
 /// The role a user needs to decide requests.
-pub const APPROVER_ROLE: &str = "approver";
+pub(crate) const APPROVER_ROLE: &str = "approver";
 
 /// Errors of the approval queue.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -240,7 +240,7 @@ impl Decision {
 /// The preview of a call as a person reads it: the tool, then its arguments as sorted
 /// JSON. The idempotency key is left out: the application sets it, not the model, and it
 /// is covered by the fingerprint.
-pub fn preview(call: &ToolCall) -> String {
+pub(crate) fn preview(call: &ToolCall) -> String {
     let args = match call.arguments.as_object() {
         Some(obj) => {
             let parts: Vec<String> = obj
@@ -472,7 +472,7 @@ impl ApprovalQueue {
 /// flag as a question, not a verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FatigueRule {
+pub(crate) struct FatigueRule {
     /// Fewer decisions than this are never flagged.
     pub min_decisions: usize,
     /// Flag when the approve rate is at least this…
@@ -516,7 +516,7 @@ pub fn fatigue(queue: &ApprovalQueue, person: &str) -> Fatigue {
 }
 
 /// How `person` decided `requests` (approvals and denials), judged by `rule`.
-pub fn fatigue_with<'a>(
+pub(crate) fn fatigue_with<'a>(
     requests: impl IntoIterator<Item = &'a ApprovalRequest>,
     person: &str,
     rule: FatigueRule,

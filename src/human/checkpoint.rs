@@ -16,13 +16,13 @@ use std::path::Path;
 use crate::agent::{AgentState, Progress, Run};
 
 /// The environment variable holding the signing key.
-pub const SIGNING_KEY_ENV: &str = "ROLEGATE_SIGNING_KEY";
+pub(crate) const SIGNING_KEY_ENV: &str = "ROLEGATE_SIGNING_KEY";
 /// The environment variable naming a file that holds the signing key.
-pub const SIGNING_KEY_FILE_ENV: &str = "ROLEGATE_SIGNING_KEY_FILE";
+pub(crate) const SIGNING_KEY_FILE_ENV: &str = "ROLEGATE_SIGNING_KEY_FILE";
 /// The shortest key accepted, in bytes.
-pub const MIN_KEY_BYTES: usize = 16;
+pub(crate) const MIN_KEY_BYTES: usize = 16;
 /// The format tag of a signed checkpoint.
-pub const CHECKPOINT_FORMAT: &str = "rolegate-checkpoint/1";
+pub(crate) const CHECKPOINT_FORMAT: &str = "rolegate-checkpoint/1";
 
 type HmacSha256 = Hmac<Sha256>;
 

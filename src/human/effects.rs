@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 /// An action of a step: `Ok(())` or a failure message.
-pub type Action<'a> = Box<dyn FnMut() -> Result<(), String> + 'a>;
+pub(crate) type Action<'a> = Box<dyn FnMut() -> Result<(), String> + 'a>;
 
 /// One step of a saga.
 pub struct Step<'a> {

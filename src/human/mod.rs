@@ -2,20 +2,20 @@
 //! its rules, fatigue and batching, compensation (saga), signed checkpoints and resuming a
 //! run after a decision or a crash.
 
-pub mod approvals;
-pub mod checkpoint;
-pub mod effects;
-pub mod resume;
-pub mod risk;
+pub(crate) mod approvals;
+pub(crate) mod checkpoint;
+pub(crate) mod effects;
+pub(crate) mod resume;
+pub(crate) mod risk;
 
+pub(crate) use approvals::AuditLine;
 pub use approvals::{
-    APPROVER_ROLE, ApprovalError, ApprovalQueue, ApprovalRequest, AuditLine, DEFAULT_MAX_OPEN, DEFAULT_TTL, Decision,
-    DecisionCode, Fatigue, FatigueRule, RequestStatus, fatigue, fatigue_with, make_batches, preview,
+    ApprovalError, ApprovalQueue, ApprovalRequest, DecisionCode, RequestStatus, fatigue, make_batches,
 };
-pub use checkpoint::{
-    CHECKPOINT_FORMAT, Checkpoint, CheckpointCode, CheckpointError, MIN_KEY_BYTES, SIGNING_KEY_ENV,
-    SIGNING_KEY_FILE_ENV, SigningKey,
-};
-pub use effects::{SagaReport, Step, order_problems, run_saga};
-pub use resume::{ResumeError, Resumed, Verdict, cancel_waiting, resume_run, resume_with_decision};
-pub use risk::{EFFECTS, Effect, Level, Risk, classify, policy_problems};
+#[cfg(feature = "testkit")]
+pub(crate) use checkpoint::CHECKPOINT_FORMAT;
+pub use checkpoint::{Checkpoint, CheckpointCode, CheckpointError, SigningKey};
+pub use effects::{Step, order_problems, run_saga};
+pub use resume::{ResumeError, ResumeVerdict, Resumed, cancel_waiting, resume_run, resume_with_decision};
+pub(crate) use risk::Level;
+pub use risk::{EFFECTS, classify, policy_problems};

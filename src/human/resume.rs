@@ -37,7 +37,7 @@ pub enum ResumeError {
 /// What a person decided on a parked run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum ResumeVerdict {
     /// Run the action and continue.
     Approve,
     /// Refuse the action; the run stops as `denied`.
@@ -80,7 +80,7 @@ fn parked_on(state: &AgentState, run_id: &str, pending_id: &str) -> bool {
 /// Applies `actor`'s verdict on request `request_id` to the parked `checkpoint`.
 ///
 /// Approve: when the queue's rules pass, the action runs once and the run continues with
-/// its result. Deny: the run stops as `denied`; with [`Verdict::DenyReplan`] the refusal
+/// its result. Deny: the run stops as `denied`; with [`ResumeVerdict::DenyReplan`] the refusal
 /// becomes an observation and the model continues. A refused decision (wrong person, own
 /// request, changed arguments) leaves the run parked. An expired request is a no: the run
 /// stops as `denied`. A request decided earlier is applied as recorded (an approval's
@@ -95,7 +95,7 @@ pub async fn resume_with_decision(
     checkpoint: Checkpoint,
     request_id: &str,
     actor: &str,
-    verdict: Verdict,
+    verdict: ResumeVerdict,
 ) -> Result<Resumed, ResumeError> {
     let Some(req) = queue.requests.get(request_id).cloned() else {
         return Ok(unchanged(DecisionCode::UnknownRequest, checkpoint));
@@ -105,7 +105,7 @@ pub async fn resume_with_decision(
         return Err(ResumeError::NotWaiting { run_id: checkpoint.state.run_id().into(), request_id: req.id });
     }
     let code = match verdict {
-        Verdict::Approve => {
+        ResumeVerdict::Approve => {
             let decision = queue.approve(request_id, actor, &mut agent.gate);
             if let (DecisionCode::Ok, Some(outcome)) = (decision.code, decision.outcome) {
                 let run = continue_with(agent, checkpoint, &req.tool, outcome).await?;
@@ -113,11 +113,11 @@ pub async fn resume_with_decision(
             }
             decision.code
         }
-        Verdict::Deny | Verdict::DenyReplan => queue.deny(request_id, actor, &mut agent.gate),
+        ResumeVerdict::Deny | ResumeVerdict::DenyReplan => queue.deny(request_id, actor, &mut agent.gate),
     };
     match code {
         DecisionCode::Ok => {
-            let run = denied(agent, checkpoint, &req.tool, verdict == Verdict::DenyReplan).await?;
+            let run = denied(agent, checkpoint, &req.tool, verdict == ResumeVerdict::DenyReplan).await?;
             Ok(Resumed { code, run, replayed: false })
         }
         DecisionCode::Expired if parked => {

@@ -81,7 +81,7 @@ pub const EFFECTS: [(&str, Effect); 7] = [
 ];
 
 /// The effect of `tool`, if the table knows it.
-pub fn known_effect(tool: &str) -> Option<Effect> {
+pub(crate) fn known_effect(tool: &str) -> Option<Effect> {
     EFFECTS.iter().find(|(t, _)| *t == tool).map(|(_, e)| *e)
 }
 

@@ -26,10 +26,10 @@ use crate::tools::{Registry, fingerprint};
 use crate::world::{Outbox, WorldData};
 
 /// The bundled catalog, `data/attacks.jsonl`.
-pub const BUNDLED_ATTACKS: &str = include_str!("../../data/attacks.jsonl");
+pub(crate) const BUNDLED_ATTACKS: &str = include_str!("../../data/attacks.jsonl");
 
 /// Most characters of a payload.
-pub const MAX_PAYLOAD_CHARS: usize = 400;
+pub(crate) const MAX_PAYLOAD_CHARS: usize = 400;
 
 /// How a payload tries to get its way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -140,7 +140,7 @@ impl Attack {
 ///
 /// # Errors
 /// [`ScenarioError::Row`] naming the field.
-pub fn parse_attack(text: &str, file: &str, line: usize) -> Result<Attack, ScenarioError> {
+pub(crate) fn parse_attack(text: &str, file: &str, line: usize) -> Result<Attack, ScenarioError> {
     if text.len() > MAX_ROW_BYTES {
         return Err(row_error(file, line, "(row)", format!("longer than {MAX_ROW_BYTES} bytes")));
     }
@@ -191,7 +191,7 @@ pub fn bundled_attacks() -> Result<Arc<[Attack]>, ScenarioError> {
 /// Why a payload could not be planted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum PlantError {
+pub(crate) enum PlantError {
     /// No ticket or document with that id.
     #[error("no ticket or document {0:?} to plant the payload into")]
     NoTarget(String),
@@ -202,7 +202,7 @@ pub enum PlantError {
 ///
 /// # Errors
 /// [`PlantError::NoTarget`] when `into` names neither.
-pub fn plant(world: &WorldData, attack: &Attack, into: &str) -> Result<WorldData, PlantError> {
+pub(crate) fn plant(world: &WorldData, attack: &Attack, into: &str) -> Result<WorldData, PlantError> {
     let mut w = world.clone();
     let text = if let Some(t) = w.tickets.get_mut(into) {
         &mut t.text
@@ -239,7 +239,7 @@ fn strings_in(text: &str) -> Vec<String> {
 
 /// The first of `planted` whose payload `text` carries (directly, or inside a JSON string
 /// of it).
-pub fn carried<'a>(planted: &'a [Attack], text: &str) -> Option<&'a Attack> {
+pub(crate) fn carried<'a>(planted: &'a [Attack], text: &str) -> Option<&'a Attack> {
     if planted.is_empty() {
         return None;
     }
@@ -292,7 +292,7 @@ fn ran_exactly(effect: &Effect, audit: &mut dyn Iterator<Item = &AuditEvent>) ->
 /// The verdict of a single-agent run: `outbox` is its world's, `user_email` the signed-in
 /// user's own address (mail to it is what a reply task is for), `trace` and `audit` the
 /// run's.
-pub fn single_verdict(
+pub(crate) fn single_verdict(
     effect: &Effect,
     outbox: &Outbox,
     user_email: Option<&str>,
@@ -310,7 +310,7 @@ pub fn single_verdict(
 }
 
 /// The verdict of a three-role run.
-pub fn multi_verdict(effect: &Effect, run: &MultiRun) -> AttackVerdict {
+pub(crate) fn multi_verdict(effect: &Effect, run: &MultiRun) -> AttackVerdict {
     let (ran, stopped) = ran_exactly(effect, &mut run.audit.iter().map(|(_, e)| e));
     if run.emails > 0 || ran {
         return AttackVerdict::Executed;

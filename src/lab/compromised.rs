@@ -20,7 +20,7 @@ use crate::model::{FakeKind, FakeModel, LlmClient, LlmRequest, LlmResponse, Mode
 use crate::multi::behaviours::{FAKE_RESEARCHER, FAKE_REVIEWER, FakeResearcher, FakeReviewer};
 
 /// Model name (price table key) of the compromised single-agent fake.
-pub const FAKE_COMPROMISED: &str = "fake-compromised";
+pub(crate) const FAKE_COMPROMISED: &str = "fake-compromised";
 
 /// What a compromised researcher does with a payload it read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -46,7 +46,7 @@ pub enum ReviewerCompromise {
 /// The single-agent fake that obeys planted payloads: right after an observation that
 /// carries one, it proposes that payload's effect; otherwise it is the sensible fake.
 #[derive(Clone, Debug)]
-pub struct CompromisedModel {
+pub(crate) struct CompromisedModel {
     sensible: FakeModel,
     /// The payloads planted in this run's world.
     pub planted: Arc<[Attack]>,
@@ -54,12 +54,12 @@ pub struct CompromisedModel {
 
 impl CompromisedModel {
     /// A compromised fake that knows `planted`.
-    pub fn new(planted: Arc<[Attack]>) -> Self {
+    pub(crate) fn new(planted: Arc<[Attack]>) -> Self {
         Self { sensible: FakeModel::new(FakeKind::Sensible), planted }
     }
 
     /// The proposal text for `request`.
-    pub fn propose(&self, request: &LlmRequest) -> String {
+    pub(crate) fn propose(&self, request: &LlmRequest) -> String {
         let blocks = parse_blocks(request.user_text());
         let last = blocks.iter().rev().find(|b| b.tag == "observation");
         if let Some(attack) =
@@ -85,7 +85,7 @@ impl LlmClient for CompromisedModel {
 /// A compromised researcher: the sensible fake researcher that relays or obeys a payload
 /// it read.
 #[derive(Clone, Debug)]
-pub struct CompromisedResearcher {
+pub(crate) struct CompromisedResearcher {
     /// Relay or obey.
     pub mode: ResearcherCompromise,
     /// The payloads planted in this run's world.
@@ -94,7 +94,7 @@ pub struct CompromisedResearcher {
 
 impl CompromisedResearcher {
     /// The proposal text (the loop's JSON) for the next step of `state`.
-    pub fn propose(&self, state: &AgentState) -> String {
+    pub(crate) fn propose(&self, state: &AgentState) -> String {
         let sensible = FakeResearcher::default();
         let obs = state.observations();
         if self.mode == ResearcherCompromise::Obey {
@@ -143,16 +143,14 @@ impl Decider for CompromisedResearcher {
 /// A compromised reviewer: the sensible fake reviewer that also proposes the effect of a
 /// payload it reads anywhere in its request.
 #[derive(Clone, Debug)]
-pub struct CompromisedReviewer {
-    /// Obey.
-    pub mode: ReviewerCompromise,
+pub(crate) struct CompromisedReviewer {
     /// The payloads planted in this run's world.
     pub planted: Arc<[Attack]>,
 }
 
 impl CompromisedReviewer {
     /// The verdict text and tool calls for `request`.
-    pub fn review(&self, request: &LlmRequest) -> (String, Vec<RequestedCall>) {
+    pub(crate) fn review(&self, request: &LlmRequest) -> (String, Vec<RequestedCall>) {
         let (text, mut calls) = FakeReviewer::default().review(request);
         let blocks = parse_blocks(request.user_text());
         if let Some(attack) = blocks.iter().find_map(|b| carried(&self.planted, &b.text)) {

@@ -3,11 +3,13 @@
 //! and [`compromised`] the fakes that obey planted payloads; [`table`] is what every data
 //! table shares.
 
-pub mod attacks;
-pub mod compromised;
-pub mod table;
+pub(crate) mod attacks;
+pub(crate) mod compromised;
+pub(crate) mod table;
 
-pub use table::{MAX_ROW_BYTES, ScenarioError};
+pub use attacks::{Attack, AttackVerdict, bundled_attacks, parse_catalog};
+pub(crate) use table::MAX_ROW_BYTES;
+pub use table::ScenarioError;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

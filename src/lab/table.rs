@@ -4,7 +4,7 @@
 use crate::agent::AgentError;
 
 /// Most bytes of one row.
-pub const MAX_ROW_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_ROW_BYTES: usize = 64 * 1024;
 
 /// Errors loading or running a table.
 #[derive(Debug, thiserror::Error)]

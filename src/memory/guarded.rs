@@ -167,7 +167,7 @@ impl GuardedMemory {
 /// The `remember` tool as an internal effect of the gate: it reads the run's observations
 /// and writes to the agent's guarded memory.
 #[derive(Debug)]
-pub struct MemoryEffects<'a> {
+pub(crate) struct MemoryEffects<'a> {
     /// The memory written to (borrowed from the agent for one call).
     pub memory: &'a mut GuardedMemory,
     /// The run's observations so far (borrowed from its state for one call).

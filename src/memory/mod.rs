@@ -8,5 +8,9 @@
 mod guarded;
 mod session;
 
-pub use guarded::{GuardedMemory, MemoryEffects, RememberCode};
-pub use session::{MemoryError, Note, SessionMemory, WriteCode};
+pub(crate) use guarded::MemoryEffects;
+pub use guarded::{GuardedMemory, RememberCode};
+pub(crate) use session::MemoryError;
+#[cfg(feature = "testkit")]
+pub(crate) use session::Note;
+pub use session::{SessionMemory, WriteCode};

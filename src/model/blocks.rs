@@ -25,8 +25,10 @@ impl Block {
     }
 }
 
-/// Escapes untrusted text for a block body or attribute.
-pub fn escape(text: &str) -> Cow<'_, str> {
+/// Escapes untrusted text for a block body or attribute (what [`push_block`] does to
+/// each part; the tests compare the two).
+#[cfg(test)]
+fn escape(text: &str) -> Cow<'_, str> {
     if !text.contains(['&', '<', '>', '"']) {
         return Cow::Borrowed(text);
     }
@@ -86,7 +88,7 @@ fn push_escaped(out: &mut String, text: &str) {
 }
 
 /// Undoes [`escape`], in one pass (an `&` that starts none of the four entities stays).
-pub fn unescape(text: &str) -> Cow<'_, str> {
+pub(crate) fn unescape(text: &str) -> Cow<'_, str> {
     if !text.contains('&') {
         return Cow::Borrowed(text);
     }
@@ -114,7 +116,7 @@ pub fn unescape(text: &str) -> Cow<'_, str> {
 }
 
 /// Appends one block to `out`, followed by a newline.
-pub fn push_block(out: &mut String, tag: &str, source: &str, attrs: &[(&str, &str)], text: &str) {
+pub(crate) fn push_block(out: &mut String, tag: &str, source: &str, attrs: &[(&str, &str)], text: &str) {
     // the unescaped length and a little more: one growth for most blocks
     let attrs_len: usize = attrs.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
     out.reserve(2 * tag.len() + source.len() + attrs_len + text.len() + text.len() / 8 + 16);
@@ -145,7 +147,7 @@ pub fn parse_blocks(text: &str) -> Vec<Block> {
 /// One well-formed block as it stands in the text: nothing is copied or unescaped until
 /// asked for. [`parse_blocks`] is these, made owned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BlockRef<'a> {
+pub(crate) struct BlockRef<'a> {
     /// The tag.
     pub tag: &'a str,
     /// The attributes, escaped, as written in the head.
@@ -161,22 +163,22 @@ impl<'a> BlockRef<'a> {
     }
 
     /// Where the text came from (the last `source` attribute; empty without one).
-    pub fn source(&self) -> Cow<'a, str> {
+    pub(crate) fn source(&self) -> Cow<'a, str> {
         Attrs(self.attrs).filter(|(k, _)| *k == "source").last().map_or(Cow::Borrowed(""), |(_, v)| v)
     }
 
     /// The value of attribute `name` ([`Block::attr`]: `source` is not among them).
-    pub fn attr(&self, name: &str) -> Option<Cow<'a, str>> {
+    pub(crate) fn attr(&self, name: &str) -> Option<Cow<'a, str>> {
         self.others().find(|(k, _)| *k == name).map(|(_, v)| v)
     }
 
     /// The unescaped text.
-    pub fn text(&self) -> Cow<'a, str> {
+    pub(crate) fn text(&self) -> Cow<'a, str> {
         unescape(self.body)
     }
 
     /// The owned block.
-    pub fn to_block(&self) -> Block {
+    pub(crate) fn to_block(self) -> Block {
         Block {
             tag: self.tag.to_string(),
             source: self.source().into_owned(),
@@ -187,7 +189,7 @@ impl<'a> BlockRef<'a> {
 }
 
 /// Every well-formed block in `text`, in order, borrowed; anything else is skipped.
-pub fn blocks(text: &str) -> impl Iterator<Item = BlockRef<'_>> {
+pub(crate) fn blocks(text: &str) -> impl Iterator<Item = BlockRef<'_>> {
     let mut rest = text;
     std::iter::from_fn(move || {
         while let Some(open) = rest.find('<') {
@@ -296,7 +298,7 @@ mod tests {
         let owned = parse_blocks(text);
         let borrowed: Vec<BlockRef<'_>> = blocks(text).collect();
         assert_eq!(owned.len(), 2);
-        assert_eq!(borrowed.iter().map(BlockRef::to_block).collect::<Vec<_>>(), owned);
+        assert_eq!(borrowed.iter().copied().map(BlockRef::to_block).collect::<Vec<_>>(), owned);
         assert_eq!(borrowed[0].source(), "b&c");
         assert_eq!((borrowed[0].attr("id").as_deref(), borrowed[0].attr("source")), (Some("1"), None));
         assert_eq!((borrowed[1].attr("ok").as_deref(), borrowed[1].text()), (Some("true"), "\"o\"".into()));

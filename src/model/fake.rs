@@ -32,7 +32,7 @@ pub enum FakeKind {
 }
 
 /// Every fake kind with its name, in a fixed order.
-pub const FAKE_KINDS: [(&str, FakeKind); 7] = [
+pub(crate) const FAKE_KINDS: [(&str, FakeKind); 7] = [
     ("sensible", FakeKind::Sensible),
     ("hallucinate", FakeKind::Hallucinate),
     ("garbage", FakeKind::Garbage),
@@ -127,14 +127,14 @@ pub(crate) struct View {
 }
 
 impl View {
-    pub fn of(request: &LlmRequest) -> Self {
+    pub(crate) fn of(request: &LlmRequest) -> Self {
         let blocks = parse_blocks(request.user_text());
         let goal = blocks.iter().find(|b| b.tag == "goal").map(|b| b.text.clone()).unwrap_or_default();
         let observations = blocks.into_iter().filter(|b| b.tag == "observation").collect();
         Self { goal, observations }
     }
 
-    pub fn ticket(&self) -> Option<&str> {
+    pub(crate) fn ticket(&self) -> Option<&str> {
         TICKET.find(&self.goal).map(|m| m.as_str())
     }
 
@@ -144,12 +144,12 @@ impl View {
     }
 
     /// Successful observations of `tool`.
-    pub fn ok_of<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a Block> + 'a {
+    pub(crate) fn ok_of<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a Block> + 'a {
         self.observations.iter().filter(move |b| b.attr("ok") == Some("true") && Self::tool_of(b) == tool)
     }
 
     /// Ids of every successful tool observation.
-    pub fn good(&self) -> Vec<String> {
+    pub(crate) fn good(&self) -> Vec<String> {
         self.observations
             .iter()
             .filter(|b| b.attr("ok") == Some("true") && b.source.starts_with("tool:"))
@@ -158,7 +158,7 @@ impl View {
     }
 
     /// The policy document the goal asks about, if any.
-    pub fn wanted_doc(&self) -> Option<&'static str> {
+    pub(crate) fn wanted_doc(&self) -> Option<&'static str> {
         let g = self.goal.to_ascii_lowercase();
         if g.contains("refund") || g.contains("return") {
             Some("kc-returns-v3")

@@ -6,12 +6,12 @@
 //! A model only ever returns text. Nothing a model says runs until the agent loop has
 //! parsed and checked it and the gate has allowed it.
 
-pub mod blocks;
+pub(crate) mod blocks;
 pub(crate) mod fake;
 pub mod http;
 pub mod prompts;
-mod scripted;
-mod spec;
+pub(crate) mod scripted;
+pub(crate) mod spec;
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -22,10 +22,11 @@ use crate::BoxFuture;
 use crate::cost::ManualClock;
 use crate::tools::ToolSpec;
 
-pub use fake::{FAKE_KINDS, FakeKind, FakeModel};
+pub use blocks::parse_blocks;
+pub use fake::{FakeKind, FakeModel};
 pub use http::HttpClient;
 pub use scripted::{ScriptedModel, research_script};
-pub use spec::{FAKE_PREFIX, ModelSpec, OPENAI_PREFIX, RoleModels};
+pub use spec::{ModelSpec, RoleModelSpecs};
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -191,7 +192,7 @@ pub trait LlmClient: Send {
 
 /// A client wrapper that makes every call take simulated time on a [`ManualClock`], so a
 /// time budget can be tested without waiting.
-pub struct SlowClient<C> {
+pub(crate) struct SlowClient<C> {
     /// The wrapped client.
     pub inner: C,
     /// The clock the delay is added to.

@@ -10,9 +10,9 @@ use super::http::{ConfigError, Endpoint, HttpClient, HttpConfig};
 use super::{FakeKind, FakeModel, LlmClient};
 
 /// The prefix selecting a fake model.
-pub const FAKE_PREFIX: &str = "fake:";
+pub(crate) const FAKE_PREFIX: &str = "fake:";
 /// The prefix selecting the OpenAI-compatible HTTP client.
-pub const OPENAI_PREFIX: &str = "openai:";
+pub(crate) const OPENAI_PREFIX: &str = "openai:";
 
 /// A model choice.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,7 +96,7 @@ impl ModelSpec {
 /// One model per role of the three-role design. Each role defaults to the run's
 /// `--model`; all roles share one [`Endpoint`] (and so one server and key).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RoleModels {
+pub struct RoleModelSpecs {
     /// The planner's model.
     pub planner: ModelSpec,
     /// The researcher's model.
@@ -105,7 +105,7 @@ pub struct RoleModels {
     pub reviewer: ModelSpec,
 }
 
-impl RoleModels {
+impl RoleModelSpecs {
     /// Every role on `model`.
     pub fn uniform(model: &ModelSpec) -> Self {
         Self { planner: model.clone(), researcher: model.clone(), reviewer: model.clone() }
@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn each_role_may_name_its_own_model() {
         let base = ModelSpec::OpenAi("big".into());
-        let roles = RoleModels::with_overrides(&base, Some("fake:sensible"), None, Some("openai:small")).unwrap();
+        let roles = RoleModelSpecs::with_overrides(&base, Some("fake:sensible"), None, Some("openai:small")).unwrap();
         let names: Vec<String> = roles.all().iter().map(|(r, m)| format!("{r}={m}")).collect();
         assert_eq!(names, ["planner=fake:sensible", "researcher=openai:big", "reviewer=openai:small"]);
         let ep = Endpoint::new("http://127.0.0.1:9/v1").unwrap();
@@ -180,7 +180,7 @@ mod tests {
             .collect();
         assert_eq!(models, ["fake-sensible", "big", "small"]);
         assert!(roles.client("boss", Some(&ep)).is_none());
-        assert_eq!(RoleModels::uniform(&base).reviewer, base);
-        assert!(RoleModels::with_overrides(&base, Some("gpt"), None, None).is_err());
+        assert_eq!(RoleModelSpecs::uniform(&base).reviewer, base);
+        assert!(RoleModelSpecs::with_overrides(&base, Some("gpt"), None, None).is_err());
     }
 }

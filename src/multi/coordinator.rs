@@ -220,7 +220,7 @@ struct Setup {
 
 /// The rules the intake checks a message by: the claim mode and the instruction filter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IntakeRules {
+pub(crate) struct IntakeRules {
     /// Strict or free-text claims.
     pub claims: ClaimMode,
     /// The instruction filter.
@@ -233,7 +233,8 @@ pub struct IntakeRules {
 ///
 /// # Errors
 /// The first [`RejectCode`] that applies.
-pub fn check_message(
+#[cfg(feature = "testkit")]
+pub(crate) fn check_message(
     sender: Role,
     text: &str,
     observations: &[Observation],
@@ -242,11 +243,13 @@ pub fn check_message(
     check_message_with(sender, text, observations, IntakeRules { claims, ..IntakeRules::default() })
 }
 
-/// [`check_message`] under `rules`.
+/// Checks a raw text from `sender` completely under `rules`: [`parse_message`] towards the
+/// route table's recipient, then, for a finding, [`check_support`] against the
+/// researcher's `observations`. Returns the recipient and the body.
 ///
 /// # Errors
 /// The first [`RejectCode`] that applies.
-pub fn check_message_with(
+pub(crate) fn check_message_with(
     sender: Role,
     text: &str,
     observations: &[Observation],
@@ -262,7 +265,7 @@ pub fn check_message_with(
 ///
 /// # Errors
 /// The first [`RejectCode`] that applies.
-pub fn check_envelope(
+pub(crate) fn check_envelope(
     sender: Role,
     recipient: Role,
     text: &str,

@@ -23,15 +23,15 @@ use crate::security::{is_instruction_like, redact};
 /// `invalid_message` without being parsed.
 pub const MAX_MESSAGE_BYTES: usize = 4096;
 /// Most characters of a brief's question (the researcher's goal has the same limit).
-pub const MAX_QUESTION_CHARS: usize = crate::agent::MAX_GOAL_CHARS;
+pub(crate) const MAX_QUESTION_CHARS: usize = crate::agent::MAX_GOAL_CHARS;
 /// Most characters of a finding's claim.
-pub const MAX_CLAIM_CHARS: usize = 600;
+pub(crate) const MAX_CLAIM_CHARS: usize = 600;
 /// Most sources a finding may cite.
-pub const MAX_SOURCES: usize = 8;
+pub(crate) const MAX_SOURCES: usize = 8;
 /// Most characters of one source id.
-pub const MAX_SOURCE_CHARS: usize = 40;
+pub(crate) const MAX_SOURCE_CHARS: usize = 40;
 /// Most characters of a verdict's notes.
-pub const MAX_NOTES_CHARS: usize = 300;
+pub(crate) const MAX_NOTES_CHARS: usize = 300;
 
 /// Who takes part in a multi-agent run. The coordinator is plain code, not a model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -583,7 +583,7 @@ pub fn parse_message(sender: Role, recipient: Role, text: &str) -> Result<Body, 
 ///
 /// # Errors
 /// As [`parse_message`]; with the filter off, never [`RejectCode::InstructionLike`].
-pub fn parse_message_with(
+pub(crate) fn parse_message_with(
     sender: Role,
     recipient: Role,
     text: &str,

@@ -18,14 +18,14 @@
 //! - [`behaviours`]: the fake role models that express every scenario row.
 //! - [`models`]: [`RoleSetup`], a fake behaviour or a real model (HTTP) per role.
 
-pub mod behaviours;
-pub mod budget;
-pub mod coordinator;
-pub mod envelope;
-pub mod models;
-pub mod roles;
-pub mod routes;
-pub mod support;
+pub(crate) mod behaviours;
+pub(crate) mod budget;
+pub(crate) mod coordinator;
+pub(crate) mod envelope;
+pub(crate) mod models;
+pub(crate) mod roles;
+pub(crate) mod routes;
+pub(crate) mod support;
 
 use rust_decimal::Decimal;
 use serde::{Serialize, Serializer};
@@ -36,18 +36,23 @@ use crate::agent::Trace;
 use crate::gate::AuditEvent;
 
 pub use behaviours::{Behaviours, PlannerKind, ResearcherKind, ReviewerKind};
+pub use behaviours::{FAKE_PLANNER, FAKE_RESEARCHER, FAKE_REVIEWER, FakePlanner, FakeResearcher, FakeReviewer};
 pub use budget::MultiBudget;
-pub use coordinator::{
-    Intake, IntakeRules, MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, check_envelope, check_message,
-    check_message_with, run, start,
-};
-pub use envelope::{
-    Body, Brief, Envelope, Finding, InstructionFilter, Kind, RejectCode, Role, Verdict, parse_message,
-    parse_message_with,
-};
+#[cfg(feature = "testkit")]
+pub(crate) use coordinator::check_message;
+pub use coordinator::{Intake, MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, run, start};
+pub(crate) use coordinator::{IntakeRules, check_envelope};
+#[cfg(feature = "testkit")]
+pub(crate) use envelope::Body;
+pub use envelope::MAX_MESSAGE_BYTES;
+pub(crate) use envelope::{Envelope, InstructionFilter};
+pub use envelope::{Kind, RejectCode, Role, parse_message};
 pub use models::RoleSetup;
-pub use routes::{ROUTES, Scopes};
-pub use support::{ClaimMode, Evidence, check_support};
+pub use routes::ROUTES;
+pub(crate) use routes::Scopes;
+pub use routes::next_hop;
+pub use support::ClaimMode;
+pub(crate) use support::Evidence;
 
 /// Errors that keep a multi-agent run from being carried out at all. Every other ending
 /// is a [`MultiRun`] with a [`MultiReason`].

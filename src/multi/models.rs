@@ -51,7 +51,7 @@ impl RoleSetup {
     /// [`ConfigError::MissingBaseUrl`] for an `openai:` choice without an endpoint.
     pub fn from_specs(
         behaviours: Behaviours,
-        specs: &crate::model::RoleModels,
+        specs: &crate::model::RoleModelSpecs,
         endpoint: Option<&Endpoint>,
     ) -> Result<Self, ConfigError> {
         let http = |spec: &ModelSpec| spec.http_config(endpoint);
@@ -114,7 +114,7 @@ mod tests {
     fn an_openai_choice_replaces_a_roles_behaviour_and_a_fake_choice_keeps_it() {
         let ep = Endpoint::new("http://127.0.0.1:9/v1").unwrap();
         let b = Behaviours { researcher: ResearcherKind::Obey, ..Behaviours::default() };
-        let specs = crate::model::RoleModels::with_overrides(
+        let specs = crate::model::RoleModelSpecs::with_overrides(
             &ModelSpec::Fake(FakeKind::Sensible),
             None,
             Some("openai:small"),

@@ -42,7 +42,7 @@ const MAX_OUTPUT_TOKENS: u32 = 200;
 /// A send to a role whose task has ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the {0} actor has stopped")]
-pub struct ActorStopped(pub Role);
+pub(crate) struct ActorStopped(pub Role);
 
 /// What the coordinator asks of a role.
 #[derive(Debug)]
@@ -534,7 +534,7 @@ impl ResearchRole {
 
 /// The tool calls a loop's trace shows refused: by the loop's own check (`call <tool>`
 /// lines) or by the gate.
-pub fn refusals(trace: &Trace, role: Role) -> Vec<Denial> {
+pub(crate) fn refusals(trace: &Trace, role: Role) -> Vec<Denial> {
     trace
         .lines
         .iter()

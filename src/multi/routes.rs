@@ -21,18 +21,13 @@ pub const ROUTES: [(Role, Role, Kind); 3] = [
 ];
 
 /// The kind that may travel from `sender` to `recipient`, if any.
-pub fn route_kind(sender: Role, recipient: Role) -> Option<Kind> {
+pub(crate) fn route_kind(sender: Role, recipient: Role) -> Option<Kind> {
     ROUTES.iter().find(|(s, r, _)| *s == sender && *r == recipient).map(|(_, _, k)| *k)
 }
 
 /// Where a message from `sender` goes, and the kind it must be.
 pub fn next_hop(sender: Role) -> Option<(Role, Kind)> {
     ROUTES.iter().find(|(s, _, _)| *s == sender).map(|(_, r, k)| (*r, *k))
-}
-
-/// The routes as `sender->recipient` → kind, ordered (what `rolegate compare` prints).
-pub fn route_map() -> BTreeMap<String, Kind> {
-    ROUTES.iter().map(|(s, r, k)| (format!("{s}->{r}"), *k)).collect()
 }
 
 /// The gate policy of each model role, derived once from a deployment policy and shared

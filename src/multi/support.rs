@@ -51,7 +51,7 @@ impl std::str::FromStr for ClaimMode {
 
 /// One fact the coordinator rebuilt from a successful observation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fact {
+pub(crate) struct Fact {
     /// What was read: a ticket or document id.
     pub source: String,
     /// The fact's text.
@@ -60,7 +60,7 @@ pub struct Fact {
 
 /// What the researcher really read in this run, as facts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     /// One fact per successful ticket or document observation, in order.
     pub facts: Vec<Fact>,
 }
@@ -81,7 +81,7 @@ impl Evidence {
     /// `lookup_document` results whose text is a JSON object with the fields the fact
     /// needs. Anything else yields nothing, so a claim resting on it is unsupported (fail
     /// closed).
-    pub fn from_observations(observations: &[Observation]) -> Self {
+    pub(crate) fn from_observations(observations: &[Observation]) -> Self {
         let facts = observations
             .iter()
             .filter(|o| o.ok)
@@ -99,12 +99,12 @@ impl Evidence {
     }
 
     /// True when `source` is something the researcher read.
-    pub fn knows(&self, source: &str) -> bool {
+    pub(crate) fn knows(&self, source: &str) -> bool {
         self.facts.iter().any(|f| f.source == source)
     }
 
     /// The strict claim these facts support, in order: what a careful researcher writes.
-    pub fn strict_claim(&self) -> String {
+    pub(crate) fn strict_claim(&self) -> String {
         self.facts.iter().map(|f| f.text.as_str()).collect::<Vec<_>>().join("; ")
     }
 }
@@ -115,7 +115,7 @@ impl Evidence {
 /// [`RejectCode::UnknownSource`] for a cited source the researcher never read;
 /// [`RejectCode::UnsupportedClaim`] for a strict claim with a part that is not a fact of a
 /// cited source.
-pub fn check_support(finding: &Finding, evidence: &Evidence, mode: ClaimMode) -> Result<(), RejectCode> {
+pub(crate) fn check_support(finding: &Finding, evidence: &Evidence, mode: ClaimMode) -> Result<(), RejectCode> {
     if !finding.sources.iter().all(|s| evidence.knows(s)) {
         return Err(RejectCode::UnknownSource);
     }

@@ -12,7 +12,7 @@ fn allowed(c: char) -> bool {
 /// `text` safe as XML or HTML element text or a quoted attribute value: the five special
 /// characters become entities and characters XML does not allow (most control
 /// characters) become U+FFFD.
-pub fn escape(text: &str) -> Cow<'_, str> {
+pub(crate) fn escape(text: &str) -> Cow<'_, str> {
     if !text.chars().any(|c| matches!(c, '&' | '<' | '>' | '"' | '\'') || !allowed(c)) {
         return Cow::Borrowed(text);
     }

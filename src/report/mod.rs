@@ -1,6 +1,7 @@
 //! Output for people and CI: JUnit XML ([`junit`]) and the self-contained HTML page with
 //! its SVG sequence diagrams ([`html`]); [`markup`] escapes every text for both.
 
-pub mod html;
+pub(crate) mod html;
 pub mod junit;
-pub mod markup;
+pub(crate) mod markup;
+pub use html::{html, sequence_svg};

@@ -159,7 +159,7 @@ pub fn is_instruction_like(text: &str) -> bool {
 }
 
 /// True when `text` holds a secret: an assignment such as `password: …` or a known key shape.
-pub fn has_secret(text: &str) -> bool {
+pub(crate) fn has_secret(text: &str) -> bool {
     sensitive(&visible(text)).secret
 }
 
@@ -170,7 +170,7 @@ fn phone_like(text: &str) -> bool {
 
 /// True when `text` holds personal data: an e-mail address, a phone number, an IBAN-like
 /// account number or a card number.
-pub fn has_personal_data(text: &str) -> bool {
+pub(crate) fn has_personal_data(text: &str) -> bool {
     sensitive(&visible(text)).personal
 }
 
@@ -198,7 +198,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 }
 
 /// Clips `text` to at most `max` characters (not bytes), never splitting a character.
-pub fn clip(text: &str, max: usize) -> &str {
+pub(crate) fn clip(text: &str, max: usize) -> &str {
     // bytes bound characters from above; and when the first `max` bytes are ASCII, they
     // are the first `max` characters, so byte `max` starts the next one
     if text.len() <= max {

@@ -13,7 +13,7 @@ use crate::agent::{AgentError, Run};
 use crate::cost::SharedClock;
 use crate::human::{
     ApprovalError, ApprovalQueue, ApprovalRequest, AuditLine, Checkpoint, CheckpointError, DecisionCode, ResumeError,
-    SigningKey, Verdict, cancel_waiting, resume_with_decision,
+    ResumeVerdict, SigningKey, cancel_waiting, resume_with_decision,
 };
 use crate::lab::{DeciderSpec, Lab, LabConfig};
 use crate::model::{FakeKind, ScriptedModel, research_script};
@@ -271,15 +271,23 @@ impl Desk {
         let before = checkpoint.clone();
         let resumed = match action {
             DeskAction::Approve => {
-                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, Verdict::Approve)
+                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, ResumeVerdict::Approve)
                     .await?
             }
             DeskAction::Deny => {
-                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, Verdict::Deny).await?
+                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, ResumeVerdict::Deny)
+                    .await?
             }
             DeskAction::DenyReplan => {
-                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, Verdict::DenyReplan)
-                    .await?
+                resume_with_decision(
+                    &mut lab.agent,
+                    &mut queue,
+                    checkpoint,
+                    request_id,
+                    actor,
+                    ResumeVerdict::DenyReplan,
+                )
+                .await?
             }
             DeskAction::Cancel => cancel_waiting(&mut lab.agent, &mut queue, checkpoint, request_id, actor)?,
         };

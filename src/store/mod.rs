@@ -10,7 +10,7 @@
 //! edit of the file cannot forge an approval.
 //! [`Desk`] carries out the cross-process flows (park, decide, list) on top of it.
 
-mod desk;
+pub(crate) mod desk;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::Serialize;
@@ -22,12 +22,12 @@ use crate::gate::{AuditEvent, PendingAction};
 use crate::human::{ApprovalRequest, AuditLine, SigningKey};
 use crate::world::SentEmail;
 
-pub use desk::{Decided, Desk, DeskAction, DeskError, RunSpec, Started};
+pub use desk::{Desk, DeskAction, DeskError, RunSpec};
 
 /// The default store file.
 pub const DEFAULT_STORE: &str = "rolegate.db";
 /// The format tag kept in the store's `meta` table.
-pub const STORE_FORMAT: &str = "rolegate-store/1";
+pub(crate) const STORE_FORMAT: &str = "rolegate-store/1";
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
@@ -294,16 +294,16 @@ impl Store {
 }
 
 /// Typed reads and writes; every function works on a connection or a transaction.
-pub mod rows {
+pub(crate) mod rows {
     use super::{
         ApprovalRequest, AuditEvent, AuditLine, Connection, OptionalExtension, PendingAction, SentEmail, SigningKey,
         StoreError, from_json, params, to_json,
     };
 
     /// The signing domain of stored approval requests.
-    pub const REQUEST_DOMAIN: &str = "rolegate-request/1";
+    pub(crate) const REQUEST_DOMAIN: &str = "rolegate-request/1";
     /// The signing domain of stored parked actions.
-    pub const PENDING_DOMAIN: &str = "rolegate-pending/1";
+    pub(crate) const PENDING_DOMAIN: &str = "rolegate-pending/1";
 
     fn verified<T: serde::de::DeserializeOwned>(
         key: &SigningKey,
@@ -325,7 +325,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn next_run_id(c: &Connection) -> Result<String, StoreError> {
+    pub(crate) fn next_run_id(c: &Connection) -> Result<String, StoreError> {
         let n: i64 = c.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))?;
         Ok(format!("run-{}", n + 1))
     }
@@ -334,7 +334,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`] (e.g. a run id used twice).
-    pub fn insert_run(c: &Connection, run_id: &str, spec: &str) -> Result<(), StoreError> {
+    pub(crate) fn insert_run(c: &Connection, run_id: &str, spec: &str) -> Result<(), StoreError> {
         c.execute("INSERT INTO runs (run_id, spec) VALUES (?1, ?2)", params![run_id, spec])?;
         Ok(())
     }
@@ -343,7 +343,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::BadRow`] when the run is not in the store.
-    pub fn run_spec(c: &Connection, run_id: &str) -> Result<String, StoreError> {
+    pub(crate) fn run_spec(c: &Connection, run_id: &str) -> Result<String, StoreError> {
         c.query_row("SELECT spec FROM runs WHERE run_id = ?1", params![run_id], |r| r.get(0))
             .optional()?
             .ok_or_else(|| StoreError::BadRow { what: format!("run {run_id}"), detail: "not in the store".into() })
@@ -353,7 +353,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn push_checkpoint(
+    pub(crate) fn push_checkpoint(
         c: &Connection,
         run_id: &str,
         step: u32,
@@ -372,7 +372,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::BadRow`] when the run has none.
-    pub fn latest_checkpoint(c: &Connection, run_id: &str) -> Result<String, StoreError> {
+    pub(crate) fn latest_checkpoint(c: &Connection, run_id: &str) -> Result<String, StoreError> {
         c.query_row(
             "SELECT sealed FROM checkpoints WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1",
             params![run_id],
@@ -382,19 +382,11 @@ pub mod rows {
         .ok_or_else(|| StoreError::BadRow { what: format!("run {run_id}"), detail: "no checkpoint".into() })
     }
 
-    /// How many checkpoints a run has.
-    ///
-    /// # Errors
-    /// [`StoreError::Sql`].
-    pub fn checkpoint_count(c: &Connection, run_id: &str) -> Result<i64, StoreError> {
-        Ok(c.query_row("SELECT COUNT(*) FROM checkpoints WHERE run_id = ?1", params![run_id], |r| r.get(0))?)
-    }
-
     /// Inserts or replaces a request.
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn put_request(c: &Connection, r: &ApprovalRequest, key: &SigningKey) -> Result<(), StoreError> {
+    pub(crate) fn put_request(c: &Connection, r: &ApprovalRequest, key: &SigningKey) -> Result<(), StoreError> {
         let json = to_json(r);
         c.execute(
             "INSERT INTO requests (id, run_id, status, json, sig) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -408,7 +400,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::BadRow`] for a row that does not verify or read back.
-    pub fn requests(c: &Connection, key: &SigningKey) -> Result<Vec<ApprovalRequest>, StoreError> {
+    pub(crate) fn requests(c: &Connection, key: &SigningKey) -> Result<Vec<ApprovalRequest>, StoreError> {
         let mut st = c.prepare("SELECT id, json, sig FROM requests ORDER BY rowid")?;
         let raw: Vec<(String, String, String)> =
             st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
@@ -419,7 +411,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn push_approval_audit(c: &Connection, lines: &[AuditLine]) -> Result<(), StoreError> {
+    pub(crate) fn push_approval_audit(c: &Connection, lines: &[AuditLine]) -> Result<(), StoreError> {
         for l in lines {
             c.execute("INSERT INTO approval_audit (json) VALUES (?1)", params![to_json(l)])?;
         }
@@ -430,7 +422,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::BadRow`] for a row that does not read back.
-    pub fn approval_audit(c: &Connection) -> Result<Vec<AuditLine>, StoreError> {
+    pub(crate) fn approval_audit(c: &Connection) -> Result<Vec<AuditLine>, StoreError> {
         let mut st = c.prepare("SELECT seq, json FROM approval_audit ORDER BY seq")?;
         let raw: Vec<(i64, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         raw.iter().map(|(seq, json)| from_json(json, &format!("approval audit line {seq}"))).collect()
@@ -440,28 +432,18 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn push_gate_audit(c: &Connection, events: &[AuditEvent]) -> Result<(), StoreError> {
+    pub(crate) fn push_gate_audit(c: &Connection, events: &[AuditEvent]) -> Result<(), StoreError> {
         for e in events {
             c.execute("INSERT INTO gate_audit (run_id, json) VALUES (?1, ?2)", params![e.run_id, to_json(e)])?;
         }
         Ok(())
     }
 
-    /// The gate audit, in order.
-    ///
-    /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not read back.
-    pub fn gate_audit(c: &Connection) -> Result<Vec<AuditEvent>, StoreError> {
-        let mut st = c.prepare("SELECT seq, json FROM gate_audit ORDER BY seq")?;
-        let raw: Vec<(i64, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(seq, json)| from_json(json, &format!("gate audit line {seq}"))).collect()
-    }
-
     /// Inserts or replaces a parked action (with its status and stored result).
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn put_pending(c: &Connection, p: &PendingAction, key: &SigningKey) -> Result<(), StoreError> {
+    pub(crate) fn put_pending(c: &Connection, p: &PendingAction, key: &SigningKey) -> Result<(), StoreError> {
         let status = serde_json::to_value(p.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
         let json = to_json(p);
         c.execute(
@@ -476,7 +458,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::BadRow`] for a row that does not verify or read back.
-    pub fn pending_of(c: &Connection, run_id: &str, key: &SigningKey) -> Result<Vec<PendingAction>, StoreError> {
+    pub(crate) fn pending_of(c: &Connection, run_id: &str, key: &SigningKey) -> Result<Vec<PendingAction>, StoreError> {
         let mut st = c.prepare("SELECT pending_id, json, sig FROM pending WHERE run_id = ?1 ORDER BY rowid")?;
         let raw: Vec<(String, String, String)> =
             st.query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
@@ -489,7 +471,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn push_sent(c: &Connection, run_id: &str, sent: &[SentEmail]) -> Result<(), StoreError> {
+    pub(crate) fn push_sent(c: &Connection, run_id: &str, sent: &[SentEmail]) -> Result<(), StoreError> {
         for e in sent {
             c.execute(
                 "INSERT INTO outbox (idempotency_key, run_id, json) VALUES (?1, ?2, ?3)
@@ -504,7 +486,7 @@ pub mod rows {
     ///
     /// # Errors
     /// [`StoreError::BadRow`] for a row that does not read back.
-    pub fn sent(c: &Connection) -> Result<Vec<SentEmail>, StoreError> {
+    pub(crate) fn sent(c: &Connection) -> Result<Vec<SentEmail>, StoreError> {
         let mut st = c.prepare("SELECT seq, json FROM outbox ORDER BY seq")?;
         let raw: Vec<(i64, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         raw.iter().map(|(seq, json)| from_json(json, &format!("outbox row {seq}"))).collect()

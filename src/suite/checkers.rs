@@ -18,17 +18,16 @@
 //!   code is `ok` or the write code.
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::agent::{AgentState, Env, EnvError, FixedPlan, StateError, parse_proposal};
+use super::context::{Fixture, ProposalContext};
+use crate::agent::parse_proposal;
 use crate::cost::ManualClock;
 use crate::gate::Observation;
-use crate::lab::{DeciderSpec, Lab, LabConfig};
+use crate::lab::Lab;
 use crate::memory::SessionMemory;
 use crate::multi::{ClaimMode, IntakeRules, Role, check_envelope};
-use crate::tools::fingerprint;
 
 /// What a checker reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,7 +68,7 @@ impl LineVerdict {
 }
 
 /// The code of a line that could not be checked.
-pub const BAD_LINE: &str = "bad_line";
+pub(crate) const BAD_LINE: &str = "bad_line";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -231,64 +230,4 @@ fn envelope(line: usize, l: EnvelopeLine) -> LineVerdict {
         Err(code) => (code.as_str().to_string(), None),
     };
     LineVerdict { line, id: l.id, code, kind, error: None }
-}
-
-/// The user every check acts for.
-pub const USER: &str = "kwame";
-/// The run id every check uses.
-pub const RUN_ID: &str = "fuzz-1";
-
-/// What every check runs in: the bundled world, policy and prices, loaded once.
-#[derive(Clone, Debug)]
-pub struct Fixture {
-    /// World, policy, prices.
-    pub env: Env,
-}
-
-impl Fixture {
-    /// The bundled environment.
-    ///
-    /// # Errors
-    /// Only if a bundled file were broken (tests guard them).
-    pub fn bundled() -> Result<Self, EnvError> {
-        Ok(Self { env: Env::bundled()? })
-    }
-
-    /// A single-agent lab for `task`, with no model behind it (checks and the gate only)
-    /// and no memory.
-    pub fn lab(&self, task: &str) -> Lab {
-        let cfg = LabConfig {
-            decider: DeciderSpec::Fixed(FixedPlan::default()),
-            task: task.to_string(),
-            memory: false,
-            ..LabConfig::default()
-        };
-        cfg.build(&self.env)
-    }
-}
-
-/// The state a proposal is checked in, the same for the fuzz target, the property tests
-/// and the proposal corpus: step 1 of run `fuzz-1` for kwame, `o1` a successful read of
-/// T-601 and `o2` a failed document lookup; the read of T-601 counts as already made.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProposalContext {
-    /// The state.
-    pub state: AgentState,
-    /// Fingerprints of the calls already made (the repeat rule).
-    pub seen: BTreeSet<String>,
-}
-
-impl ProposalContext {
-    /// The standard context for `task`.
-    ///
-    /// # Errors
-    /// Only if the state rules refused this fixed history (a bug).
-    pub fn standard(task: &str) -> Result<Self, StateError> {
-        let state = AgentState::new(RUN_ID, USER, task, "Check T-601 and the refund policy.")?.next_step()?;
-        let ticket = r#"{"id":"T-601","status":"open","subject":"Brake pads squeal","text":"Can I return them?"}"#;
-        let (state, _) = state.observe(true, "get_ticket", ticket)?;
-        let (state, _) = state.observe(false, "lookup_document", "error not_found: no document kc-none")?;
-        let seen = BTreeSet::from([fingerprint("get_ticket", &json!({"ticket_id": "T-601"}))]);
-        Ok(Self { state, seen })
-    }
 }

@@ -37,7 +37,7 @@ use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
 use crate::world::{World, WorldData};
 
 /// The bundled benign tasks, `data/benign_tasks.jsonl`.
-pub const BUNDLED_TASKS: &str = include_str!("../../data/benign_tasks.jsonl");
+pub(crate) const BUNDLED_TASKS: &str = include_str!("../../data/benign_tasks.jsonl");
 
 fn triage() -> String {
     "triage".into()
@@ -74,7 +74,7 @@ fn row_error(file: &str, line: usize, field: &str, message: String) -> ScenarioE
 ///
 /// # Errors
 /// The first bad row (file, line, field), a repeated id, or a file without tasks.
-pub fn parse_tasks(text: &str, file: &str) -> Result<Vec<BenignTask>, ScenarioError> {
+pub fn parse_benign_tasks(text: &str, file: &str) -> Result<Vec<BenignTask>, ScenarioError> {
     let world = WorldData::bundled().map_err(|e| ScenarioError::Io { file: file.into(), message: e.to_string() })?;
     let mut out: Vec<BenignTask> = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -122,8 +122,8 @@ pub fn parse_tasks(text: &str, file: &str) -> Result<Vec<BenignTask>, ScenarioEr
 ///
 /// # Errors
 /// Only if the bundled file were broken (a test guards it).
-pub fn bundled_tasks() -> Result<Vec<BenignTask>, ScenarioError> {
-    parse_tasks(BUNDLED_TASKS, "data/benign_tasks.jsonl")
+pub fn bundled_benign_tasks() -> Result<Vec<BenignTask>, ScenarioError> {
+    parse_benign_tasks(BUNDLED_TASKS, "data/benign_tasks.jsonl")
 }
 
 /// One defense configuration: a design and a setting of each control it has.
@@ -276,7 +276,7 @@ impl MatrixSpec {
     /// Only if a bundled file were broken (tests guard them).
     pub fn bundled() -> Result<Self, ScenarioError> {
         Ok(Self {
-            tasks: bundled_tasks()?,
+            tasks: bundled_benign_tasks()?,
             attacks: bundled_attacks()?,
             configs: DefenseConfig::all(),
             roles: RoleCompromise::default(),
@@ -554,7 +554,7 @@ async fn run_variant(
             let mut models = RoleModels::fakes(Behaviours::default());
             let r = shared.roles;
             models.researcher = Box::new(CompromisedResearcher { mode: r.researcher, planted: planted.clone() });
-            models.reviewer = Box::new(CompromisedReviewer { mode: r.reviewer, planted });
+            models.reviewer = Box::new(CompromisedReviewer { planted });
             let run = crate::multi::run(&menv, cfg, models, &task.goal, &run_id)
                 .await
                 .map_err(|source| ScenarioError::Multi { id: name.clone(), source })?;
@@ -577,7 +577,7 @@ async fn run_variant(
 ///
 /// # Errors
 /// [`ScenarioError::Row`] naming the task's `into`, with the length.
-pub fn check_fits(world: &WorldData, task: &BenignTask, attack: &Attack) -> Result<(), ScenarioError> {
+pub(crate) fn check_fits(world: &WorldData, task: &BenignTask, attack: &Attack) -> Result<(), ScenarioError> {
     let planted = plant(world, attack, &task.into)
         .map_err(|e| row_error("(matrix)", 0, "into", format!("task {}: {e}", task.id)))?;
     let w = World::new(Arc::new(planted));

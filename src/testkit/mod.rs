@@ -61,7 +61,7 @@ use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::memory::{Note, SessionMemory, WriteCode};
 use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 use crate::security::{has_personal_data, has_secret, is_instruction_like};
-pub use crate::suite::checkers::{Fixture, ProposalContext, RUN_ID, USER};
+pub use crate::suite::context::{Fixture, ProposalContext, RUN_ID, USER};
 use crate::tools::{ArgError, Registry, ToolArgs, ToolCall, fingerprint};
 
 /// A rule the code broke: a bug in rolegate, never a fault of the input.

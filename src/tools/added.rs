@@ -22,7 +22,7 @@ use crate::BoxFuture;
 use crate::world::World;
 
 /// Longest value of one argument field of an added tool, in characters.
-pub const MAX_FIELD_CHARS: usize = 200;
+pub(super) const MAX_FIELD_CHARS: usize = 200;
 
 /// A tool added to a gate. Its call returns a future, which the gate awaits under its
 /// per-call timeout and with a panic caught.

@@ -12,7 +12,7 @@ const MAX_DEPTH: usize = 32;
 /// # Errors
 /// A short message when the expression is not plain arithmetic, divides by zero or
 /// overflows.
-pub fn evaluate(expr: &str) -> Result<Decimal, String> {
+pub(crate) fn evaluate(expr: &str) -> Result<Decimal, String> {
     let mut p = Parser { s: expr.as_bytes(), i: 0, depth: 0 };
     let v = p.sum()?;
     p.ws();

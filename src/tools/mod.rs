@@ -18,9 +18,10 @@ use std::sync::LazyLock;
 use crate::world::World;
 
 pub(crate) use added::Started;
-pub use added::{AddToolError, AddedArgs, MAX_FIELD_CHARS, Tool, ToolSet};
-pub use calculator::evaluate;
-pub use search::{MAX_HITS, SNIPPET_CHARS, search};
+pub(crate) use added::{AddToolError, ToolSet};
+pub use added::{AddedArgs, Tool};
+pub(crate) use calculator::evaluate;
+pub(crate) use search::search;
 
 /// A proposed or executed tool call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -379,7 +380,7 @@ impl Registry {
 /// The fact the application keeps from a successful tool result, if any: for
 /// `get_ticket`, the key `ticket-t-601` and the text `T-601 status is open` (id and status
 /// only; the ticket's free text never becomes a memory).
-pub fn fact_of(tool: &str, data: &Value) -> Option<(String, String)> {
+pub(crate) fn fact_of(tool: &str, data: &Value) -> Option<(String, String)> {
     if tool != "get_ticket" {
         return None;
     }

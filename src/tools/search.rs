@@ -11,9 +11,9 @@ use crate::security::clip;
 use crate::world::WorldData;
 
 /// Most hits one search returns.
-pub const MAX_HITS: usize = 2;
+pub(super) const MAX_HITS: usize = 2;
 /// Most characters of a hit's snippet.
-pub const SNIPPET_CHARS: usize = 80;
+pub(super) const SNIPPET_CHARS: usize = 80;
 
 /// Words too common to rank by.
 const STOP_WORDS: [&str; 16] = [
@@ -29,7 +29,7 @@ fn words(text: &str) -> BTreeSet<String> {
 }
 
 /// Searches `data`'s documents for `query`.
-pub fn search(data: &WorldData, query: &str) -> Value {
+pub(crate) fn search(data: &WorldData, query: &str) -> Value {
     let wanted = words(query);
     let mut scored: Vec<(usize, &str, Value)> = data
         .documents

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The bundled world, `data/world.json`.
-pub const BUNDLED_WORLD: &str = include_str!("../../data/world.json");
+pub(crate) const BUNDLED_WORLD: &str = include_str!("../../data/world.json");
 
 /// Errors of the world module.
 #[derive(Debug, thiserror::Error)]

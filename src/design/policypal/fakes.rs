@@ -25,7 +25,7 @@ pub enum PalKind {
 }
 
 /// Every kind with its name, in a fixed order (`sensible` is accepted for `parallel`).
-pub const PAL_KINDS: [(&str, PalKind); 3] =
+pub(super) const PAL_KINDS: [(&str, PalKind); 3] =
     [("parallel", PalKind::Parallel), ("sequential", PalKind::Sequential), ("flail", PalKind::Flail)];
 
 impl PalKind {

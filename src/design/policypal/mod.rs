@@ -31,7 +31,7 @@ use crate::gate::ToolGate;
 use crate::model::{LlmClient, Message, SlowClient};
 use crate::world::World;
 
-pub use fakes::{PAL_KINDS, PalFake, PalKind};
+pub use fakes::{PalFake, PalKind};
 
 /// What the user is told when a budget runs out or the run is stuck: an honest hand-off,
 /// never a half-finished guess.

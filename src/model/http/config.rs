@@ -9,18 +9,18 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// Environment variable holding the server's base URL (the `--base-url` flag wins).
-pub const ENV_BASE_URL: &str = "ROLEGATE_BASE_URL";
+pub(crate) const ENV_BASE_URL: &str = "ROLEGATE_BASE_URL";
 /// Environment variable holding the API key (there is no flag for it, on purpose).
-pub const ENV_API_KEY: &str = "ROLEGATE_API_KEY";
+pub(crate) const ENV_API_KEY: &str = "ROLEGATE_API_KEY";
 /// Environment variable choosing `native` or `text` tool calling (`--tool-mode` wins).
-pub const ENV_TOOL_MODE: &str = "ROLEGATE_TOOL_MODE";
+pub(crate) const ENV_TOOL_MODE: &str = "ROLEGATE_TOOL_MODE";
 /// Environment variable with the per-call timeout in seconds (`--timeout-secs` wins).
-pub const ENV_TIMEOUT_SECS: &str = "ROLEGATE_TIMEOUT_SECS";
+pub(crate) const ENV_TIMEOUT_SECS: &str = "ROLEGATE_TIMEOUT_SECS";
 /// Environment variable with the most retries after a 429 or 5xx (`--retries` wins).
-pub const ENV_RETRIES: &str = "ROLEGATE_RETRIES";
+pub(crate) const ENV_RETRIES: &str = "ROLEGATE_RETRIES";
 
 /// Longest model name accepted (it is also the price table key).
-pub const MAX_MODEL_NAME: usize = 200;
+pub(crate) const MAX_MODEL_NAME: usize = 200;
 
 /// Errors in a model configuration: caught before any run starts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -163,9 +163,9 @@ pub struct Endpoint {
 }
 
 /// The default per-attempt timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The default largest answer body.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 impl Endpoint {
     /// An endpoint with default settings and no key.

@@ -20,8 +20,8 @@
 //!   calls with its child token) also stops by itself with `cancelled`.
 //! - Every failure is a [`ModelError::Failed`] with an [`HttpCode`], never a panic.
 
-pub mod config;
-mod wire;
+pub(crate) mod config;
+pub(crate) mod wire;
 
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
@@ -33,11 +33,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
 use crate::BoxFuture;
-pub use config::{
-    ApiKey, ConfigError, ENV_API_KEY, ENV_BASE_URL, ENV_RETRIES, ENV_TIMEOUT_SECS, ENV_TOOL_MODE, Endpoint, HttpConfig,
-    HttpFlags, RetryPolicy, ToolMode,
-};
-pub use wire::{FINISH_TOOL, MAX_TOOL_CALLS, Reading, finish_function, proposal_of, read_reply_as, strip_fence};
+pub(crate) use config::ConfigError;
+pub use config::{ApiKey, Endpoint, HttpConfig, HttpFlags, ToolMode};
+pub(crate) use wire::{FINISH_TOOL, Reading};
 
 /// Why an HTTP model call failed: the code written into the trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -135,7 +133,7 @@ impl fmt::Display for HttpCode {
 /// A failed call: its code and a detail for the trace (never the key).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
-pub struct HttpFailure {
+pub(crate) struct HttpFailure {
     /// The code.
     pub code: HttpCode,
     /// Details.
@@ -144,7 +142,7 @@ pub struct HttpFailure {
 
 impl HttpFailure {
     /// A failure.
-    pub fn new(code: HttpCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: HttpCode, message: impl Into<String>) -> Self {
         Self { code, message: message.into() }
     }
 }
@@ -163,7 +161,7 @@ pub trait Sleeper: Send + Sync + fmt::Debug {
 
 /// The real sleeper: `tokio::time::sleep` (paused tokio time in tests controls it).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct TokioSleeper;
+pub(crate) struct TokioSleeper;
 
 impl Sleeper for TokioSleeper {
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
@@ -384,7 +382,7 @@ async fn read_limited(resp: &mut reqwest::Response, max: usize) -> Result<Vec<u8
 
 /// Reads the seconds form of `Retry-After`; the HTTP-date form gives `None` (the
 /// client then uses its own backoff, so it never needs the wall clock).
-pub fn retry_after_secs(value: &str) -> Option<Duration> {
+pub(crate) fn retry_after_secs(value: &str) -> Option<Duration> {
     value.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 

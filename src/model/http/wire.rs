@@ -24,10 +24,10 @@ use super::config::ToolMode;
 use crate::model::{LlmRequest, LlmResponse, MessageRole, RequestedCall, Usage};
 
 /// The name of the function a model calls to finish (native tool calling).
-pub const FINISH_TOOL: &str = "finish";
+pub(crate) const FINISH_TOOL: &str = "finish";
 
 /// Most tool calls read from one reply.
-pub const MAX_TOOL_CALLS: usize = 16;
+pub(crate) const MAX_TOOL_CALLS: usize = 16;
 
 #[derive(Serialize)]
 struct ChatRequest<'a> {
@@ -59,7 +59,7 @@ fn role_name(role: MessageRole) -> &'static str {
 }
 
 /// The `finish` function offered in native mode.
-pub fn finish_function() -> Value {
+pub(crate) fn finish_function() -> Value {
     json!({
         "type": "function",
         "function": {
@@ -83,7 +83,7 @@ pub fn finish_function() -> Value {
 /// # Errors
 /// `reserved_tool_name` when, in native mode, a tool of the request is called `finish`
 /// (the name of the finishing function).
-pub fn request_body(default_model: &str, mode: ToolMode, request: &LlmRequest) -> Result<Vec<u8>, HttpFailure> {
+pub(crate) fn request_body(default_model: &str, mode: ToolMode, request: &LlmRequest) -> Result<Vec<u8>, HttpFailure> {
     let model = if request.model.is_empty() { default_model } else { request.model.as_str() };
     let messages = request
         .messages
@@ -174,7 +174,7 @@ fn malformed(message: impl Into<String>) -> HttpFailure {
 
 /// What the text of a response is read as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reading {
+pub(crate) enum Reading {
     /// A proposal for the agent loop: the first tool call, else the reply's text.
     Proposal,
     /// A message for another role (a brief, a verdict): the reply's own text, else the
@@ -188,7 +188,7 @@ pub enum Reading {
 ///
 /// # Errors
 /// `malformed_json`, `empty_reply` or `invalid_tool_arguments`.
-pub fn read_reply_as(body: &[u8], default_model: &str, reading: Reading) -> Result<LlmResponse, HttpFailure> {
+pub(crate) fn read_reply_as(body: &[u8], default_model: &str, reading: Reading) -> Result<LlmResponse, HttpFailure> {
     let reply: ChatResponse = serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
     let Some(choice) = reply.choices.into_iter().next() else {
         return Err(malformed("no choices in the answer"));
@@ -278,7 +278,7 @@ fn read_calls(raw: Vec<ReplyCall>) -> Result<Vec<RequestedCall>, HttpFailure> {
 }
 
 /// The proposal text for a requested call.
-pub fn proposal_of(call: &RequestedCall) -> String {
+pub(crate) fn proposal_of(call: &RequestedCall) -> String {
     if call.name == FINISH_TOOL {
         let mut obj = Map::new();
         obj.insert("action".into(), Value::String("finish".into()));
@@ -302,7 +302,7 @@ pub fn proposal_of(call: &RequestedCall) -> String {
 }
 
 /// Removes one surrounding Markdown code fence (```` ```json … ``` ````), if present.
-pub fn strip_fence(text: &str) -> &str {
+pub(crate) fn strip_fence(text: &str) -> &str {
     let t = text.trim();
     let Some(rest) = t.strip_prefix("```") else { return t };
     let Some(inner) = rest.strip_suffix("```") else { return t };
