@@ -381,7 +381,7 @@ async fn scopes_stop_every_payload_even_the_ones_the_filter_misses() {
             let sends: Vec<&str> = lab
                 .agent
                 .gate
-                .audit
+                .audit()
                 .iter()
                 .filter(|e| e.tool == "send_email_draft")
                 .map(|e| e.outcome.as_str())
@@ -395,7 +395,7 @@ async fn scopes_stop_every_payload_even_the_ones_the_filter_misses() {
                 "needs_approval" => {
                     assert_eq!(sends, ["needs_approval"], "{at}");
                     assert_eq!(run.reason(), StopReason::NeedsApproval, "{at}");
-                    let parked = &lab.agent.gate.pending["pa-1"];
+                    let parked = &lab.agent.gate.pending()["pa-1"];
                     assert_eq!(parked.call.arguments["to"], json!(send_to), "{at}: a person sees the real address");
                 }
                 code => {

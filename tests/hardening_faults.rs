@@ -10,6 +10,7 @@ use rolegate::agent::{AgentState, RunBudget, StopReason, TraceKind};
 use rolegate::agent::{Decider, FixedPlan};
 use rolegate::design::{PalBudget, PalConfig, PalKind, PalReply};
 use rolegate::gate::Access;
+use rolegate::gate::CallContext;
 use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::model::{FakeKind, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall};
 use rolegate::tools::{AddedArgs, Tool, ToolCall, ToolFailure};
@@ -117,7 +118,7 @@ async fn a_cancel_at_any_step_ends_the_run_cancelled_and_no_tool_starts_after_it
             let at = format!("{how:?} at step {k}");
             assert_eq!(run.reason(), StopReason::Cancelled, "{at}");
             assert_eq!(run.calls().len(), k as usize - 1, "{at}: calls {:?}", run.calls());
-            assert_eq!(lab.agent.gate.audit.len(), k as usize - 1, "{at}: the gate saw a call after the cancel");
+            assert_eq!(lab.agent.gate.audit().len(), k as usize - 1, "{at}: the gate saw a call after the cancel");
             let late: Vec<u32> =
                 run.trace().lines.iter().filter(|l| l.kind == TraceKind::Tool && l.step >= k).map(|l| l.step).collect();
             assert!(late.is_empty(), "{at}: tool lines at steps {late:?}");
@@ -171,14 +172,14 @@ async fn a_cancel_during_any_policypal_reply_runs_none_of_its_calls() {
         let mut cfg = PalConfig::new(PalKind::Parallel);
         cfg.budget = PalBudget { max_steps: STEPS + 2, max_tokens: 1_000_000, max_stuck: 100, ..PalBudget::default() };
         let mut lab = cfg.build(&env());
-        lab.pal.gate.policy = Arc::new(lab.pal.gate.policy.as_ref().clone().with_limit("lookup_document", 100));
+        lab.pal.gate.set_policy(Arc::new(lab.pal.gate.policy().as_ref().clone().with_limit("lookup_document", 100)));
         let token = lab.pal.cancel.clone();
         lab.pal.client = Box::new(PalCancelAt { k, calls: 0, token, hang });
         let run = lab.pal.run("What do the policies say?", "run-1").await.unwrap();
         let at = format!("reply {k} (never answered: {hang})");
         assert_eq!(run.run.reason(), StopReason::Cancelled, "{at}");
         assert!(matches!(run.reply, PalReply::GaveUp { reason: StopReason::Cancelled, .. }), "{at}");
-        assert_eq!(lab.pal.gate.audit.len(), k as usize - 1, "{at}: the gate saw a call of the cancelled reply");
+        assert_eq!(lab.pal.gate.audit().len(), k as usize - 1, "{at}: the gate saw a call of the cancelled reply");
         assert_eq!(run.run.calls().len(), k as usize - 1, "{at}");
     }
 }
@@ -248,10 +249,10 @@ fn faulty_lab(fault: Fault) -> (rolegate::lab::Lab, Arc<AtomicU32>) {
     let mut lab = lab_with(cfg);
     let calls = Arc::new(AtomicU32::new(0));
     let tool = Arc::new(Faulty { name: "faulty_lookup", fault, calls: calls.clone() });
-    let gate = &mut lab.agent.gate;
-    let policy = Arc::make_mut(&mut gate.policy);
+    let mut policy = lab.agent.gate.policy().as_ref().clone();
     policy.tasks.get_mut("triage").unwrap().insert("faulty_lookup".into());
     policy.access.insert("faulty_lookup".into(), Access::Read);
+    lab.agent.gate.set_policy(policy);
     lab.agent.gate = lab.agent.gate.clone().with_tool(tool).unwrap();
     (lab, calls)
 }
@@ -268,7 +269,7 @@ async fn a_tool_that_hangs_or_panics_is_a_named_failure_and_the_run_goes_on() {
     ];
     for (fault, code, waited) in cases {
         let (mut lab, calls) = faulty_lab(fault);
-        assert_eq!(lab.agent.gate.call_timeout, Duration::from_secs(30));
+        assert_eq!(lab.agent.gate.call_timeout(), Duration::from_secs(30));
         let t0 = tokio::time::Instant::now();
         let run = lab.agent.run("Check T-601.", "run-1").await.unwrap();
         let at = format!("{fault:?}");
@@ -287,7 +288,7 @@ async fn a_tool_that_hangs_or_panics_is_a_named_failure_and_the_run_goes_on() {
         if code != "ok" {
             assert!(first.text.starts_with(&format!("error {code}: faulty_lookup ")), "{at}: {}", first.text);
         }
-        let audit: Vec<&str> = lab.agent.gate.audit.iter().map(|e| e.outcome.as_str()).collect();
+        let audit: Vec<&str> = lab.agent.gate.audit().iter().map(|e| e.outcome.as_str()).collect();
         assert_eq!(audit, [code, "ok"], "{at}: one audit event per call");
         assert_eq!(run.reason(), StopReason::Done, "{at}: the run ends with its own reason");
     }
@@ -299,34 +300,38 @@ async fn an_added_tool_keeps_the_allowlist_the_argument_types_the_limits_and_nev
     let ok = json!({"ticket_id": "T-601"});
     let (lab, calls) = faulty_lab(Fault::AnswersAfter(0));
     let mut gate = lab.agent.gate.clone();
-    gate.policy = Arc::new(gate.policy.as_ref().clone().with_limit("faulty_lookup", 1));
+    gate.set_policy(Arc::new(gate.policy().as_ref().clone().with_limit("faulty_lookup", 1)));
     // the allowlist: another task does not list it
-    assert_eq!(gate.run_async(&call(ok.clone()), "reply", "r1", "kwame").await.code(), "not_allowed");
+    assert_eq!(gate.run_async(&call(ok.clone()), CallContext::new("reply", "r1", "kwame")).await.code(), "not_allowed");
     // typed arguments: exactly the declared string fields
     for bad in [json!({}), json!({"ticket_id": 601}), json!({"ticket_id": "T-601", "owner": "lena"}), json!(["T-601"])]
     {
-        let outcome = gate.run_async(&call(bad.clone()), "triage", "r1", "kwame").await;
+        let outcome = gate.run_async(&call(bad.clone()), CallContext::new("triage", "r1", "kwame")).await;
         assert_eq!(outcome.code(), "invalid_arguments", "{bad}");
     }
     // the per-run limit counts it like any tool
-    assert_eq!(gate.run_async(&call(ok.clone()), "triage", "r1", "kwame").await.code(), "ok");
-    assert_eq!(gate.run_async(&call(ok.clone()), "triage", "r1", "kwame").await.code(), "call_limit");
+    assert_eq!(gate.run_async(&call(ok.clone()), CallContext::new("triage", "r1", "kwame")).await.code(), "ok");
+    assert_eq!(gate.run_async(&call(ok.clone()), CallContext::new("triage", "r1", "kwame")).await.code(), "call_limit");
     // without read access it is refused, even granted: an added tool never parks or writes
-    Arc::make_mut(&mut gate.policy).access.remove("faulty_lookup");
-    gate.policy = Arc::new(gate.policy.as_ref().clone().with_grant("faulty_lookup"));
-    assert_eq!(gate.run_async(&call(ok.clone()), "triage", "r2", "kwame").await.code(), "not_allowed");
-    assert!(gate.pending.is_empty());
+    let mut policy = gate.policy().as_ref().clone();
+    policy.access.remove("faulty_lookup");
+    gate.set_policy(policy.with_grant("faulty_lookup"));
+    assert_eq!(
+        gate.run_async(&call(ok.clone()), CallContext::new("triage", "r2", "kwame")).await.code(),
+        "not_allowed"
+    );
+    assert!(gate.pending().is_empty());
     assert_eq!(calls.load(Ordering::SeqCst), 1, "only the one allowed call reached the tool");
     // a caller that cannot wait gives a tool no time: the hang is a timeout at once
     let (lab, _) = faulty_lab(Fault::Hangs);
     let mut gate = lab.agent.gate.clone();
-    assert_eq!(gate.run(&call(ok.clone()), "triage", "r1", "kwame").code(), "tool_timeout");
+    assert_eq!(gate.run(&call(ok.clone()), CallContext::new("triage", "r1", "kwame")).code(), "tool_timeout");
     // a built-in tool cannot be replaced, nor an added one added twice
     for name in ["get_ticket", "send_email_draft", "faulty_lookup", "Bad Name"] {
         let other = Arc::new(Faulty { name, fault: Fault::Hangs, calls: Arc::new(AtomicU32::new(0)) });
         assert!(gate.clone().with_tool(other).is_err(), "{name}");
     }
-    let spec = gate.registry.spec("faulty_lookup").unwrap();
+    let spec = gate.spec("faulty_lookup").unwrap();
     assert_eq!((spec.name, &spec.parameters["required"]), ("faulty_lookup", &json!(["ticket_id"])));
 }
 
@@ -336,9 +341,11 @@ async fn a_call_its_caller_gave_up_on_is_still_audited_once() {
     let mut gate = lab.agent.gate.clone();
     let call = ToolCall::new("c1", "faulty_lookup", json!({"ticket_id": "T-601"}));
     // the caller waits 1 s of the gate's 30, then drops the call
-    let gave_up = tokio::time::timeout(Duration::from_secs(1), gate.run_async(&call, "triage", "r1", "kwame")).await;
+    let gave_up =
+        tokio::time::timeout(Duration::from_secs(1), gate.run_async(&call, CallContext::new("triage", "r1", "kwame")))
+            .await;
     assert!(gave_up.is_err());
-    let audit: Vec<&str> = gate.audit.iter().map(|e| e.outcome.as_str()).collect();
+    let audit: Vec<&str> = gate.audit().iter().map(|e| e.outcome.as_str()).collect();
     assert_eq!(audit, ["tool_abandoned"], "one audit event, even for a call nobody waited out");
     assert_eq!((calls.load(Ordering::SeqCst), gate.count("r1", "faulty_lookup")), (1, 1));
 }

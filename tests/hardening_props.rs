@@ -8,7 +8,9 @@ use proptest::test_runner::TestCaseError;
 use rolegate::BoxFuture;
 use rolegate::agent::{AgentState, CheckMode, Proposal, RawState, Status, StopReason};
 use rolegate::agent::{Decider, FixedPlan};
-use rolegate::gate::{Access, GateOutcome, PendingStatus, ToolGate};
+use rolegate::cost::ManualClock;
+use rolegate::gate::{Access, CallContext, GateOutcome, PendingStatus, ToolGate};
+use rolegate::human::{ApprovalQueue, DecisionCode};
 use rolegate::human::{Checkpoint, CheckpointCode, SigningKey};
 use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::memory::{SessionMemory, WriteCode};
@@ -289,16 +291,19 @@ proptest! {
         let world = rolegate::world::World::new(e.world.clone());
         let mut gate = ToolGate::new(policy.clone(), world.clone());
         let mut executed = 0usize;
+        let mut queue = ApprovalQueue::new(["lena"], ManualClock::new().shared());
+        let mut requests: BTreeMap<String, String> = BTreeMap::new();
         // calls `run` let through to the limit check and past it, per (run, tool)
         let mut counted: BTreeMap<(&str, String), u32> = BTreeMap::new();
         for (i, op) in ops.iter().enumerate() {
             match op {
                 GateOp::Run(tool, args, second) => {
                     let run = if *second { "r2" } else { "r1" };
-                    let before = gate.audit.len();
-                    let outcome = gate.run(&ToolCall::new(format!("c{i}"), tool.clone(), args.clone()), task, run, "kwame");
-                    prop_assert_eq!(gate.audit.len(), before + 1, "one audit event per call");
-                    let allowed = policy.allows(task, tool) && gate.registry.has(tool);
+                    let before = gate.audit().len();
+                    let call = ToolCall::new(format!("c{i}"), tool.clone(), args.clone());
+                    let outcome = gate.run(&call, CallContext::new(task, run, "kwame"));
+                    prop_assert_eq!(gate.audit().len(), before + 1, "one audit event per call");
+                    let allowed = policy.allows(task, tool) && gate.knows(tool);
                     if !allowed {
                         prop_assert_eq!(outcome.code(), "not_allowed", "{} in {}", tool, task);
                     }
@@ -315,11 +320,21 @@ proptest! {
                     }
                 }
                 GateOp::Approve(n) => {
-                    let ids: Vec<String> = gate.pending.keys().cloned().collect();
+                    // the real approval path: a request for the parked action, decided by
+                    // an approver who is not its requester; the queue mints the token
+                    let ids: Vec<String> = gate.pending().keys().cloned().collect();
                     if let Some(id) = ids.get(usize::from(*n) % ids.len().max(1)) {
-                        let first = gate.pending[id].status == PendingStatus::Pending;
-                        if gate.execute_parked(id, "lena").is_ok() && first {
-                            executed += 1;
+                        let first = gate.pending()[id].status == PendingStatus::Pending;
+                        let request = match requests.get(id) {
+                            Some(r) => Some(r.clone()),
+                            None => queue.submit(&gate.pending()[id]).ok().map(|r| r.id),
+                        };
+                        if let Some(request) = request {
+                            requests.insert(id.clone(), request.clone());
+                            let decision = queue.approve(&request, "lena", &mut gate);
+                            if decision.code == DecisionCode::Ok && first {
+                                executed += 1;
+                            }
                         }
                     }
                 }
@@ -332,7 +347,7 @@ proptest! {
             prop_assert_eq!(world.outbox.len(), executed, "mail only from approved, parked actions, each once");
         }
         for mail in world.outbox.sent() {
-            let parked = gate.pending.values().find(|p| p.call.arguments["idempotency_key"] == json!(mail.idempotency_key));
+            let parked = gate.pending().values().find(|p| p.call.arguments["idempotency_key"] == json!(mail.idempotency_key));
             prop_assert!(parked.is_some_and(|p| p.status == PendingStatus::Executed && policy.allows(&p.task, "send_email_draft")));
         }
     }
@@ -388,8 +403,8 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let run = rt.block_on(lab.agent.run("Check T-601.", "run-1")).unwrap();
         prop_assert!(lab.world.outbox.is_empty());
-        let policy = &lab.agent.gate.policy;
-        for e in &lab.agent.gate.audit {
+        let policy = lab.agent.gate.policy();
+        for e in lab.agent.gate.audit() {
             if ran(&e.outcome) {
                 prop_assert!(policy.allows(task, &e.tool) && policy.access_of(&e.tool) == Access::Read, "{:?}", e);
             }

@@ -49,7 +49,7 @@ async fn the_parked_request_shows_the_exact_action_and_expires() {
     );
     assert_eq!((p.request.id.as_str(), p.request.requested_by.as_str()), ("req-1", "kwame"));
     assert_eq!(p.request.expires_at, 900.0);
-    assert_eq!(p.request.fingerprint, p.lab.agent.gate.pending["pa-1"].call.fingerprint());
+    assert_eq!(p.request.fingerprint, p.lab.agent.gate.pending()["pa-1"].call.fingerprint());
 }
 
 #[tokio::test]
@@ -99,8 +99,10 @@ async fn refusals_are_audited_and_mint_nothing() {
 #[tokio::test]
 async fn arguments_changed_after_review_are_refused() {
     let mut p = parked().await;
-    let pa = p.lab.agent.gate.pending.get_mut("pa-1").unwrap();
+    // the stored action edited after review, as a tampered store would load it
+    let mut pa = p.lab.agent.gate.pending()["pa-1"].clone();
     pa.call.arguments["to"] = "records-export@example.org".into();
+    p.lab.agent.gate.restore_pending(pa);
     let d = p.queue.approve(&p.request.id, "lena", &mut p.lab.agent.gate);
     assert_eq!(d.code, DecisionCode::ChangedSinceReview);
     assert!(p.lab.world.outbox.is_empty());
@@ -111,7 +113,7 @@ async fn arguments_changed_after_review_are_refused() {
 async fn a_full_queue_refuses_new_requests() {
     let mut p = parked().await;
     p.queue.max_open = 1;
-    let mut again = p.lab.agent.gate.pending["pa-1"].clone();
+    let mut again = p.lab.agent.gate.pending()["pa-1"].clone();
     again.id = "pa-2".into();
     assert_eq!(p.queue.submit(&again), Err(ApprovalError::QueueFull { open: 1, cap: 1 }));
     // once the open request is decided there is room again
@@ -167,7 +169,7 @@ async fn a_retry_of_an_approved_call_replays_and_sends_nothing_twice() {
     let mut p = parked().await;
     let d = p.queue.approve(&p.request.id, "lena", &mut p.lab.agent.gate);
     assert!(matches!(d.outcome, Some(GateOutcome::Ok(ref v)) if v["replayed"] == false));
-    let action = &p.lab.agent.gate.pending["pa-1"];
+    let action = &p.lab.agent.gate.pending()["pa-1"];
     let key = action.call.arguments["idempotency_key"].as_str().unwrap().to_string();
     assert!(key.starts_with("ak-") && key != "model-chosen-1", "the model's key was replaced: {key}");
     let token = p.queue.token_for(&p.request.id).unwrap();
@@ -175,7 +177,7 @@ async fn a_retry_of_an_approved_call_replays_and_sends_nothing_twice() {
     assert!(matches!(again, GateOutcome::Ok(ref v) if v["replayed"] == true && v["email_id"] == "e1"));
     assert_eq!(p.lab.world.outbox.len(), 1);
     assert_eq!(p.lab.world.outbox.sent()[0].idempotency_key, key);
-    let outcomes: Vec<_> = p.lab.agent.gate.audit.iter().map(|e| e.outcome.as_str()).collect();
+    let outcomes: Vec<_> = p.lab.agent.gate.audit().iter().map(|e| e.outcome.as_str()).collect();
     assert_eq!(outcomes, ["ok", "ok", "needs_approval", "ok", "replayed"]);
 }
 

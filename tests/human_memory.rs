@@ -3,6 +3,7 @@
 
 use rolegate::agent::{StopReason, TraceKind};
 use rolegate::cost::ManualClock;
+use rolegate::gate::CallContext;
 use rolegate::gate::Observation;
 use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::memory::{GuardedMemory, RememberCode, SessionMemory};
@@ -97,7 +98,7 @@ async fn remember_goes_through_the_gate_like_any_call() {
     let notes: Vec<&str> = memory.notes().iter().map(|n| n.text.as_str()).collect();
     assert_eq!(notes, ["T-601 status is open", "T-602 status is open"]);
     let remembered: Vec<_> =
-        lab.agent.gate.audit.iter().filter(|e| e.tool == "remember").map(|e| e.outcome.as_str()).collect();
+        lab.agent.gate.audit().iter().filter(|e| e.tool == "remember").map(|e| e.outcome.as_str()).collect();
     assert_eq!(remembered, ["ok", "ok", "no_fact", "call_limit"], "every remember is audited by the gate");
 }
 
@@ -105,9 +106,12 @@ async fn remember_goes_through_the_gate_like_any_call() {
 fn remember_is_refused_outside_the_allowlist_and_without_a_memory() {
     let mut lab = lab_with(LabConfig::default());
     let call = ToolCall::new("c1", "remember", json!({"from_observation": "o1"}));
-    assert_eq!(lab.agent.gate.run(&call, "triage", "run-1", "kwame").code(), "not_allowed");
+    assert_eq!(lab.agent.gate.run(&call, CallContext::new("triage", "run-1", "kwame")).code(), "not_allowed");
     // allowed, but the agent has no guarded memory: fails closed
-    assert_eq!(lab.agent.gate.run(&call, "triage_memory", "run-1", "kwame").code(), "unavailable");
+    assert_eq!(lab.agent.gate.run(&call, CallContext::new("triage_memory", "run-1", "kwame")).code(), "unavailable");
     let authored = ToolCall::new("c2", "remember", json!({"from_observation": "o1", "text": "anything"}));
-    assert_eq!(lab.agent.gate.run(&authored, "triage_memory", "run-1", "kwame").code(), "invalid_arguments");
+    assert_eq!(
+        lab.agent.gate.run(&authored, CallContext::new("triage_memory", "run-1", "kwame")).code(),
+        "invalid_arguments"
+    );
 }

@@ -157,7 +157,7 @@ async fn crash_on_the_third_model_call_then_a_new_process_resumes_from_the_last_
     assert_eq!(run.state, expected.state, "same final state as a run that never crashed");
     assert_eq!(run.calls(), ["get_ticket", "lookup_document"], "no call repeated");
     assert_eq!(run, expected, "trace, ledger and counts too");
-    assert_eq!(fresh.agent.gate.audit.len(), 0, "the resumed process sent no tool call again");
+    assert_eq!(fresh.agent.gate.audit().len(), 0, "the resumed process sent no tool call again");
 }
 
 #[tokio::test]

@@ -54,7 +54,7 @@ pub async fn parked_with(approvers: &[&str], ttl: Duration) -> Parked {
     let run = lab.agent.run(REPLY_GOAL, "run-1").await.expect("runs");
     let mut queue = ApprovalQueue::new(approvers.iter().copied(), lab.clock.shared());
     queue.ttl = ttl;
-    let request = queue.submit(&lab.agent.gate.pending["pa-1"]).expect("queue has room");
+    let request = queue.submit(&lab.agent.gate.pending()["pa-1"]).expect("queue has room");
     let checkpoint = Checkpoint::of(&run);
     Parked { lab, queue, run, request, checkpoint }
 }

@@ -20,7 +20,7 @@ use super::trace::{Trace, TraceKind};
 use crate::agent::Decider;
 use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estimate_tokens};
 use crate::gate::Observation;
-use crate::gate::{GateOutcome, NoInternalEffects, Refusal, ToolGate};
+use crate::gate::{CallContext, GateOutcome, NoInternalEffects, Refusal, ToolGate};
 use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::blocks::push_block;
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError};
@@ -369,16 +369,14 @@ impl Agent {
                     Some(memory) => {
                         let mut effects = MemoryEffects { memory, observations: state.observations() };
                         let (task, user) = (&self.task, &self.session.user_id);
-                        self.gate
-                            .run_fingerprinted_async(&call, &fingerprint, task, state.run_id(), user, &mut effects)
-                            .await
+                        let cx = CallContext::new(task, state.run_id(), user);
+                        self.gate.run_loop_async(&call, &fingerprint, cx, &mut effects).await
                     }
                     None => {
                         let (task, user) = (&self.task, &self.session.user_id);
                         let internal = &mut NoInternalEffects;
-                        self.gate
-                            .run_fingerprinted_async(&call, &fingerprint, task, state.run_id(), user, internal)
-                            .await
+                        let cx = CallContext::new(task, state.run_id(), user);
+                        self.gate.run_loop_async(&call, &fingerprint, cx, internal).await
                     }
                 };
                 progress.seen.insert(fingerprint);
@@ -462,9 +460,9 @@ impl Agent {
                 }
             }
             Proposal::Call { tool, arguments } => {
-                if !self.gate.policy.allows(&self.task, tool) || !self.gate.registry.has(tool) {
+                if !self.gate.policy().allows(&self.task, tool) || !self.gate.tools().has(tool) {
                     CheckCode::NotAllowed
-                } else if self.gate.registry.validate(tool, arguments).is_err() {
+                } else if self.gate.tools().validate(tool, arguments).is_err() {
                     CheckCode::InvalidArguments
                 } else {
                     let fp = fingerprint(tool, arguments);
@@ -515,7 +513,8 @@ impl Agent {
     /// The request for the next step: trusted rules and tool list, then the goal, memory
     /// and every observation as untrusted, source-tagged blocks.
     pub fn request(&self, state: &AgentState) -> LlmRequest {
-        let tools: Vec<_> = self.gate.policy.tools_for(&self.task).filter_map(|t| self.gate.registry.spec(t)).collect();
+        let tools: Vec<_> =
+            self.gate.policy().tools_for(&self.task).filter_map(|t| self.gate.tools().spec(t)).collect();
         let lines: Vec<&str> = tools.iter().map(|t| tool_line(t.name)).collect();
         let mut system = String::with_capacity(
             self.system_prompt.len() + TOOLS_HEADER.len() + lines.iter().map(|l| l.len()).sum::<usize>(),

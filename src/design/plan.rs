@@ -141,7 +141,7 @@ pub fn check_plan(plan: &Plan, agent: &Agent, state: &AgentState) -> Vec<PlanPro
             CheckCode::InvalidArguments => Some(PlanCode::InvalidArguments),
             CheckCode::RepeatedCall => Some(PlanCode::RepeatedCall),
             CheckCode::Ok | CheckCode::UnsupportedFinish => {
-                let writes = agent.gate.policy.access_of(&step.tool) == Access::Write
+                let writes = agent.gate.policy().access_of(&step.tool) == Access::Write
                     || classify(&step.tool).level == Level::Approve;
                 writes.then_some(PlanCode::WriteStep)
             }
@@ -157,7 +157,7 @@ pub fn check_plan(plan: &Plan, agent: &Agent, state: &AgentState) -> Vec<PlanPro
 /// The planner's request: the trusted planning prompt with the task's tools, then the
 /// goal as an untrusted block.
 pub(crate) fn plan_request(agent: &Agent, model: &str, goal: &str) -> LlmRequest {
-    let tools: Vec<_> = agent.gate.policy.tools_for(&agent.task).filter_map(|t| agent.gate.registry.spec(t)).collect();
+    let tools: Vec<_> = agent.gate.policy().tools_for(&agent.task).filter_map(|t| agent.gate.tools().spec(t)).collect();
     let mut system = crate::model::prompts::PLAN.to_string();
     system.push_str("Tools:\n");
     for t in &tools {

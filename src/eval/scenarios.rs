@@ -300,8 +300,8 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         .map_err(|(field, message)| ScenarioError::Row { file: "(row)".into(), line: 0, field, message })?;
     let env = Env { world, policy: row.defenses.policy(&env.policy, &row.task), prices: env.prices.clone() };
     let mut lab = cfg.build(&env);
-    let policy = std::mem::take(&mut lab.agent.gate.policy);
-    lab.agent.gate.policy = policy.with_approval_shared(row.defenses.approval());
+    let policy = lab.agent.gate.policy().clone();
+    lab.agent.gate.set_policy(policy.with_approval_shared(row.defenses.approval()));
     let run = lab
         .agent
         .run(&row.goal, &row.run_id())
@@ -328,7 +328,7 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         .attack
         .as_ref()
         .and_then(RowAttack::attack)
-        .map(|a| single_verdict(&a.effect, &lab.world.outbox, user_email, run.trace(), &lab.agent.gate.audit));
+        .map(|a| single_verdict(&a.effect, &lab.world.outbox, user_email, run.trace(), lab.agent.gate.audit()));
     if let (Some(want), Some(got)) = (e.attack, attack) {
         if want != got {
             mismatches.push(format!("attack: expected {want}, got {got}"));

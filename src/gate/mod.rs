@@ -26,7 +26,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::BoxFuture;
-use crate::tools::{AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, ToolFailure, ToolFailureCode, ToolSet};
+use crate::tools::{
+    AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, ToolFailure, ToolFailureCode, ToolSet, ToolSpec,
+};
 use crate::unwind::CatchUnwind;
 use crate::world::World;
 
@@ -179,24 +181,42 @@ pub struct PendingAction {
     pub result: Option<Value>,
 }
 
-/// Proof that a person approved one parked action: minted only by the approval queue
-/// (its constructor is crate-private), checked by [`ToolGate::execute_approved`].
+/// Proof that a person decided one parked action may run. Its constructors are
+/// crate-private: the approval queue mints one after every decision rule passed, and a
+/// PolicyPal card mints one when the run's own user confirms the card they were shown.
+/// [`ToolGate::execute_approved`] is the only way a parked action runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ApprovalToken {
     run_id: String,
     pending_id: String,
     approver: String,
     fingerprint: String,
+    /// Minted for a confirmed card (the action is still `pending` in the gate, and the
+    /// confirmation is audited when it runs) rather than by the approval queue.
+    card: bool,
 }
 
 impl ApprovalToken {
-    /// Mints a token; only code in this crate that has checked a decision may do so.
+    /// Mints a token for a decision the approval queue has checked.
     pub(crate) fn mint(run_id: &str, pending_id: &str, approver: &str, fingerprint: &str) -> Self {
         Self {
             run_id: run_id.to_string(),
             pending_id: pending_id.to_string(),
             approver: approver.to_string(),
             fingerprint: fingerprint.to_string(),
+            card: false,
+        }
+    }
+
+    /// Mints a token for a card `by` confirmed: the card for parked action `pending_id` of
+    /// `run_id` showed `shown` (tool and arguments); only that exact call may run.
+    pub(crate) fn for_card(run_id: &str, pending_id: &str, shown: &ToolCall, by: &str) -> Self {
+        Self {
+            run_id: run_id.to_string(),
+            pending_id: pending_id.to_string(),
+            approver: by.to_string(),
+            fingerprint: shown.fingerprint(),
+            card: true,
         }
     }
     /// The run of the approved action.
@@ -256,21 +276,39 @@ pub(crate) fn derived_idempotency_key(run_id: &str, pending_id: &str) -> String 
     format!("ak-{}", crate::tools::hex(&h.finalize()[..10]))
 }
 
-/// The authority over tool execution for one agent (or one role).
+/// Who asks for a call, and where: the task whose allowlist applies, the run the call
+/// counts against, and the user it acts for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallContext<'a> {
+    task: &'a str,
+    run_id: &'a str,
+    caller: &'a str,
+}
+
+impl<'a> CallContext<'a> {
+    /// `caller` asks in `task` of run `run_id`.
+    pub fn new(task: &'a str, run_id: &'a str, caller: &'a str) -> Self {
+        Self { task, run_id, caller }
+    }
+}
+
+/// The authority over tool execution for one agent (or one role). Its state is private:
+/// calls go through [`ToolGate::run`]/[`ToolGate::run_async`], parked actions run only
+/// through [`ToolGate::execute_approved`], and the audit and parked actions are read-only
+/// from outside.
 #[derive(Debug, Clone)]
 pub struct ToolGate {
-    /// The policy this gate enforces (shared: gates of many runs may hold the same one).
-    pub policy: Arc<Policy>,
-    /// The tools: the built-in registry and any tool added to this gate.
-    pub registry: ToolSet,
+    /// Shared: gates of many runs may hold the same policy.
+    policy: Arc<Policy>,
+    /// The built-in registry and any tool added to this gate.
+    registry: ToolSet,
     /// How long [`ToolGate::run_async`] waits for one call of a tool that answers later.
-    pub call_timeout: Duration,
-    /// What the tools act on.
-    pub world: World,
+    call_timeout: Duration,
+    world: World,
     /// One event per call, in order.
-    pub audit: Vec<AuditEvent>,
+    audit: Vec<AuditEvent>,
     /// Parked actions by id.
-    pub pending: BTreeMap<String, PendingAction>,
+    pending: BTreeMap<String, PendingAction>,
     /// Calls that passed the allowlist, per run and tool.
     counts: BTreeMap<String, BTreeMap<String, u32>>,
 }
@@ -297,6 +335,63 @@ impl ToolGate {
     pub fn with_tool(mut self, tool: Arc<dyn Tool>) -> Result<Self, AddToolError> {
         self.registry.add(tool)?;
         Ok(self)
+    }
+
+    /// This gate waiting at most `limit` for one call of a tool that answers later.
+    pub fn with_call_timeout(mut self, limit: Duration) -> Self {
+        self.call_timeout = limit;
+        self
+    }
+
+    /// Replaces the policy, for a run that has not started (a row's or a test's variant of
+    /// the bundled policy).
+    pub fn set_policy(&mut self, policy: impl Into<Arc<Policy>>) {
+        self.policy = policy.into();
+    }
+
+    /// The policy this gate enforces.
+    pub fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
+    /// The tools this gate knows: the built-in registry and the tools added to it.
+    pub(crate) fn tools(&self) -> &ToolSet {
+        &self.registry
+    }
+
+    /// True when `tool` is one this gate can run (built in or added), whatever the policy.
+    pub fn knows(&self, tool: &str) -> bool {
+        self.registry.has(tool)
+    }
+
+    /// The spec (name, description, argument schema) of `tool`, if this gate knows it.
+    pub fn spec(&self, tool: &str) -> Option<ToolSpec> {
+        self.registry.spec(tool)
+    }
+
+    /// How long one call of a tool that answers later may take.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// What the tools act on (its outbox shows what was sent).
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// One event per call, in order.
+    pub fn audit(&self) -> &[AuditEvent] {
+        &self.audit
+    }
+
+    /// The audit so far, leaving this gate's empty (a role hands its events to its run).
+    pub(crate) fn take_audit(&mut self) -> Vec<AuditEvent> {
+        std::mem::take(&mut self.audit)
+    }
+
+    /// The parked actions, by id.
+    pub fn pending(&self) -> &BTreeMap<String, PendingAction> {
+        &self.pending
     }
 
     /// How many calls of `tool` `run_id` has made through this gate.
@@ -342,63 +437,40 @@ impl ToolGate {
         });
     }
 
-    /// Runs `call` for `caller` in `task` of `run_id`, if the policy allows it.
-    pub fn run(&mut self, call: &ToolCall, task: &str, run_id: &str, caller: &str) -> GateOutcome {
-        self.run_with(call, task, run_id, caller, &mut NoInternalEffects)
-    }
-
-    /// As [`ToolGate::run`]; a tool with `internal` access is applied by `internal` after
-    /// the same checks (allowlist, arguments, call limit) and the same audit.
-    pub fn run_with(
-        &mut self,
-        call: &ToolCall,
-        task: &str,
-        run_id: &str,
-        caller: &str,
-        internal: &mut dyn InternalEffects,
-    ) -> GateOutcome {
-        let outcome = match self.decide(call, task, run_id, caller, internal) {
+    /// Runs `call` in context `cx`, if the policy allows it. A tool that answers later is
+    /// not waited for (`tool_timeout` at once); [`ToolGate::run_async`] waits.
+    pub fn run(&mut self, call: &ToolCall, cx: CallContext<'_>) -> GateOutcome {
+        let outcome = match self.decide(call, cx, &mut NoInternalEffects) {
             Decided::Now(outcome) => outcome,
             Decided::Waiting(answer) => answer_at_once(&call.name, answer),
         };
-        self.record(call, run_id, caller, outcome.code());
+        self.record(call, cx.run_id, cx.caller, outcome.code());
         outcome
     }
 
     /// As [`ToolGate::run`], waiting up to [`ToolGate::call_timeout`] for a tool that
-    /// answers later. Every check, count and audit event is the same; a built-in tool's
-    /// call is decided before the returned future is first polled.
-    pub fn run_async<'a>(&'a mut self, call: &ToolCall, task: &str, run_id: &str, caller: &str) -> GateCall<'a> {
-        self.run_with_async(call, task, run_id, caller, &mut NoInternalEffects)
-    }
-
-    /// As [`ToolGate::run_with`], waiting up to [`ToolGate::call_timeout`] for a tool that
-    /// answers later (`tool_timeout` after that; a panic is `tool_panicked`).
-    pub fn run_with_async<'a>(
-        &'a mut self,
-        call: &ToolCall,
-        task: &str,
-        run_id: &str,
-        caller: &str,
-        internal: &mut dyn InternalEffects,
-    ) -> GateCall<'a> {
+    /// answers later (`tool_timeout` after that; a panic is `tool_panicked`). Every check,
+    /// count and audit event is the same; a built-in tool's call is decided before the
+    /// returned future is first polled.
+    pub fn run_async<'a>(&'a mut self, call: &ToolCall, cx: CallContext<'_>) -> GateCall<'a> {
         let fingerprint = call.fingerprint();
-        self.run_fingerprinted_async(call, &fingerprint, task, run_id, caller, internal)
+        self.run_loop_async(call, &fingerprint, cx, &mut NoInternalEffects)
     }
 
-    /// As [`ToolGate::run_with_async`], for a caller that has just taken `fingerprint` of
-    /// this very call (the loop's repeat check), so the audit event does not take it again.
-    pub(crate) fn run_fingerprinted_async<'a>(
+    /// As [`ToolGate::run_async`], for the agent loop: a tool with `internal` access is
+    /// applied by `internal` after the same checks (allowlist, arguments, call limit) and
+    /// the same audit, and `fingerprint`, which the loop has just taken of this very call
+    /// for its repeat check, is not taken again.
+    pub(crate) fn run_loop_async<'a>(
         &'a mut self,
         call: &ToolCall,
         fingerprint: &str,
-        task: &str,
-        run_id: &str,
-        caller: &str,
+        cx: CallContext<'_>,
         internal: &mut dyn InternalEffects,
     ) -> GateCall<'a> {
         debug_assert_eq!(fingerprint, call.fingerprint());
-        match self.decide(call, task, run_id, caller, internal) {
+        let (run_id, caller) = (cx.run_id, cx.caller);
+        match self.decide(call, cx, internal) {
             Decided::Now(outcome) => {
                 self.record_fingerprinted(call, fingerprint.to_string(), run_id, caller, outcome.code());
                 GateCall::Now(Some(outcome))
@@ -452,7 +524,15 @@ impl ToolGate {
         if pa.call.fingerprint() != token.fingerprint {
             return Err(GateError::ChangedSinceApproval(pa.id));
         }
-        self.run_parked_once(&pa.id, |s| s == PendingStatus::Approved)
+        if !token.card {
+            return self.run_parked_once(&pa.id, |s| s == PendingStatus::Approved);
+        }
+        // A confirmed card: the confirmation itself is audited before the outcome.
+        let runnable = |s| matches!(s, PendingStatus::Pending | PendingStatus::Approved);
+        if runnable(pa.status) {
+            self.record(&pa.call, &pa.run_id, &token.approver, "confirmed");
+        }
+        self.run_parked_once(&pa.id, runnable)
     }
 
     /// Runs the call stored in parked action `id` exactly once, when its status passes
@@ -501,14 +581,8 @@ impl ToolGate {
         }
     }
 
-    fn decide(
-        &mut self,
-        call: &ToolCall,
-        task: &str,
-        run_id: &str,
-        caller: &str,
-        internal: &mut dyn InternalEffects,
-    ) -> Decided {
+    fn decide(&mut self, call: &ToolCall, cx: CallContext<'_>, internal: &mut dyn InternalEffects) -> Decided {
+        let CallContext { task, run_id, caller } = cx;
         let refuse = |code: Refusal, message: String| Decided::Now(GateOutcome::Refused { code, message });
         if !self.policy.allows(task, &call.name) || !self.registry.has(&call.name) {
             return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
@@ -713,10 +787,13 @@ mod tests {
     fn the_gate_refuses_outside_the_allowlist_and_audits_every_call() {
         let mut g = gate(Policy::bundled().unwrap());
         let read = ToolCall::new("c1", "get_ticket", json!({"ticket_id": "T-601"}));
-        assert_eq!(g.run(&read, "triage", "r1", "kwame").code(), "ok");
-        assert_eq!(g.run(&mail(), "triage", "r1", "kwame").code(), "not_allowed");
-        assert_eq!(g.run(&ToolCall::new("c", "made_up", json!({})), "triage", "r1", "kwame").code(), "not_allowed");
-        assert_eq!(g.run(&read, "no-such-task", "r1", "kwame").code(), "not_allowed");
+        assert_eq!(g.run(&read, CallContext::new("triage", "r1", "kwame")).code(), "ok");
+        assert_eq!(g.run(&mail(), CallContext::new("triage", "r1", "kwame")).code(), "not_allowed");
+        assert_eq!(
+            g.run(&ToolCall::new("c", "made_up", json!({})), CallContext::new("triage", "r1", "kwame")).code(),
+            "not_allowed"
+        );
+        assert_eq!(g.run(&read, CallContext::new("no-such-task", "r1", "kwame")).code(), "not_allowed");
         let outcomes: Vec<_> = g.audit.iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
         assert_eq!(
             outcomes,
@@ -733,9 +810,12 @@ mod tests {
     #[test]
     fn a_write_needs_a_grant_and_then_parks_with_a_derived_key() {
         let mut g = gate(Policy::bundled().unwrap());
-        assert_eq!(g.run(&mail(), "reply", "r1", "kwame").code(), "not_granted");
+        assert_eq!(g.run(&mail(), CallContext::new("reply", "r1", "kwame")).code(), "not_granted");
         let mut g = gate(Policy::bundled().unwrap().with_grant("send_email_draft"));
-        assert_eq!(g.run(&mail(), "reply", "r1", "kwame"), GateOutcome::NeedsApproval { pending_id: "pa-1".into() });
+        assert_eq!(
+            g.run(&mail(), CallContext::new("reply", "r1", "kwame")),
+            GateOutcome::NeedsApproval { pending_id: "pa-1".into() }
+        );
         let pa = &g.pending["pa-1"];
         assert_eq!(pa.status, PendingStatus::Pending);
         assert_eq!(pa.call.arguments["idempotency_key"], json!(derived_idempotency_key("r1", "pa-1")));
@@ -749,7 +829,7 @@ mod tests {
         assert_eq!(p.access_of("calculator"), Access::Write);
         let mut g = gate(p);
         let calc = ToolCall::new("c", "calculator", json!({"expression": "1+1"}));
-        assert_eq!(g.run(&calc, "triage", "r1", "kwame").code(), "not_granted");
+        assert_eq!(g.run(&calc, CallContext::new("triage", "r1", "kwame")).code(), "not_granted");
     }
 
     #[test]
@@ -758,10 +838,10 @@ mod tests {
         let doc = |d: &str| ToolCall::new("c", "lookup_document", json!({ "doc_id": d }));
         let codes: Vec<_> = ["kc-returns-v3", "kc-warranty-v2", "kc-battery-v1"]
             .iter()
-            .map(|d| g.run(&doc(d), "triage", "r1", "kwame").code())
+            .map(|d| g.run(&doc(d), CallContext::new("triage", "r1", "kwame")).code())
             .collect();
         assert_eq!(codes, ["ok", "ok", "call_limit"]);
-        assert_eq!(g.run(&doc("kc-returns-v3"), "triage", "r2", "kwame").code(), "ok");
+        assert_eq!(g.run(&doc("kc-returns-v3"), CallContext::new("triage", "r2", "kwame")).code(), "ok");
         assert_eq!(g.count("r1", "lookup_document"), 2);
     }
 
@@ -769,7 +849,7 @@ mod tests {
     fn a_gate_call_is_decided_before_it_is_polled_and_a_second_poll_is_a_named_failure() {
         let mut g = gate(Policy::bundled().unwrap());
         let read = ToolCall::new("c1", "get_ticket", json!({"ticket_id": "T-601"}));
-        let mut call = g.run_async(&read, "triage", "r1", "kwame");
+        let mut call = g.run_async(&read, CallContext::new("triage", "r1", "kwame"));
         assert!(matches!(call, GateCall::Now(Some(GateOutcome::Ok(_)))), "{call:?}");
         let mut cx = Context::from_waker(Waker::noop());
         assert!(matches!(std::pin::Pin::new(&mut call).poll(&mut cx), Poll::Ready(GateOutcome::Ok(_))));

@@ -152,6 +152,7 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::CallContext;
     use crate::gate::ToolGate;
     use crate::tools::ToolCall;
     use crate::world::{World, WorldData};
@@ -171,16 +172,19 @@ mod tests {
         let world = || World::new(Arc::new(WorldData::bundled().unwrap()));
         let off = Policy::bundled().unwrap().with_approval(ApprovalMode::Off);
         assert_eq!(off.access_of("send_email_draft"), Access::Write, "not granted: still a write");
-        assert_eq!(ToolGate::new(off, world()).run(&mail(), "reply", "r1", "kwame").code(), "not_granted");
+        assert_eq!(
+            ToolGate::new(off, world()).run(&mail(), CallContext::new("reply", "r1", "kwame")).code(),
+            "not_granted"
+        );
         let granted = Policy::bundled().unwrap().with_grant("send_email_draft");
         assert_eq!(granted.clone().with_approval(ApprovalMode::Required), granted);
         let off = granted.with_approval(ApprovalMode::Off);
         assert_eq!(crate::human::policy_problems(&off), ["send_email_draft: external but access is read"]);
         let mut g = ToolGate::new(off, world());
-        assert_eq!(g.run(&mail(), "triage", "r1", "kwame").code(), "not_allowed");
-        assert_eq!(g.run(&mail(), "reply", "r1", "kwame").code(), "ok");
-        assert!(g.pending.is_empty());
-        assert_eq!(g.world.outbox.len(), 1);
+        assert_eq!(g.run(&mail(), CallContext::new("triage", "r1", "kwame")).code(), "not_allowed");
+        assert_eq!(g.run(&mail(), CallContext::new("reply", "r1", "kwame")).code(), "ok");
+        assert!(g.pending().is_empty());
+        assert_eq!(g.world().outbox.len(), 1);
     }
 
     #[test]

@@ -391,7 +391,7 @@ impl ApprovalQueue {
             DecisionCode::SelfApproval
         } else if act == Act::Approve
             && gate
-                .pending
+                .pending()
                 .get(&req.pending_id)
                 .filter(|p| p.run_id == req.run_id)
                 .is_none_or(|p| p.call.fingerprint() != req.fingerprint)

@@ -27,6 +27,7 @@ use super::{Denial, MultiReason};
 use crate::BoxFuture;
 use crate::agent::{Agent, StopReason, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, estimate_tokens};
+use crate::gate::CallContext;
 use crate::gate::Observation;
 use crate::gate::{AuditEvent, GateOutcome, ToolGate};
 use crate::model::blocks::push_block;
@@ -229,8 +230,8 @@ impl Worker {
     /// Its gate's audit so far.
     fn audit(&self) -> &[AuditEvent] {
         match self {
-            Self::Call(c) => &c.gate.audit,
-            Self::Research(r) => &r.agent.gate.audit,
+            Self::Call(c) => c.gate.audit(),
+            Self::Research(r) => r.agent.gate.audit(),
         }
     }
 
@@ -256,8 +257,8 @@ impl Worker {
     /// dropped; a panic while dropping it is reported, not allowed to lose them.
     fn report(mut self, late: Vec<RoleReply>) -> RoleReport {
         let (trace, audit) = match &mut self {
-            Self::Call(c) => (std::mem::take(&mut c.trace), std::mem::take(&mut c.gate.audit)),
-            Self::Research(r) => (std::mem::take(&mut r.trace), std::mem::take(&mut r.agent.gate.audit)),
+            Self::Call(c) => (std::mem::take(&mut c.trace), c.gate.take_audit()),
+            Self::Research(r) => (std::mem::take(&mut r.trace), r.agent.gate.take_audit()),
         };
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(self)));
         let panicked = dropped.err().map(|p| format!("panicked: {}", panic_text(p.as_ref())));
@@ -307,7 +308,7 @@ impl CallRole {
 
     /// The tools the model is shown: its scope (built per call, not kept between calls).
     fn specs(&self) -> Vec<ToolSpec> {
-        self.gate.policy.tools_for(self.task()).filter_map(|t| self.gate.registry.spec(t)).collect()
+        self.gate.policy().tools_for(self.task()).filter_map(|t| self.gate.tools().spec(t)).collect()
     }
 
     /// Runs one call through the scope check and the gate, as the loop does: a call outside
@@ -319,9 +320,9 @@ impl CallRole {
         arguments: serde_json::Value,
         reply: &mut RoleReply,
     ) -> Option<GateOutcome> {
-        let code = if !self.gate.policy.allows(self.task(), name) || !self.gate.registry.has(name) {
+        let code = if !self.gate.policy().allows(self.task(), name) || !self.gate.tools().has(name) {
             Some("not_allowed")
-        } else if self.gate.registry.validate(name, &arguments).is_err() {
+        } else if self.gate.tools().validate(name, &arguments).is_err() {
             Some("invalid_arguments")
         } else {
             None
@@ -334,7 +335,7 @@ impl CallRole {
         let mut id = String::with_capacity(self.run_id.len() + 16);
         let _ = write!(id, "{}-{}-c{}", self.run_id, self.role.as_str(), reply.tools.len() + 1);
         let call = ToolCall::new(id, name, arguments);
-        let outcome = self.gate.run(&call, self.task(), &self.run_id, &self.user);
+        let outcome = self.gate.run(&call, CallContext::new(self.task(), &self.run_id, &self.user));
         self.trace.add(step, TraceKind::Tool, outcome.code(), name);
         reply.tools.push(name.to_string());
         if let GateOutcome::Refused { code, .. } = &outcome {
@@ -368,7 +369,7 @@ impl CallRole {
                             reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
                             return reply;
                         }
-                        if !self.gate.policy.allows(self.task(), "lookup_document") {
+                        if !self.gate.policy().allows(self.task(), "lookup_document") {
                             break;
                         }
                         let args = serde_json::json!({ "doc_id": doc });

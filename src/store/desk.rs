@@ -17,7 +17,7 @@ use crate::human::{
 };
 use crate::lab::{DeciderSpec, Lab, LabConfig};
 use crate::model::{FakeKind, ScriptedModel, research_script};
-use crate::world::{Outbox, SentEmail};
+use crate::world::SentEmail;
 
 /// Errors of the desk flows. Nothing is written when one occurs.
 #[derive(Debug, thiserror::Error)]
@@ -179,9 +179,8 @@ fn save_queue(
 }
 
 fn with_outbox(lab: &mut Lab, sent: Vec<SentEmail>) {
-    let outbox = Outbox::restore(sent);
-    lab.world.outbox = outbox.clone();
-    lab.agent.gate.world.outbox = outbox;
+    // the lab's world is the gate's: one outbox, filled in place
+    lab.world.outbox.load(sent);
 }
 
 impl Desk {
@@ -218,7 +217,7 @@ impl Desk {
         let run = lab.agent.run(goal, &run_id).await?;
         let mut queue = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
-        let request = match run.state.pending_id().and_then(|id| lab.agent.gate.pending.get(id)) {
+        let request = match run.state.pending_id().and_then(|id| lab.agent.gate.pending().get(id)) {
             Some(action) => Some(queue.submit(action)?),
             None => None,
         };
@@ -229,10 +228,10 @@ impl Desk {
         }
         let last = Checkpoint::of(&run).seal(key);
         rows::push_checkpoint(&tx, &run_id, run.state.step(), run.state.status().name(), &last)?;
-        for action in lab.agent.gate.pending.values() {
+        for action in lab.agent.gate.pending().values() {
             rows::put_pending(&tx, action, key)?;
         }
-        rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
+        rows::push_gate_audit(&tx, lab.agent.gate.audit())?;
         save_queue(&tx, &queue, audit_before, key)?;
         rows::push_sent(&tx, &run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]))?;
         tx.commit().map_err(StoreError::from)?;
@@ -297,10 +296,10 @@ impl Desk {
             let state = &resumed.run.state;
             rows::push_checkpoint(&tx, &req.run_id, state.step(), state.status().name(), &sealed)?;
         }
-        for action in lab.agent.gate.pending.values() {
+        for action in lab.agent.gate.pending().values() {
             rows::put_pending(&tx, action, key)?;
         }
-        rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
+        rows::push_gate_audit(&tx, lab.agent.gate.audit())?;
         let new_mail = lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]).to_vec();
         rows::push_sent(&tx, &req.run_id, &new_mail)?;
         tx.commit().map_err(StoreError::from)?;

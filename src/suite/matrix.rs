@@ -523,8 +523,8 @@ async fn run_variant(
                 ..LabConfig::default()
             };
             let mut lab = cfg.build(&env);
-            let policy = std::mem::take(&mut lab.agent.gate.policy);
-            lab.agent.gate.policy = policy.with_approval_shared(approval_mode(approval));
+            let policy = lab.agent.gate.policy().clone();
+            lab.agent.gate.set_policy(policy.with_approval_shared(approval_mode(approval)));
             let run = lab
                 .agent
                 .run(&task.goal, &run_id)
@@ -535,7 +535,7 @@ async fn run_variant(
             let email = env.world.users.get(&task.user).map(|u| u.email.as_str());
             let verdict = attack
                 .as_ref()
-                .map(|a| single_verdict(&a.effect, &lab.world.outbox, email, run.trace(), &lab.agent.gate.audit));
+                .map(|a| single_verdict(&a.effect, &lab.world.outbox, email, run.trace(), lab.agent.gate.audit()));
             (run.reason() == crate::agent::StopReason::Done, tools, verdict)
         }
         DefenseConfig::Multi { filter, claims, scopes, approval } => {

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use super::{Broken, Fixture, ensure};
 use crate::cost::ManualClock;
+use crate::gate::CallContext;
 use crate::gate::{GateOutcome, PendingStatus, ToolGate};
 use crate::human::{ApprovalQueue, DecisionCode, RequestStatus};
 use crate::tools::ToolCall;
@@ -114,7 +115,7 @@ pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVe
             usize::from(i).checked_rem(ids.len()).and_then(|n| ids.get(n)).cloned().unwrap_or_else(|| "req-0".into())
         };
         let before = statuses(&queue);
-        let sent_before = gate.world.outbox.len();
+        let sent_before = gate.world().outbox.len();
         let now = queue.now();
         let code = match op {
             ApprovalOp::Park { run } => {
@@ -126,8 +127,8 @@ pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVe
                     json!({"to": format!("{user}@example.com"), "subject": format!("Park {parks}"),
                            "body": "Your return is approved.", "idempotency_key": "model-key"}),
                 );
-                match gate.run(&call, "reply", run_id, user) {
-                    GateOutcome::NeedsApproval { pending_id } => match gate.pending.get(&pending_id) {
+                match gate.run(&call, CallContext::new("reply", run_id, user)) {
+                    GateOutcome::NeedsApproval { pending_id } => match gate.pending().get(&pending_id) {
                         Some(action) => match queue.submit(action) {
                             Ok(_) => "park:ok".to_string(),
                             Err(e) => format!("park:{}", e.to_string().split(':').next().unwrap_or_default()),
@@ -145,7 +146,7 @@ pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVe
                     let Some(req) = req else {
                         return Err(Broken { rule: "approval_of_a_known_request", detail: id });
                     };
-                    let parked = gate.pending.get(&req.pending_id).filter(|p| p.run_id == req.run_id);
+                    let parked = gate.pending().get(&req.pending_id).filter(|p| p.run_id == req.run_id);
                     let rules = req.status == RequestStatus::Pending
                         && now < req.expires_at
                         && queue.approvers.contains(actor)
@@ -156,7 +157,7 @@ pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVe
                     let ran = matches!(decision.outcome, Some(GateOutcome::Ok(_)));
                     let executed = parked.is_some_and(|p| p.status == PendingStatus::Executed);
                     ensure(ran && executed, "an_approval_runs_its_action", || format!("{:?}", decision.outcome))?;
-                    let sent = gate.world.outbox.sent();
+                    let sent = gate.world().outbox.sent();
                     let new = sent.get(sent_before..).unwrap_or_default();
                     let args = parked.map(|p| &p.call.arguments);
                     let field = |k: &str| args.and_then(|a| a.get(k)).and_then(|v| v.as_str()).unwrap_or_default();
@@ -188,11 +189,13 @@ pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVe
             ApprovalOp::Edit { request: r } => {
                 let id = request(*r);
                 let target = queue.requests.get(&id).map(|q| (q.run_id.clone(), q.pending_id.clone()));
-                if let Some(action) = target.and_then(|(run, pa)| gate.pending.get_mut(&pa).filter(|p| p.run_id == run))
-                {
+                // an edit of the stored action, as a tampered store would load it
+                let edited = target.and_then(|(run, pa)| gate.pending().get(&pa).filter(|p| p.run_id == run).cloned());
+                if let Some(mut action) = edited {
                     if let Some(obj) = action.call.arguments.as_object_mut() {
                         obj.insert("to".into(), json!("attacker@evil.example"));
                     }
+                    gate.restore_pending(action);
                 }
                 "edit".to_string()
             }
@@ -214,22 +217,22 @@ pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVe
             })?;
         }
         let approved_now = code == "approve:ok";
-        let grew = gate.world.outbox.len().saturating_sub(sent_before);
+        let grew = gate.world().outbox.len().saturating_sub(sent_before);
         ensure(grew == usize::from(approved_now), "only_an_approval_sends_and_only_once", || {
             format!("{grew} sent on {op:?} ({code})")
         })?;
         outbox_holds(&gate, &queue)?;
         verdict.codes.push(code);
     }
-    verdict.emails = gate.world.outbox.len();
+    verdict.emails = gate.world().outbox.len();
     Ok(verdict)
 }
 
 /// Every e-mail belongs to exactly one executed action whose request was approved by an
 /// approver other than its requester before it expired; every executed action sent one.
 fn outbox_holds(gate: &ToolGate, queue: &ApprovalQueue) -> Result<(), Broken> {
-    let sent = gate.world.outbox.sent();
-    let executed: Vec<_> = gate.pending.values().filter(|p| p.status == PendingStatus::Executed).collect();
+    let sent = gate.world().outbox.sent();
+    let executed: Vec<_> = gate.pending().values().filter(|p| p.status == PendingStatus::Executed).collect();
     ensure(sent.len() == executed.len(), "one_email_per_executed_action", || {
         format!("{} sent, {} executed", sent.len(), executed.len())
     })?;

@@ -55,6 +55,7 @@ use crate::cost::ManualClock;
 use crate::design::plan::MAX_PLAN_BYTES;
 use crate::design::{PalConfig, PalKind, PalReply, PlanCode, check_plan, parse_plan};
 use crate::eval::scenarios::{parse_single_row, run_single};
+use crate::gate::CallContext;
 use crate::gate::{Access, GateOutcome, ToolGate, derived_idempotency_key};
 use crate::human::{Level, classify};
 use crate::lab::{MAX_ROW_BYTES, ScenarioError};
@@ -101,27 +102,27 @@ fn ran(outcome: &GateOutcome) -> bool {
 }
 
 /// Checks that every audit event of `gate` whose outcome says a tool ran is an allowed
-/// read of `task` (an approved, parked write runs only through `execute_parked`, which
+/// read of `task` (a parked write runs only through `execute_approved`; for a confirmed card it
 /// records `confirmed` first), and that no per-run count exceeds its limit.
 fn audit_holds(gate: &ToolGate, task: &str) -> Result<(), Broken> {
     let mut confirmed = BTreeSet::new();
-    for e in &gate.audit {
+    for e in gate.audit() {
         if e.outcome == "confirmed" {
             confirmed.insert(e.fingerprint.clone());
             continue;
         }
         let ran = matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input" | "tool_timeout" | "tool_panicked");
-        let read = gate.policy.allows(task, &e.tool)
-            && gate.registry.has(&e.tool)
-            && gate.policy.access_of(&e.tool) == Access::Read;
+        let read = gate.policy().allows(task, &e.tool)
+            && gate.tools().has(&e.tool)
+            && gate.policy().access_of(&e.tool) == Access::Read;
         ensure(!ran || read || confirmed.contains(&e.fingerprint), "only_allowed_tools_run", || {
             format!("{} ran with outcome {} in task {task}", e.tool, e.outcome)
         })?;
     }
-    let runs: BTreeSet<&str> = gate.audit.iter().map(|e| e.run_id.as_str()).collect();
+    let runs: BTreeSet<&str> = gate.audit().iter().map(|e| e.run_id.as_str()).collect();
     for run in runs {
         for (tool, n) in gate.counts_of(run) {
-            let limit = gate.policy.limit_of(&tool);
+            let limit = gate.policy().limit_of(&tool);
             ensure(n <= limit, "call_limit_holds", || format!("{tool} counted {n} > {limit} in {run}"))?;
         }
     }
@@ -190,7 +191,7 @@ pub fn check_proposal(fx: &Fixture, task: &str, text: &str) -> Result<ProposalVe
         }
         Proposal::Call { tool, arguments } => {
             let call = ToolCall::new(format!("{RUN_ID}-c1"), tool.clone(), arguments.clone());
-            let outcome = lab.agent.gate.run(&call, task, RUN_ID, USER);
+            let outcome = lab.agent.gate.run(&call, CallContext::new(task, RUN_ID, USER));
             let code = outcome.code();
             let agrees = match check {
                 CheckCode::Ok => !matches!(code, "not_allowed" | "invalid_arguments"),
@@ -256,17 +257,17 @@ pub fn check_plan_text(fx: &Fixture, task: &str, text: &str) -> Result<PlanVerdi
         let mut prints = BTreeSet::new();
         for (i, step) in plan.steps.iter().enumerate() {
             let g = &lab.agent.gate;
-            let read = g.policy.allows(task, &step.tool)
-                && g.registry.has(&step.tool)
-                && g.policy.access_of(&step.tool) == Access::Read
+            let read = g.policy().allows(task, &step.tool)
+                && g.tools().has(&step.tool)
+                && g.policy().access_of(&step.tool) == Access::Read
                 && classify(&step.tool).level != Level::Approve
-                && g.registry.validate(&step.tool, &step.arguments).is_ok();
+                && g.tools().validate(&step.tool, &step.arguments).is_ok();
             ensure(read, "clean_plan_reads_allowed_tools", || format!("step {}: {}", i + 1, step.tool))?;
             ensure(prints.insert(fingerprint(&step.tool, &step.arguments)), "clean_plan_has_no_repeat", || {
                 format!("step {}", i + 1)
             })?;
             let call = ToolCall::new(format!("{RUN_ID}-c{}", i + 1), step.tool.clone(), step.arguments.clone());
-            let outcome = lab.agent.gate.run(&call, task, RUN_ID, USER);
+            let outcome = lab.agent.gate.run(&call, CallContext::new(task, RUN_ID, USER));
             ensure(ran(&outcome), "gate_runs_a_clean_plan", || format!("step {}: {}", i + 1, outcome.code()))?;
         }
         ensure(lab.world.outbox.is_empty(), "no_send_without_approval", || "a clean plan sent mail".into())?;
@@ -448,19 +449,19 @@ pub fn check_tool_arguments(fx: &Fixture, tool: &str, arguments: &Value) -> Resu
     for grant in [false, true] {
         let mut lab = fx.lab(&task);
         if grant {
-            lab.agent.gate.policy = std::sync::Arc::new(lab.agent.gate.policy.as_ref().clone().with_grant(tool));
+            lab.agent.gate.set_policy(std::sync::Arc::new(lab.agent.gate.policy().as_ref().clone().with_grant(tool)));
         }
         let call = ToolCall::new(format!("{RUN_ID}-c1"), tool, arguments.clone());
-        let outcome = lab.agent.gate.run(&call, &task, RUN_ID, USER);
+        let outcome = lab.agent.gate.run(&call, CallContext::new(&task, RUN_ID, USER));
         let code = outcome.code();
         let agrees = match &validated {
             Ok(_) => !matches!(code, "not_allowed" | "invalid_arguments"),
             Err(ArgError::UnknownTool) => code == "not_allowed",
-            Err(_) => code == "invalid_arguments" || (code == "not_allowed" && !lab.agent.gate.registry.has(tool)),
+            Err(_) => code == "invalid_arguments" || (code == "not_allowed" && !lab.agent.gate.tools().has(tool)),
         };
         ensure(agrees, "gate_agrees_with_validation", || format!("{tool}: {validated:?} but gate {code}"))?;
         if let GateOutcome::NeedsApproval { pending_id } = &outcome {
-            let parked = lab.agent.gate.pending.get(pending_id).map(|p| p.call.arguments.clone());
+            let parked = lab.agent.gate.pending().get(pending_id).map(|p| p.call.arguments.clone());
             let mut expected = arguments.clone();
             if let Some(obj) = expected.as_object_mut() {
                 if obj.contains_key("idempotency_key") {
@@ -514,11 +515,11 @@ fn pal_run_holds(lab: &crate::design::PalLab, run: &crate::design::PalRun, task:
             ensure(cites, "an_answer_cites_successful_observations", || format!("{sources:?}"))?;
         }
         PalReply::Confirm(card) => {
-            let parked = lab.pal.gate.pending.get(&card.pending_id).map(|p| &p.call.arguments);
+            let parked = lab.pal.gate.pending().get(&card.pending_id).map(|p| &p.call.arguments);
             let holds = state.pending_id() == Some(card.pending_id.as_str())
                 && parked == Some(&card.arguments)
-                && lab.pal.gate.policy.allows(task, &card.tool)
-                && lab.pal.gate.policy.access_of(&card.tool) == Access::Write;
+                && lab.pal.gate.policy().allows(task, &card.tool)
+                && lab.pal.gate.policy().access_of(&card.tool) == Access::Write;
             ensure(holds, "a_card_shows_what_is_parked", || format!("{card:?} vs {parked:?}"))?;
         }
         PalReply::GaveUp { reason, .. } => {
@@ -571,7 +572,7 @@ pub async fn check_pal_replies(fx: &Fixture, replies: Vec<LlmResponse>, confirm:
 /// Per-tool counts of audit events whose outcome says the tool ran.
 pub fn executions(gate: &ToolGate) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
-    for e in &gate.audit {
+    for e in gate.audit() {
         if matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input" | "tool_timeout" | "tool_panicked") {
             *out.entry(e.tool.clone()).or_insert(0) += 1;
         }

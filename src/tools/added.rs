@@ -75,7 +75,7 @@ fn good_name(name: &str) -> bool {
 /// Every tool one gate can run: the built-in [`Registry`] and the tools added to it.
 /// Cloning shares the added tools.
 #[derive(Clone, Debug, Default)]
-pub struct ToolSet {
+pub(crate) struct ToolSet {
     /// Added tools by name.
     added: BTreeMap<&'static str, Arc<dyn Tool>>,
 }
@@ -90,7 +90,7 @@ pub(crate) enum Started {
 
 impl ToolSet {
     /// The built-in tools only.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -99,7 +99,7 @@ impl ToolSet {
     /// # Errors
     /// [`AddToolError::Taken`] for a name in use; [`AddToolError::BadShape`] for a bad name
     /// or bad fields.
-    pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), AddToolError> {
+    pub(crate) fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), AddToolError> {
         let name = tool.name();
         let fields = tool.fields();
         let distinct = fields.iter().enumerate().all(|(i, f)| !f.is_empty() && !fields[..i].contains(f));
@@ -114,17 +114,17 @@ impl ToolSet {
     }
 
     /// True when a tool of this name exists (built in or added).
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         Registry.has(name) || self.added.contains_key(name)
     }
 
     /// True when `name` is an added tool.
-    pub fn is_added(&self, name: &str) -> bool {
+    pub(crate) fn is_added(&self, name: &str) -> bool {
         self.added.contains_key(name)
     }
 
     /// The spec of a tool, if it exists.
-    pub fn spec(&self, name: &str) -> Option<ToolSpec> {
+    pub(crate) fn spec(&self, name: &str) -> Option<ToolSpec> {
         if let Some(spec) = SPECS.iter().find(|s| s.name == name) {
             return Some(spec.clone());
         }
@@ -137,7 +137,7 @@ impl ToolSet {
     ///
     /// # Errors
     /// [`ArgError::UnknownTool`] or [`ArgError::Invalid`].
-    pub fn validate(&self, name: &str, arguments: &Value) -> Result<ToolArgs, ArgError> {
+    pub(crate) fn validate(&self, name: &str, arguments: &Value) -> Result<ToolArgs, ArgError> {
         let Some(tool) = self.added.get(name) else { return Registry.validate(name, arguments) };
         let obj = arguments.as_object().ok_or_else(|| ArgError::Invalid("arguments must be an object".into()))?;
         let declared = tool.fields();

@@ -207,6 +207,12 @@ impl Outbox {
         (id, true)
     }
 
+    /// Replaces what this outbox (and every clone of it) holds with `sent`, loaded from a
+    /// durable store.
+    pub(crate) fn load(&self, sent: Vec<SentEmail>) {
+        *self.sent.lock().unwrap_or_else(PoisonError::into_inner) = sent;
+    }
+
     /// An outbox holding mail sent earlier (e.g. loaded from a durable store), so the
     /// per-key dedupe and the ids carry on across processes.
     pub fn restore(sent: Vec<SentEmail>) -> Self {

@@ -8,8 +8,9 @@ use super::{Card, GIVE_UP, NO_FURTHER_RESULTS, Pal, PalReply, PalRun};
 use crate::agent::{AgentError, AgentState, Progress, Proposal, Run, StopReason, TraceKind, parse_proposal};
 use crate::cost::{UsageRecord, estimate_tokens};
 use crate::design::DesignError;
+use crate::gate::CallContext;
 use crate::gate::Observation;
-use crate::gate::{Access, GateOutcome};
+use crate::gate::{Access, ApprovalToken, GateOutcome};
 use crate::model::blocks::push_block;
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError, RequestedCall};
 use crate::tools::{ToolCall, fingerprint};
@@ -101,7 +102,9 @@ impl Pal {
     /// decision (already cancelled); otherwise as [`Pal::run`].
     pub async fn confirm(&mut self, parked: PalRun, by: &str) -> Result<PalRun, DesignError> {
         let card = self.own_card(&parked, by)?;
-        let outcome = self.gate.execute_parked(&card.pending_id, by)?;
+        let shown = ToolCall::new(card.call_id.clone(), card.tool.clone(), card.arguments.clone());
+        let token = ApprovalToken::for_card(parked.run.state.run_id(), &card.pending_id, &shown, by);
+        let outcome = self.gate.execute_approved(&token)?;
         let (ok, text) = match &outcome {
             GateOutcome::Ok(data) => (true, serde_json::to_string(data).unwrap_or_default()),
             GateOutcome::Failed { code, message } => (false, format!("error {code}: {message}")),
@@ -303,7 +306,7 @@ impl Pal {
             let call = &calls[i];
             let outcome = self.send(call, &state, progress, i);
             if let GateOutcome::NeedsApproval { pending_id } = &outcome {
-                let arguments = self.gate.pending.get(pending_id).map_or(Value::Null, |p| p.call.arguments.clone());
+                let arguments = self.gate.pending().get(pending_id).map_or(Value::Null, |p| p.call.arguments.clone());
                 for (j, other) in calls.iter().enumerate().filter(|(j, _)| *j != i) {
                     let text =
                         format!("not run: waiting for the user to confirm {}; ask again if still needed", call.name);
@@ -347,18 +350,18 @@ impl Pal {
     }
 
     fn is_effect(&self, call: &RequestedCall) -> bool {
-        self.gate.policy.allows(&self.task, &call.name)
-            && self.gate.registry.has(&call.name)
-            && self.gate.policy.access_of(&call.name) == Access::Write
+        self.gate.policy().allows(&self.task, &call.name)
+            && self.gate.tools().has(&call.name)
+            && self.gate.policy().access_of(&call.name) == Access::Write
     }
 
     /// The loop's own checks, in order: allowlist, schema, exact repeat, search guard.
     /// `Some((code, text))` when the call must not reach the gate.
     fn precheck(&self, call: &RequestedCall, turns: &Turns) -> Option<(&'static str, String)> {
-        if !self.gate.policy.allows(&self.task, &call.name) || !self.gate.registry.has(&call.name) {
+        if !self.gate.policy().allows(&self.task, &call.name) || !self.gate.tools().has(&call.name) {
             return Some(("not_allowed", format!("error not_allowed: {} is not available in this task", call.name)));
         }
-        if let Err(e) = self.gate.registry.validate(&call.name, &call.arguments) {
+        if let Err(e) = self.gate.tools().validate(&call.name, &call.arguments) {
             return Some(("invalid_arguments", format!("error invalid_arguments: {e}")));
         }
         if let Some(oid) = turns.earlier.get(&fingerprint(&call.name, &call.arguments)) {
@@ -410,7 +413,7 @@ impl Pal {
         );
         progress.seen.insert(tool_call.fingerprint());
         progress.calls.push(call.name.clone());
-        let outcome = self.gate.run(&tool_call, &self.task, state.run_id(), &self.session.user_id);
+        let outcome = self.gate.run(&tool_call, CallContext::new(&self.task, state.run_id(), &self.session.user_id));
         progress.trace.add(step, TraceKind::Tool, outcome.code(), &call.name);
         outcome
     }
@@ -469,7 +472,7 @@ impl Pal {
 
     /// The next request: the whole conversation so far, and the task's tools natively.
     pub fn request(&self, messages: &[Message]) -> LlmRequest {
-        let tools = self.gate.policy.tools_for(&self.task).filter_map(|t| self.gate.registry.spec(t)).collect();
+        let tools = self.gate.policy().tools_for(&self.task).filter_map(|t| self.gate.tools().spec(t)).collect();
         LlmRequest {
             model: self.client.model().to_string(),
             messages: messages.to_vec(),
