@@ -30,6 +30,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod agent;
+mod codes;
 pub mod cost;
 pub mod design;
 pub mod eval;

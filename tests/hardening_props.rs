@@ -9,7 +9,7 @@ use rolegate::BoxFuture;
 use rolegate::agent::{AgentState, CheckMode, Proposal, RawState, Status, StopReason};
 use rolegate::agent::{Decider, FixedPlan};
 use rolegate::cost::ManualClock;
-use rolegate::gate::{Access, CallContext, GateOutcome, PendingStatus, ToolGate};
+use rolegate::gate::{Access, CallContext, GateCode, GateOutcome, PendingStatus, ToolGate};
 use rolegate::human::{ApprovalQueue, DecisionCode};
 use rolegate::human::{Checkpoint, CheckpointCode, SigningKey};
 use rolegate::lab::{DeciderSpec, LabConfig};
@@ -266,8 +266,8 @@ fn gate_op() -> impl Strategy<Value = GateOp> {
     ]
 }
 
-fn ran(outcome: &str) -> bool {
-    matches!(outcome, "ok" | "not_found" | "bad_input")
+fn ran(outcome: GateCode) -> bool {
+    matches!(outcome, GateCode::Ok | GateCode::NotFound | GateCode::BadInput)
 }
 
 proptest! {
@@ -313,7 +313,10 @@ proptest! {
                     if let GateOutcome::NeedsApproval { pending_id } = &outcome {
                         prop_assert!(grant && allowed, "parked {} without a grant", pending_id);
                     }
-                    if matches!(outcome.code(), "ok" | "not_found" | "bad_input" | "not_granted" | "needs_approval") {
+                    if matches!(
+                        outcome.code(),
+                        GateCode::Ok | GateCode::NotFound | GateCode::BadInput | GateCode::NotGranted | GateCode::NeedsApproval
+                    ) {
                         let n = counted.entry((run, tool.clone())).or_default();
                         *n += 1;
                         prop_assert!(*n <= policy.limit_of(tool), "{} passed {} times in {}", tool, n, run);
@@ -405,7 +408,7 @@ proptest! {
         prop_assert!(lab.world.outbox.is_empty());
         let policy = lab.agent.gate.policy();
         for e in lab.agent.gate.audit() {
-            if ran(&e.outcome) {
+            if ran(e.outcome) {
                 prop_assert!(policy.allows(task, &e.tool) && policy.access_of(&e.tool) == Access::Read, "{:?}", e);
             }
         }

@@ -5,6 +5,7 @@
 //! One loop serves a fresh run ([`Agent::run`]) and a resumed one ([`Agent::drive`] from a
 //! checkpointed state and [`Progress`]), so the two cannot drift apart.
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -70,32 +71,20 @@ pub enum CheckMode {
     TrustModel,
 }
 
-/// What a proposal check decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CheckCode {
-    /// May go to the gate (or may finish).
-    Ok,
-    /// Not in this task's allowlist, or no such tool (the two look the same).
-    NotAllowed,
-    /// Arguments do not fit the tool's schema.
-    InvalidArguments,
-    /// The same call already ran in this run.
-    RepeatedCall,
-    /// A finish without an answer or without successful observations to cite.
-    UnsupportedFinish,
-}
-
-impl CheckCode {
-    /// The code as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::NotAllowed => "not_allowed",
-            Self::InvalidArguments => "invalid_arguments",
-            Self::RepeatedCall => "repeated_call",
-            Self::UnsupportedFinish => "unsupported_finish",
-        }
+codes! {
+    /// What a proposal check decided.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum CheckCode {
+        /// May go to the gate (or may finish).
+        Ok = "ok",
+        /// Not in this task's allowlist, or no such tool (the two look the same).
+        NotAllowed = "not_allowed",
+        /// Arguments do not fit the tool's schema.
+        InvalidArguments = "invalid_arguments",
+        /// The same call already ran in this run.
+        RepeatedCall = "repeated_call",
+        /// A finish without an answer or without successful observations to cite.
+        UnsupportedFinish = "unsupported_finish",
     }
 }
 
@@ -305,7 +294,7 @@ impl Agent {
         let step = state.step();
         // the model's answer lives in this block only: nothing of it is held while the
         // gate awaits a tool below (the loop's future stays small)
-        let (proposal, code, fingerprint) = {
+        let (proposal, verdict, fingerprint) = {
             let cancel = self.cancel.clone();
             let answer = tokio::select! {
                 biased;
@@ -338,17 +327,17 @@ impl Agent {
                     detail.push_str(action);
                     detail.push(' ');
                     detail.push_str(tool);
-                    progress.trace.add(step, TraceKind::Check, code.as_str(), &detail);
-                    (Some(p), code.as_str(), fingerprint)
+                    progress.trace.add(step, TraceKind::Check, code, &detail);
+                    (Some(p), Ok(code), fingerprint)
                 }
-                Err(e) => (None, e.as_str(), None),
+                Err(e) => (None, Err(e), None),
             }
         };
-        if code == CheckCode::RepeatedCall.as_str() {
+        if verdict == Ok(CheckCode::RepeatedCall) {
             return Ok(Step::End(state.into_stopped(StopReason::RepeatedCall)?));
         }
-        let (state, code) = match proposal {
-            Some(Proposal::Finish { answer, sources }) if code == "ok" => {
+        let (state, ok) = match proposal {
+            Some(Proposal::Finish { answer, sources }) if verdict == Ok(CheckCode::Ok) => {
                 return match state.may_finish(&answer, &sources) {
                     Ok(()) => Ok(Step::End(state.into_finished(&answer, &sources)?)),
                     // only reachable when checks are off: the state itself refuses
@@ -358,7 +347,7 @@ impl Agent {
                     }
                 };
             }
-            Some(Proposal::Call { tool, arguments }) if code == "ok" => {
+            Some(Proposal::Call { tool, arguments }) if verdict == Ok(CheckCode::Ok) => {
                 if self.cancel.is_cancelled() {
                     return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
                 }
@@ -392,32 +381,27 @@ impl Agent {
                     GateOutcome::Refused { code: Refusal::CallLimit, .. } => {
                         return Ok(Step::End(state.into_stopped(StopReason::CallLimit)?));
                     }
-                    GateOutcome::Ok(data) => {
-                        let text = serde_json::to_string(&data).unwrap_or_default();
-                        let s = state.into_observed(true, &call.name, &text)?;
-                        if self.memory.is_some() {
+                    outcome => {
+                        let (ok, text) = outcome.observation();
+                        let s = state.into_observed(ok, &call.name, &text)?;
+                        if let (GateOutcome::Ok(data), Some(_)) = (&outcome, &self.memory) {
                             let obs_id = s.observations().last().map(|o| o.id.clone()).unwrap_or_default();
-                            self.remember(&call.name, &data, &obs_id, step, progress);
+                            self.remember(&call.name, data, &obs_id, step, progress);
                         }
-                        (s, "ok")
-                    }
-                    GateOutcome::Refused { code, message } => {
-                        let s =
-                            state.into_observed(false, &call.name, &format!("error {}: {message}", code.as_str()))?;
-                        (s, code.as_str())
-                    }
-                    GateOutcome::Failed { code, message } => {
-                        let s = state.into_observed(false, &call.name, &format!("error {code}: {message}"))?;
-                        (s, code)
+                        (s, ok)
                     }
                 }
             }
             _ => {
-                let s = state.into_observed(false, "rejected", &format!("rejected: {code}"))?;
-                (s, code)
+                let rejected = match verdict {
+                    Ok(check) => check.as_str(),
+                    Err(parse) => parse.as_str(),
+                };
+                let s = state.into_observed(false, "rejected", &format!("rejected: {rejected}"))?;
+                (s, false)
             }
         };
-        self.after_bad(state, progress, code == "ok")
+        self.after_bad(state, progress, ok)
     }
 
     fn after_bad(&self, state: AgentState, progress: &mut Progress, ok: bool) -> Result<Step, AgentError> {

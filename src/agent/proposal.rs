@@ -1,6 +1,7 @@
 //! Strict parsing of a model's proposal: `{action: call|finish, tool, arguments, answer,
 //! sources}`. Anything else is refused with a named code, never guessed at.
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -46,24 +47,15 @@ impl Proposal {
     }
 }
 
-/// Why a proposal text was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProposalError {
-    /// Not a JSON object (prose, truncated JSON, an array, …).
-    NotJson,
-    /// JSON, but not a proposal: unknown action or field, wrong types, too large (the
-    /// text, or a finish answer longer than a state may hold).
-    InvalidProposal,
-}
-
-impl ProposalError {
-    /// The code as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotJson => "not_json",
-            Self::InvalidProposal => "invalid_proposal",
-        }
+codes! {
+    /// Why a proposal text was refused.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum ProposalError {
+        /// Not a JSON object (prose, truncated JSON, an array, …).
+        NotJson = "not_json",
+        /// JSON, but not a proposal: unknown action or field, wrong types, too large (the
+        /// text, or a finish answer longer than a state may hold).
+        InvalidProposal = "invalid_proposal",
     }
 }
 

@@ -7,6 +7,7 @@
 //! state.step = 9; // fields are private: a state cannot be changed in place
 //! ```
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -21,64 +22,45 @@ pub const MAX_ANSWER_CHARS: usize = 600;
 /// Most characters kept of an observation's text.
 pub(crate) const MAX_OBSERVATION_CHARS: usize = 400;
 
-macro_rules! reasons {
-    ($( $(#[$doc:meta])* $variant:ident => $name:literal ),+ $(,)?) => {
-        /// Why a run ended (or paused). A closed set: the state refuses any other reason.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        pub enum StopReason {
-            $( $(#[$doc])* #[serde(rename = $name)] $variant, )+
-        }
-
-        impl StopReason {
-            /// Every reason, in a fixed order.
-            pub const ALL: &'static [StopReason] = &[$(StopReason::$variant),+];
-
-            /// The reason as text.
-            pub fn as_str(self) -> &'static str {
-                match self { $( StopReason::$variant => $name, )+ }
-            }
-        }
-
-        impl FromStr for StopReason {
-            type Err = StateError;
-
-            fn from_str(s: &str) -> Result<Self, StateError> {
-                match s {
-                    $( $name => Ok(StopReason::$variant), )+
-                    other => Err(StateError::UnknownReason(other.to_string())),
-                }
-            }
-        }
-    };
+codes! {
+    /// Why a run ended (or paused). A closed set: the state refuses any other reason.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum StopReason {
+        /// Finished with an answer backed by observations.
+        Done = "done",
+        /// The model proposed a call that already ran.
+        RepeatedCall = "repeated_call",
+        /// The step budget ran out.
+        StepBudget = "step_budget",
+        /// The time budget ran out.
+        TimeBudget = "time_budget",
+        /// The next call could cross the cost budget.
+        CostBudget = "cost_budget",
+        /// Too many rejected or failed steps in a row.
+        Stuck = "stuck",
+        /// Parked: a person must decide on a pending action.
+        NeedsApproval = "needs_approval",
+        /// A tool's per-run call limit was hit.
+        CallLimit = "call_limit",
+        /// No signed-in user.
+        Unauthenticated = "unauthenticated",
+        /// The session may not run this task.
+        ForbiddenTask = "forbidden_task",
+        /// A person refused the pending action.
+        Denied = "denied",
+        /// Cancelled from outside.
+        Cancelled = "cancelled",
+        /// The model server failed (the trace names how) and the run stopped cleanly.
+        ModelError = "model_error",
+    }
 }
 
-reasons! {
-    /// Finished with an answer backed by observations.
-    Done => "done",
-    /// The model proposed a call that already ran.
-    RepeatedCall => "repeated_call",
-    /// The step budget ran out.
-    StepBudget => "step_budget",
-    /// The time budget ran out.
-    TimeBudget => "time_budget",
-    /// The next call could cross the cost budget.
-    CostBudget => "cost_budget",
-    /// Too many rejected or failed steps in a row.
-    Stuck => "stuck",
-    /// Parked: a person must decide on a pending action.
-    NeedsApproval => "needs_approval",
-    /// A tool's per-run call limit was hit.
-    CallLimit => "call_limit",
-    /// No signed-in user.
-    Unauthenticated => "unauthenticated",
-    /// The session may not run this task.
-    ForbiddenTask => "forbidden_task",
-    /// A person refused the pending action.
-    Denied => "denied",
-    /// Cancelled from outside.
-    Cancelled => "cancelled",
-    /// The model server failed (the trace names how) and the run stopped cleanly.
-    ModelError => "model_error",
+impl FromStr for StopReason {
+    type Err = StateError;
+
+    fn from_str(s: &str) -> Result<Self, StateError> {
+        Self::from_code(s).ok_or_else(|| StateError::UnknownReason(s.to_string()))
+    }
 }
 
 impl fmt::Display for StopReason {

@@ -1,6 +1,7 @@
 //! The trace: one redacted line per decision (step, kind, code, clipped detail). The same
 //! inputs give the same lines, byte for byte. Every line is also a `tracing` event.
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::fmt;
@@ -10,42 +11,27 @@ use crate::security::{clip, redact};
 /// Most characters of a line's detail.
 pub(super) const DETAIL_CHARS: usize = 60;
 
-/// What a trace line is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum TraceKind {
-    /// A model call and the parse of its proposal.
-    Model,
-    /// The loop's check of a proposal.
-    Check,
-    /// A gate decision.
-    Tool,
-    /// A memory write.
-    Memory,
-    /// A human decision.
-    Human,
-    /// The end of a run.
-    Stop,
-    /// A message between roles (accepted or rejected by the coordinator).
-    Message,
-    /// A plan check.
-    Plan,
-}
-
-impl TraceKind {
-    /// The kind as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Model => "model",
-            Self::Check => "check",
-            Self::Tool => "tool",
-            Self::Memory => "memory",
-            Self::Human => "human",
-            Self::Stop => "stop",
-            Self::Message => "message",
-            Self::Plan => "plan",
-        }
+codes! {
+    /// What a trace line is about.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum TraceKind {
+        /// A model call and the parse of its proposal.
+        Model = "model",
+        /// The loop's check of a proposal.
+        Check = "check",
+        /// A gate decision.
+        Tool = "tool",
+        /// A memory write.
+        Memory = "memory",
+        /// A human decision.
+        Human = "human",
+        /// The end of a run.
+        Stop = "stop",
+        /// A message between roles (accepted or rejected by the coordinator).
+        Message = "message",
+        /// A plan check.
+        Plan = "plan",
     }
 }
 

@@ -22,6 +22,7 @@ pub(crate) mod planners;
 pub(crate) mod policypal;
 pub(crate) mod tasks;
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -93,38 +94,27 @@ pub enum DesignError {
     NotYourCard(String),
 }
 
-/// An agent design.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Design {
-    /// Routing rules written by a person; no model.
-    Fixed,
-    /// One model call writes a plan; code checks it; a fixed executor runs it.
-    Plan,
-    /// The single-agent loop: the model picks each next step (`single` on the command line).
-    React,
-    /// The PolicyPal loop.
-    #[serde(rename = "policypal")]
-    PolicyPal,
-    /// Three roles (planner, researcher, reviewer) behind the coordinator.
-    Multi,
+codes! {
+    /// An agent design.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum Design {
+        /// Routing rules written by a person; no model.
+        Fixed = "fixed",
+        /// One model call writes a plan; code checks it; a fixed executor runs it.
+        Plan = "plan",
+        /// The single-agent loop: the model picks each next step (`single` on the command line).
+        React = "react",
+        /// The PolicyPal loop.
+        PolicyPal = "policypal",
+        /// Three roles (planner, researcher, reviewer) behind the coordinator.
+        Multi = "multi",
+    }
 }
 
 impl Design {
     /// Every single-agent design, in a fixed order.
     pub const SINGLE_AGENT: [Design; 4] = [Design::Fixed, Design::Plan, Design::React, Design::PolicyPal];
-
-    /// The design's name in tables and JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Fixed => "fixed",
-            Self::Plan => "plan",
-            Self::React => "react",
-            Self::PolicyPal => "policypal",
-            Self::Multi => "multi",
-        }
-    }
 
     /// The task a design runs in unless told otherwise. The three roles each run in the
     /// policy task named after them (their scope) and take no other; `researcher`, the

@@ -4,6 +4,7 @@
 //! plan reaches [`FixedPlan`] as the executor, which runs it through the ordinary loop and
 //! gate. A rejected plan ends after that one model call with nothing run.
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -47,38 +48,24 @@ pub struct Plan {
     pub steps: Vec<PlanStep>,
 }
 
-/// Why a plan, or one of its steps, was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PlanCode {
-    /// Not a JSON object (prose, truncated JSON, …).
-    NotJson,
-    /// JSON, but not a plan: unknown fields, no steps or too many, a bad reason, too large.
-    InvalidPlan,
-    /// A step's tool is not in the task's allowlist, or does not exist.
-    NotAllowed,
-    /// A step's arguments do not fit the tool's schema.
-    InvalidArguments,
-    /// A step repeats an earlier step exactly.
-    RepeatedCall,
-    /// A step has an effect: a plan runs unattended, so it may only read.
-    WriteStep,
-    /// The planner's model call failed with a named code (the trace names it).
-    ModelError,
-}
-
-impl PlanCode {
-    /// The code as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotJson => "not_json",
-            Self::InvalidPlan => "invalid_plan",
-            Self::NotAllowed => "not_allowed",
-            Self::InvalidArguments => "invalid_arguments",
-            Self::RepeatedCall => "repeated_call",
-            Self::WriteStep => "write_step",
-            Self::ModelError => "model_error",
-        }
+codes! {
+    /// Why a plan, or one of its steps, was refused.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum PlanCode {
+        /// Not a JSON object (prose, truncated JSON, …).
+        NotJson = "not_json",
+        /// JSON, but not a plan: unknown fields, no steps or too many, a bad reason, too large.
+        InvalidPlan = "invalid_plan",
+        /// A step's tool is not in the task's allowlist, or does not exist.
+        NotAllowed = "not_allowed",
+        /// A step's arguments do not fit the tool's schema.
+        InvalidArguments = "invalid_arguments",
+        /// A step repeats an earlier step exactly.
+        RepeatedCall = "repeated_call",
+        /// A step has an effect: a plan runs unattended, so it may only read.
+        WriteStep = "write_step",
+        /// The planner's model call failed with a named code (the trace names it).
+        ModelError = "model_error",
     }
 }
 

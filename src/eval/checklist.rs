@@ -4,6 +4,7 @@
 //! ([`Attestation`]). [`go_no_go`] says go only when every check passes and every
 //! attestation is given by someone: a missing item is no-go.
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -12,20 +13,21 @@ use crate::agent::{RunBudget, StopReason};
 use crate::gate::{Access, Policy};
 use crate::human::{Level, classify, policy_problems};
 
-/// What code checks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AutoCheck {
-    /// Every limit of the run budget is above zero.
-    BudgetsSet,
-    /// The policy has no mislabelled or unclassified tool ([`policy_problems`] is empty).
-    PolicyClassified,
-    /// Every grant is for a tool that needs approval.
-    GrantsApprovalOnly,
-    /// No role's tool scope holds a write tool.
-    NoWriteInRoleScope,
-    /// Every stop reason is reached by some test or table row.
-    ReasonsReached,
+codes! {
+    /// What code checks.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum AutoCheck {
+        /// Every limit of the run budget is above zero.
+        BudgetsSet = "budgets_set",
+        /// The policy has no mislabelled or unclassified tool ([`policy_problems`] is empty).
+        PolicyClassified = "policy_classified",
+        /// Every grant is for a tool that needs approval.
+        GrantsApprovalOnly = "grants_approval_only",
+        /// No role's tool scope holds a write tool.
+        NoWriteInRoleScope = "no_write_in_role_scope",
+        /// Every stop reason is reached by some test or table row.
+        ReasonsReached = "reasons_reached",
+    }
 }
 
 /// Every automatic check, in a fixed order.
@@ -37,35 +39,23 @@ pub const AUTOMATIC: [AutoCheck; 5] = [
     AutoCheck::ReasonsReached,
 ];
 
-impl AutoCheck {
-    /// The check as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::BudgetsSet => "budgets_set",
-            Self::PolicyClassified => "policy_classified",
-            Self::GrantsApprovalOnly => "grants_approval_only",
-            Self::NoWriteInRoleScope => "no_write_in_role_scope",
-            Self::ReasonsReached => "reasons_reached",
-        }
+codes! {
+    /// What a named owner attests; code cannot check these.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum Attestation {
+        /// Approvers exist, are reachable and know what they approve.
+        ApproverReady = "approver_ready",
+        /// A baseline was measured on your own tasks.
+        Baseline = "baseline",
+        /// There is a kill switch, and someone has used it.
+        KillSwitch = "kill_switch",
+        /// Logs were read for secrets and personal data.
+        LogsRedacted = "logs_redacted",
+        /// One person owns the system.
+        Owner = "owner",
+        /// A rollback was rehearsed.
+        RollbackTested = "rollback_tested",
     }
-}
-
-/// What a named owner attests; code cannot check these.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Attestation {
-    /// Approvers exist, are reachable and know what they approve.
-    ApproverReady,
-    /// A baseline was measured on your own tasks.
-    Baseline,
-    /// There is a kill switch, and someone has used it.
-    KillSwitch,
-    /// Logs were read for secrets and personal data.
-    LogsRedacted,
-    /// One person owns the system.
-    Owner,
-    /// A rollback was rehearsed.
-    RollbackTested,
 }
 
 /// Every attestation, in a fixed order.
@@ -77,20 +67,6 @@ pub const MANUAL: [Attestation; 6] = [
     Attestation::Owner,
     Attestation::RollbackTested,
 ];
-
-impl Attestation {
-    /// The item as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ApproverReady => "approver_ready",
-            Self::Baseline => "baseline",
-            Self::KillSwitch => "kill_switch",
-            Self::LogsRedacted => "logs_redacted",
-            Self::Owner => "owner",
-            Self::RollbackTested => "rollback_tested",
-        }
-    }
-}
 
 /// One attestation, given by a named person.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

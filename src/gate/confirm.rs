@@ -18,7 +18,7 @@ impl ToolGate {
         }
         action.status = PendingStatus::Cancelled;
         let (call, run_id) = (action.call.clone(), action.run_id.clone());
-        self.record(&call, &run_id, decided_by, "cancelled");
+        self.record(&call, &run_id, decided_by, super::GateCode::Cancelled);
         Ok(())
     }
 }

@@ -15,10 +15,12 @@ mod confirm;
 mod observation;
 mod policy;
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -63,28 +65,109 @@ pub enum GateError {
     ChangedSinceApproval(String),
 }
 
-/// Why the gate refused to run a call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Refusal {
-    /// Not in this task's allowlist, or no such tool (the two look the same).
-    NotAllowed,
-    /// The arguments do not fit the schema.
-    InvalidArguments,
-    /// The per-run limit for this tool is used up.
-    CallLimit,
-    /// A write tool that is not granted.
-    NotGranted,
+codes! {
+    /// Why the gate refused to run a call.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum Refusal {
+        /// Not in this task's allowlist, or no such tool (the two look the same).
+        NotAllowed = "not_allowed",
+        /// The arguments do not fit the schema.
+        InvalidArguments = "invalid_arguments",
+        /// The per-run limit for this tool is used up.
+        CallLimit = "call_limit",
+        /// A write tool that is not granted.
+        NotGranted = "not_granted",
+    }
 }
 
-impl Refusal {
-    /// The code as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotAllowed => "not_allowed",
-            Self::InvalidArguments => "invalid_arguments",
-            Self::CallLimit => "call_limit",
-            Self::NotGranted => "not_granted",
+codes! {
+    /// What the gate did with one call, as its audit event and the run's trace record it:
+    /// `ok`, a refusal, a failure, a parking, or a person's decision on a parked action.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum GateCode {
+        /// The tool ran and returned data.
+        Ok = "ok",
+        /// Refused: not in the task's allowlist, or no such tool.
+        NotAllowed = "not_allowed",
+        /// Refused: the arguments do not fit the schema.
+        InvalidArguments = "invalid_arguments",
+        /// Refused: the per-run limit for this tool is used up.
+        CallLimit = "call_limit",
+        /// Refused: a write tool that is not granted.
+        NotGranted = "not_granted",
+        /// A granted write, parked for a person.
+        NeedsApproval = "needs_approval",
+        /// The tool ran: nothing with that id (or not yours).
+        NotFound = "not_found",
+        /// The tool ran: the input could not be processed.
+        BadInput = "bad_input",
+        /// The tool did not answer within the gate's per-call timeout.
+        ToolTimeout = "tool_timeout",
+        /// The tool panicked; the gate caught it.
+        ToolPanicked = "tool_panicked",
+        /// The caller stopped waiting for a tool that answers later.
+        ToolAbandoned = "tool_abandoned",
+        /// A decided parked action could not run (denied, cancelled or unknown).
+        NotRunnable = "not_runnable",
+        /// A person confirmed a parked action (a PolicyPal card).
+        Confirmed = "confirmed",
+        /// A person withdrew a parked action.
+        Cancelled = "cancelled",
+        /// A retry of an action that already ran: its stored result, nothing ran.
+        Replayed = "replayed",
+        /// An internal tool this agent has no effects for.
+        Unavailable = "unavailable",
+        /// Memory: no observation with that id in this run.
+        UnknownObservation = "unknown_observation",
+        /// Memory: the observation is a failure.
+        FailedObservation = "failed_observation",
+        /// Memory: the observation holds no fact the application keeps.
+        NoFact = "no_fact",
+        /// Memory: this run has used its write budget.
+        WriteBudget = "write_budget",
+        /// Memory write rule: the key or source is malformed.
+        BadKeyOrSource = "bad_key_or_source",
+        /// Memory write rule: about another user.
+        OtherUser = "other_user",
+        /// Memory write rule: nothing to store.
+        Empty = "empty",
+        /// Memory write rule: longer than a note may be.
+        TooLong = "too_long",
+        /// Memory write rule: holds a secret.
+        Secret = "secret",
+        /// Memory write rule: holds personal data.
+        PersonalData = "personal_data",
+        /// Memory write rule: reads like an instruction.
+        InstructionLike = "instruction_like",
+        /// Memory write rule: the memory is full.
+        MemoryFull = "memory_full",
+    }
+}
+
+impl fmt::Display for GateCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl From<Refusal> for GateCode {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::NotAllowed => Self::NotAllowed,
+            Refusal::InvalidArguments => Self::InvalidArguments,
+            Refusal::CallLimit => Self::CallLimit,
+            Refusal::NotGranted => Self::NotGranted,
+        }
+    }
+}
+
+impl From<ToolFailureCode> for GateCode {
+    fn from(c: ToolFailureCode) -> Self {
+        match c {
+            ToolFailureCode::NotFound => Self::NotFound,
+            ToolFailureCode::BadInput => Self::BadInput,
+            ToolFailureCode::ToolTimeout => Self::ToolTimeout,
+            ToolFailureCode::ToolPanicked => Self::ToolPanicked,
         }
     }
 }
@@ -103,8 +186,8 @@ pub enum GateOutcome {
     },
     /// The tool ran and failed.
     Failed {
-        /// The tool's failure code, e.g. `not_found`.
-        code: &'static str,
+        /// The failure, e.g. `not_found` or `tool_timeout`.
+        code: GateCode,
         /// A short message.
         message: String,
     },
@@ -117,12 +200,25 @@ pub enum GateOutcome {
 
 impl GateOutcome {
     /// The outcome code: `ok`, a refusal, a failure code or `needs_approval`.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> GateCode {
         match self {
-            Self::Ok(_) => "ok",
-            Self::Refused { code, .. } => code.as_str(),
-            Self::Failed { code, .. } => code,
-            Self::NeedsApproval { .. } => "needs_approval",
+            Self::Ok(_) => GateCode::Ok,
+            Self::Refused { code, .. } => (*code).into(),
+            Self::Failed { code, .. } => *code,
+            Self::NeedsApproval { .. } => GateCode::NeedsApproval,
+        }
+    }
+
+    /// What a run observes of this outcome, the one wording every design uses: whether
+    /// the call succeeded, and the text (the tool's data as JSON, or `error CODE: why`).
+    pub fn observation(&self) -> (bool, String) {
+        match self {
+            Self::Ok(data) => (true, data.to_string()),
+            Self::Refused { code, message } => (false, format!("error {}: {message}", code.as_str())),
+            Self::Failed { code, message } => (false, format!("error {code}: {message}")),
+            Self::NeedsApproval { pending_id } => {
+                (false, format!("error needs_approval: {pending_id} waits for a person; nothing ran"))
+            }
         }
     }
 }
@@ -139,7 +235,7 @@ pub struct AuditEvent {
     /// The tool as named in the call.
     pub tool: String,
     /// The outcome code.
-    pub outcome: String,
+    pub outcome: GateCode,
     /// Fingerprint of tool and arguments.
     pub fingerprint: String,
 }
@@ -240,8 +336,8 @@ impl ApprovalToken {
 /// Why an internal effect did not happen: a named code and a short message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InternalFailure {
-    /// A stable snake_case code, e.g. `instruction_like`.
-    pub code: &'static str,
+    /// Why, e.g. `instruction_like`.
+    pub code: GateCode,
     /// A short message for the observation.
     pub message: String,
 }
@@ -262,7 +358,7 @@ pub(crate) struct NoInternalEffects;
 
 impl InternalEffects for NoInternalEffects {
     fn apply(&mut self, _caller: &str, _args: &ToolArgs) -> Result<Value, InternalFailure> {
-        Err(InternalFailure { code: "unavailable", message: "this agent has no internal effects".into() })
+        Err(InternalFailure { code: GateCode::Unavailable, message: "this agent has no internal effects".into() })
     }
 }
 
@@ -415,7 +511,7 @@ impl ToolGate {
         self.counts.get(run_id).cloned().unwrap_or_default()
     }
 
-    fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: &str) {
+    fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: GateCode) {
         self.record_fingerprinted(call, call.fingerprint(), run_id, caller, outcome);
     }
 
@@ -425,14 +521,14 @@ impl ToolGate {
         fingerprint: String,
         run_id: &str,
         caller: &str,
-        outcome: &str,
+        outcome: GateCode,
     ) {
-        tracing::debug!(target: "rolegate::gate", run = run_id, caller, tool = %call.name, outcome, "gate");
+        tracing::debug!(target: "rolegate::gate", run = run_id, caller, tool = %call.name, outcome = outcome.as_str(), "gate");
         self.audit.push(AuditEvent {
             run_id: run_id.to_string(),
             caller: caller.to_string(),
             tool: call.name.clone(),
-            outcome: outcome.to_string(),
+            outcome,
             fingerprint,
         });
     }
@@ -530,7 +626,7 @@ impl ToolGate {
         // A confirmed card: the confirmation itself is audited before the outcome.
         let runnable = |s| matches!(s, PendingStatus::Pending | PendingStatus::Approved);
         if runnable(pa.status) {
-            self.record(&pa.call, &pa.run_id, &token.approver, "confirmed");
+            self.record(&pa.call, &pa.run_id, &token.approver, GateCode::Confirmed);
         }
         self.run_parked_once(&pa.id, runnable)
     }
@@ -550,7 +646,7 @@ impl ToolGate {
                 if let Some(obj) = again.as_object_mut() {
                     obj.insert("replayed".into(), Value::Bool(true));
                 }
-                self.record(&pa.call, &pa.run_id, &pa.caller, "replayed");
+                self.record(&pa.call, &pa.run_id, &pa.caller, GateCode::Replayed);
                 return Ok(GateOutcome::Ok(again));
             }
             (status, _) if may_run(status) => {}
@@ -649,9 +745,6 @@ impl ToolGate {
     }
 }
 
-/// The audit outcome of a call whose caller stopped waiting before its tool answered.
-pub(crate) const TOOL_ABANDONED: &str = "tool_abandoned";
-
 /// A call through [`ToolGate::run_async`]: decided already (refused, parked, or a
 /// built-in tool that answered at once: no allocation, and only the outcome is held while
 /// it is awaited), or waiting for a tool that answers later (boxed, with the timeout).
@@ -680,7 +773,7 @@ impl Future for GateCall<'_> {
             Self::Now(outcome) => match outcome.take() {
                 Some(outcome) => Poll::Ready(outcome),
                 None => Poll::Ready(GateOutcome::Failed {
-                    code: TOOL_ABANDONED,
+                    code: GateCode::ToolAbandoned,
                     message: "this gate call was awaited already".to_string(),
                 }),
             },
@@ -702,7 +795,7 @@ struct Waiting<'a> {
 }
 
 impl Waiting<'_> {
-    fn record(&mut self, outcome: &str) {
+    fn record(&mut self, outcome: GateCode) {
         if !self.recorded {
             self.recorded = true;
             let fingerprint = std::mem::take(&mut self.fingerprint);
@@ -713,7 +806,7 @@ impl Waiting<'_> {
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.record(TOOL_ABANDONED);
+        self.record(GateCode::ToolAbandoned);
     }
 }
 
@@ -728,15 +821,12 @@ enum Decided {
 fn outcome_of(result: Result<Value, ToolFailure>) -> GateOutcome {
     match result {
         Ok(v) => GateOutcome::Ok(v),
-        Err(f) => GateOutcome::Failed { code: f.code.as_str(), message: f.message },
+        Err(f) => GateOutcome::Failed { code: f.code.into(), message: f.message },
     }
 }
 
 fn panicked(tool: &str) -> GateOutcome {
-    GateOutcome::Failed {
-        code: ToolFailureCode::ToolPanicked.as_str(),
-        message: format!("{tool} panicked; the gate stopped the call"),
-    }
+    GateOutcome::Failed { code: GateCode::ToolPanicked, message: format!("{tool} panicked; the gate stopped the call") }
 }
 
 /// A tool's answer when the caller cannot wait: polled once; not ready is a timeout.
@@ -745,7 +835,7 @@ fn answer_at_once(tool: &str, mut answer: BoxFuture<'static, Result<Value, ToolF
     match catch_unwind(AssertUnwindSafe(|| answer.as_mut().poll(&mut cx))) {
         Ok(Poll::Ready(result)) => outcome_of(result),
         Ok(Poll::Pending) => GateOutcome::Failed {
-            code: ToolFailureCode::ToolTimeout.as_str(),
+            code: GateCode::ToolTimeout,
             message: format!("{tool} did not answer at once, and this caller cannot wait"),
         },
         Err(_) => panicked(tool),
@@ -758,7 +848,7 @@ async fn wait_for(tool: &str, limit: Duration, answer: BoxFuture<'static, Result
         Ok(Ok(result)) => outcome_of(result),
         Ok(Err(_)) => panicked(tool),
         Err(_) => GateOutcome::Failed {
-            code: ToolFailureCode::ToolTimeout.as_str(),
+            code: GateCode::ToolTimeout,
             message: format!("{tool} did not answer within {limit:?}"),
         },
     }
@@ -854,7 +944,7 @@ mod tests {
         let mut cx = Context::from_waker(Waker::noop());
         assert!(matches!(std::pin::Pin::new(&mut call).poll(&mut cx), Poll::Ready(GateOutcome::Ok(_))));
         match std::pin::Pin::new(&mut call).poll(&mut cx) {
-            Poll::Ready(GateOutcome::Failed { code, .. }) => assert_eq!(code, TOOL_ABANDONED),
+            Poll::Ready(GateOutcome::Failed { code, .. }) => assert_eq!(code, GateCode::ToolAbandoned),
             other => panic!("{other:?}"),
         }
         drop(call);

@@ -10,6 +10,7 @@
 //! [`fatigue`] measures a tired approver and [`make_batches`] groups requests so that a
 //! person decides every irreversible one alone.
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use super::risk::classify;
 use crate::cost::SharedClock;
-use crate::gate::{ApprovalToken, GateOutcome, PendingAction, PendingStatus, ToolGate};
+use crate::gate::{ApprovalToken, GateCode, GateOutcome, PendingAction, PendingStatus, ToolGate};
 use crate::tools::ToolCall;
 use crate::world::WorldData;
 
@@ -50,32 +51,20 @@ pub enum ApprovalError {
     UnknownStatus(String),
 }
 
-/// Where a request stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RequestStatus {
-    /// Waiting for a person.
-    Pending,
-    /// Approved (the action ran, or runs when the run resumes).
-    Approved,
-    /// Refused by a person.
-    Denied,
-    /// Withdrawn by the requester or an approver.
-    Cancelled,
-    /// Nobody decided in time: a no.
-    Expired,
-}
-
-impl RequestStatus {
-    /// The status as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Approved => "approved",
-            Self::Denied => "denied",
-            Self::Cancelled => "cancelled",
-            Self::Expired => "expired",
-        }
+codes! {
+    /// Where a request stands.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum RequestStatus {
+        /// Waiting for a person.
+        Pending = "pending",
+        /// Approved (the action ran, or runs when the run resumes).
+        Approved = "approved",
+        /// Refused by a person.
+        Denied = "denied",
+        /// Withdrawn by the requester or an approver.
+        Cancelled = "cancelled",
+        /// Nobody decided in time: a no.
+        Expired = "expired",
     }
 }
 
@@ -96,39 +85,25 @@ impl fmt::Display for RequestStatus {
     }
 }
 
-/// The answer to a decision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum DecisionCode {
-    /// The decision was recorded.
-    Ok,
-    /// No request with that id.
-    UnknownRequest,
-    /// The request was already decided, withdrawn or expired.
-    NotPending,
-    /// The request expired before the decision: expiry means no.
-    Expired,
-    /// The person may not decide (not an approver; for a cancel, not the requester either).
-    NotAnApprover,
-    /// The requester may not approve their own request.
-    SelfApproval,
-    /// The parked arguments are not the ones the person reviewed.
-    ChangedSinceReview,
-}
-
-impl DecisionCode {
-    /// The code as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::UnknownRequest => "unknown_request",
-            Self::NotPending => "not_pending",
-            Self::Expired => "expired",
-            Self::NotAnApprover => "not_an_approver",
-            Self::SelfApproval => "self_approval",
-            Self::ChangedSinceReview => "changed_since_review",
-        }
+codes! {
+    /// The answer to a decision.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum DecisionCode {
+        /// The decision was recorded.
+        Ok = "ok",
+        /// No request with that id.
+        UnknownRequest = "unknown_request",
+        /// The request was already decided, withdrawn or expired.
+        NotPending = "not_pending",
+        /// The request expired before the decision: expiry means no.
+        Expired = "expired",
+        /// The person may not decide (not an approver; for a cancel, not the requester either).
+        NotAnApprover = "not_an_approver",
+        /// The requester may not approve their own request.
+        SelfApproval = "self_approval",
+        /// The parked arguments are not the ones the person reviewed.
+        ChangedSinceReview = "changed_since_review",
     }
 }
 
@@ -427,7 +402,7 @@ impl ApprovalQueue {
         let token = ApprovalToken::mint(&req.run_id, &req.pending_id, actor, &req.fingerprint);
         let outcome = gate
             .execute_approved(&token)
-            .unwrap_or_else(|e| GateOutcome::Failed { code: "not_runnable", message: e.to_string() });
+            .unwrap_or_else(|e| GateOutcome::Failed { code: GateCode::NotRunnable, message: e.to_string() });
         Decision { code, outcome: Some(outcome) }
     }
 

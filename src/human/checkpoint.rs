@@ -7,6 +7,7 @@
 //! state then passes the same validation as a live state ([`AgentState`]'s `RawState`
 //! rules). A tampered or malformed checkpoint never becomes state.
 
+use crate::codes::codes;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -26,27 +27,17 @@ pub(crate) const CHECKPOINT_FORMAT: &str = "rolegate-checkpoint/1";
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// Why a checkpoint was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum CheckpointCode {
-    /// Not a signed checkpoint at all (junk, wrong format, unknown fields).
-    NotACheckpoint,
-    /// The signature does not match the body (edited, or signed with another key).
-    BadSignature,
-    /// Correctly signed, but the state breaks the state rules.
-    InvalidState,
-}
-
-impl CheckpointCode {
-    /// The code as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotACheckpoint => "not_a_checkpoint",
-            Self::BadSignature => "bad_signature",
-            Self::InvalidState => "invalid_state",
-        }
+codes! {
+    /// Why a checkpoint was refused.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum CheckpointCode {
+        /// Not a signed checkpoint at all (junk, wrong format, unknown fields).
+        NotACheckpoint = "not_a_checkpoint",
+        /// The signature does not match the body (edited, or signed with another key).
+        BadSignature = "bad_signature",
+        /// Correctly signed, but the state breaks the state rules.
+        InvalidState = "invalid_state",
     }
 }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::approvals::{ApprovalQueue, DecisionCode, RequestStatus};
 use super::checkpoint::Checkpoint;
 use crate::agent::{Agent, AgentError, AgentState, Run, StateError, Status, StopReason, TraceKind};
-use crate::gate::GateOutcome;
+use crate::gate::{GateCode, GateOutcome};
 
 /// Errors that keep a decision from being applied at all.
 #[derive(Debug, thiserror::Error)]
@@ -174,7 +174,7 @@ async fn apply_recorded(
             let outcome = agent
                 .gate
                 .execute_approved(&token)
-                .unwrap_or_else(|e| GateOutcome::Failed { code: "not_runnable", message: e.to_string() });
+                .unwrap_or_else(|e| GateOutcome::Failed { code: GateCode::NotRunnable, message: e.to_string() });
             let replayed =
                 matches!(&outcome, GateOutcome::Ok(v) if v.get("replayed") == Some(&serde_json::Value::Bool(true)));
             let run = continue_with(agent, checkpoint, &req.tool, outcome).await?;
@@ -198,12 +198,7 @@ async fn continue_with(
     let Checkpoint { state, mut progress } = checkpoint;
     let step = state.step();
     let running = state.resume()?;
-    let (ok, text) = match &outcome {
-        GateOutcome::Ok(v) => (true, serde_json::to_string(v).unwrap_or_default()),
-        GateOutcome::Refused { code, message } => (false, format!("error {}: {message}", code.as_str())),
-        GateOutcome::Failed { code, message } => (false, format!("error {code}: {message}")),
-        GateOutcome::NeedsApproval { pending_id } => (false, format!("error needs_approval: {pending_id}")),
-    };
+    let (ok, text) = outcome.observation();
     progress.trace.add(step, TraceKind::Human, outcome.code(), tool);
     let (running, _) = running.observe(ok, tool, &text)?;
     agent.drive(running, progress).await

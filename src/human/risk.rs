@@ -2,59 +2,38 @@
 //! can be taken back. A tool missing from the table is destructive: the same fail-closed
 //! default as the gate's "missing means write".
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 
 use crate::gate::{Access, Policy};
 
-/// What a tool does to the world.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Effect {
-    /// Reads only.
-    Read,
-    /// Changes only the application's own state (e.g. memory).
-    Internal,
-    /// Changes the world in a way the application can undo.
-    ReversibleWrite,
-    /// Reaches outside (an e-mail is read once sent).
-    External,
-    /// Destroys or cannot be classified.
-    Destructive,
-}
-
-impl Effect {
-    /// The effect as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Internal => "internal",
-            Self::ReversibleWrite => "reversible_write",
-            Self::External => "external",
-            Self::Destructive => "destructive",
-        }
+codes! {
+    /// What a tool does to the world.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum Effect {
+        /// Reads only.
+        Read = "read",
+        /// Changes only the application's own state (e.g. memory).
+        Internal = "internal",
+        /// Changes the world in a way the application can undo.
+        ReversibleWrite = "reversible_write",
+        /// Reaches outside (an e-mail is read once sent).
+        External = "external",
+        /// Destroys or cannot be classified.
+        Destructive = "destructive",
     }
 }
 
-/// How much review an effect needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Level {
-    /// Runs without a person.
-    Auto,
-    /// Runs, and is logged for review.
-    Log,
-    /// Needs a person's approval first.
-    Approve,
-}
-
-impl Level {
-    /// The level as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::Log => "log",
-            Self::Approve => "approve",
-        }
+codes! {
+    /// How much review an effect needs.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum Level {
+        /// Runs without a person.
+        Auto = "auto",
+        /// Runs, and is logged for review.
+        Log = "log",
+        /// Needs a person's approval first.
+        Approve = "approve",
     }
 }
 

@@ -14,6 +14,7 @@
 //!   coordinator (the payload on its way to the next role).
 //! - `ignored`: nothing of the above.
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
@@ -247,26 +248,16 @@ pub(crate) fn carried<'a>(planted: &'a [Attack], text: &str) -> Option<&'a Attac
     planted.iter().find(|a| text.contains(&a.text) || strings.iter().any(|s| s.contains(&a.text)))
 }
 
-/// What an attacked run did about its payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AttackVerdict {
-    /// The effect happened.
-    Executed,
-    /// It was proposed (or carried on) and code refused or held it.
-    Refused,
-    /// Nothing acted on it.
-    Ignored,
-}
-
-impl AttackVerdict {
-    /// The verdict as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Executed => "executed",
-            Self::Refused => "refused",
-            Self::Ignored => "ignored",
-        }
+codes! {
+    /// What an attacked run did about its payload.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum AttackVerdict {
+        /// The effect happened.
+        Executed = "executed",
+        /// It was proposed (or carried on) and code refused or held it.
+        Refused = "refused",
+        /// Nothing acted on it.
+        Ignored = "ignored",
     }
 }
 

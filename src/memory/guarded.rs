@@ -6,65 +6,46 @@
 //! else), then pass the [`SessionMemory`] write rules and a per-run write budget. A
 //! model-written memory is therefore a pointer, never a sentence the model authored.
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::session::{Note, SessionMemory, WriteCode};
 use crate::gate::Observation;
-use crate::gate::{InternalEffects, InternalFailure};
+use crate::gate::{GateCode, InternalEffects, InternalFailure};
 use crate::tools::{ToolArgs, fact_of};
 
-/// The outcome of a `remember` request. The first rule that fails decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum RememberCode {
-    /// Stored.
-    Ok,
-    /// No observation with that id in this run.
-    UnknownObservation,
-    /// The observation is a failure (an error text is never a fact).
-    FailedObservation,
-    /// The observation holds no fact the application keeps (e.g. a document).
-    NoFact,
-    /// This run has used its write budget.
-    WriteBudget,
-    /// Write rule: the key or source is malformed.
-    BadKeyOrSource,
-    /// Write rule: about another user (or asked for by someone other than the owner).
-    OtherUser,
-    /// Write rule: nothing to store.
-    Empty,
-    /// Write rule: longer than a note may be.
-    TooLong,
-    /// Write rule: holds a secret.
-    Secret,
-    /// Write rule: holds personal data.
-    PersonalData,
-    /// Write rule: reads like an instruction.
-    InstructionLike,
-    /// Write rule: the memory is full.
-    MemoryFull,
-}
-
-impl RememberCode {
-    /// The code as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::UnknownObservation => "unknown_observation",
-            Self::FailedObservation => "failed_observation",
-            Self::NoFact => "no_fact",
-            Self::WriteBudget => "write_budget",
-            Self::BadKeyOrSource => "bad_key_or_source",
-            Self::OtherUser => "other_user",
-            Self::Empty => "empty",
-            Self::TooLong => "too_long",
-            Self::Secret => "secret",
-            Self::PersonalData => "personal_data",
-            Self::InstructionLike => "instruction_like",
-            Self::MemoryFull => "memory_full",
-        }
+codes! {
+    /// The outcome of a `remember` request. The first rule that fails decides.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum RememberCode {
+        /// Stored.
+        Ok = "ok",
+        /// No observation with that id in this run.
+        UnknownObservation = "unknown_observation",
+        /// The observation is a failure (an error text is never a fact).
+        FailedObservation = "failed_observation",
+        /// The observation holds no fact the application keeps (e.g. a document).
+        NoFact = "no_fact",
+        /// This run has used its write budget.
+        WriteBudget = "write_budget",
+        /// Write rule: the key or source is malformed.
+        BadKeyOrSource = "bad_key_or_source",
+        /// Write rule: about another user (or asked for by someone other than the owner).
+        OtherUser = "other_user",
+        /// Write rule: nothing to store.
+        Empty = "empty",
+        /// Write rule: longer than a note may be.
+        TooLong = "too_long",
+        /// Write rule: holds a secret.
+        Secret = "secret",
+        /// Write rule: holds personal data.
+        PersonalData = "personal_data",
+        /// Write rule: reads like an instruction.
+        InstructionLike = "instruction_like",
+        /// Write rule: the memory is full.
+        MemoryFull = "memory_full",
     }
 }
 
@@ -80,6 +61,26 @@ impl From<WriteCode> for RememberCode {
             WriteCode::PersonalData => Self::PersonalData,
             WriteCode::InstructionLike => Self::InstructionLike,
             WriteCode::MemoryFull => Self::MemoryFull,
+        }
+    }
+}
+
+impl From<RememberCode> for GateCode {
+    fn from(c: RememberCode) -> Self {
+        match c {
+            RememberCode::Ok => Self::Ok,
+            RememberCode::UnknownObservation => Self::UnknownObservation,
+            RememberCode::FailedObservation => Self::FailedObservation,
+            RememberCode::NoFact => Self::NoFact,
+            RememberCode::WriteBudget => Self::WriteBudget,
+            RememberCode::BadKeyOrSource => Self::BadKeyOrSource,
+            RememberCode::OtherUser => Self::OtherUser,
+            RememberCode::Empty => Self::Empty,
+            RememberCode::TooLong => Self::TooLong,
+            RememberCode::Secret => Self::Secret,
+            RememberCode::PersonalData => Self::PersonalData,
+            RememberCode::InstructionLike => Self::InstructionLike,
+            RememberCode::MemoryFull => Self::MemoryFull,
         }
     }
 }
@@ -177,16 +178,16 @@ pub(crate) struct MemoryEffects<'a> {
 impl InternalEffects for MemoryEffects<'_> {
     fn apply(&mut self, caller: &str, args: &ToolArgs) -> Result<Value, InternalFailure> {
         let ToolArgs::Remember(a) = args else {
-            return Err(InternalFailure { code: "unavailable", message: "not an internal tool".into() });
+            return Err(InternalFailure { code: GateCode::Unavailable, message: "not an internal tool".into() });
         };
         if caller != self.memory.owner() {
             let code = RememberCode::OtherUser;
-            return Err(InternalFailure { code: code.as_str(), message: "not this user's memory".into() });
+            return Err(InternalFailure { code: code.into(), message: "not this user's memory".into() });
         }
         match self.memory.note_from(self.observations, &a.from_observation) {
             (RememberCode::Ok, note) => Ok(json!({"remembered": note.unwrap_or_default()})),
             (code, _) => Err(InternalFailure {
-                code: code.as_str(),
+                code: code.into(),
                 message: format!("nothing remembered from {}", a.from_observation),
             }),
         }

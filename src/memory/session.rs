@@ -1,5 +1,6 @@
 //! The session memory store and its write rules.
 
+use crate::codes::codes;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -9,44 +10,28 @@ use std::time::Duration;
 use crate::cost::SharedClock;
 use crate::security::{has_personal_data, has_secret, is_instruction_like};
 
-/// The outcome of a write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WriteCode {
-    /// Stored.
-    Ok,
-    /// The key is not a short slug, or the source is not a tool observation or user turn.
-    BadKeyOrSource,
-    /// About someone other than the memory's owner.
-    OtherUser,
-    /// Nothing to store.
-    Empty,
-    /// Longer than the note limit.
-    TooLong,
-    /// Holds a secret or key.
-    Secret,
-    /// Holds personal data (contact details, account numbers).
-    PersonalData,
-    /// Reads like an instruction to the model.
-    InstructionLike,
-    /// The store is full (it refuses instead of evicting).
-    MemoryFull,
-}
-
-impl WriteCode {
-    /// The code as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::BadKeyOrSource => "bad_key_or_source",
-            Self::OtherUser => "other_user",
-            Self::Empty => "empty",
-            Self::TooLong => "too_long",
-            Self::Secret => "secret",
-            Self::PersonalData => "personal_data",
-            Self::InstructionLike => "instruction_like",
-            Self::MemoryFull => "memory_full",
-        }
+codes! {
+    /// The outcome of a write.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum WriteCode {
+        /// Stored.
+        Ok = "ok",
+        /// The key is not a short slug, or the source is not a tool observation or user turn.
+        BadKeyOrSource = "bad_key_or_source",
+        /// About someone other than the memory's owner.
+        OtherUser = "other_user",
+        /// Nothing to store.
+        Empty = "empty",
+        /// Longer than the note limit.
+        TooLong = "too_long",
+        /// Holds a secret or key.
+        Secret = "secret",
+        /// Holds personal data (contact details, account numbers).
+        PersonalData = "personal_data",
+        /// Reads like an instruction to the model.
+        InstructionLike = "instruction_like",
+        /// The store is full (it refuses instead of evicting).
+        MemoryFull = "memory_full",
     }
 }
 

@@ -11,6 +11,7 @@
 //! (`instruction_like`). Claim support (`unknown_source`, `unsupported_claim`) needs the
 //! researcher's observations and lives in [`super::support`].
 
+use crate::codes::codes;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
@@ -33,34 +34,25 @@ pub(crate) const MAX_SOURCE_CHARS: usize = 40;
 /// Most characters of a verdict's notes.
 pub(crate) const MAX_NOTES_CHARS: usize = 300;
 
-/// Who takes part in a multi-agent run. The coordinator is plain code, not a model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Turns the goal into a brief.
-    Planner,
-    /// Reads tickets and documents (the single-agent loop with its own gate) and writes a
-    /// finding.
-    Researcher,
-    /// Checks a finding with its own tool and gives a verdict.
-    Reviewer,
-    /// The code that routes and checks every message.
-    Coordinator,
+codes! {
+    /// Who takes part in a multi-agent run. The coordinator is plain code, not a model.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum Role {
+        /// Turns the goal into a brief.
+        Planner = "planner",
+        /// Reads tickets and documents (the single-agent loop with its own gate) and writes a
+        /// finding.
+        Researcher = "researcher",
+        /// Checks a finding with its own tool and gives a verdict.
+        Reviewer = "reviewer",
+        /// The code that routes and checks every message.
+        Coordinator = "coordinator",
+    }
 }
 
 impl Role {
     /// The three roles that run a model, in pipeline order.
     pub const MODEL_ROLES: [Role; 3] = [Role::Planner, Role::Researcher, Role::Reviewer];
-
-    /// The role as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Planner => "planner",
-            Self::Researcher => "researcher",
-            Self::Reviewer => "reviewer",
-            Self::Coordinator => "coordinator",
-        }
-    }
 }
 
 impl fmt::Display for Role {
@@ -83,28 +75,20 @@ impl FromStr for Role {
     }
 }
 
-/// The three message kinds. Nothing else exists: no kind creates a role or delegates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// Planner → researcher.
-    Brief,
-    /// Researcher → reviewer.
-    Finding,
-    /// Reviewer → coordinator.
-    Verdict,
+codes! {
+    /// The three message kinds. Nothing else exists: no kind creates a role or delegates.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum Kind {
+        /// Planner → researcher.
+        Brief = "brief",
+        /// Researcher → reviewer.
+        Finding = "finding",
+        /// Reviewer → coordinator.
+        Verdict = "verdict",
+    }
 }
 
 impl Kind {
-    /// The kind as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Brief => "brief",
-            Self::Finding => "finding",
-            Self::Verdict => "verdict",
-        }
-    }
-
     fn parse(s: &str) -> Option<Self> {
         match s {
             "brief" => Some(Self::Brief),
@@ -251,50 +235,25 @@ impl Envelope {
     }
 }
 
-/// Why the coordinator refused a message. The JSON form is the variant name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RejectCode {
-    /// Not a JSON object (prose, truncated, an array, too deeply nested).
-    NotJson,
-    /// No `kind`, or a kind that does not exist (such as `delegate` or `spawn`).
-    UnknownKind,
-    /// The route table has no such kind from this sender to this recipient.
-    NoRoute,
-    /// The body does not fit its schema: unknown or missing fields, wrong types, limits,
-    /// or a text longer than [`MAX_MESSAGE_BYTES`].
-    InvalidMessage,
-    /// A string of the body reads like an instruction (a filter, not a guarantee).
-    InstructionLike,
-    /// With strict claims, the claim cannot be rebuilt from the cited observations.
-    UnsupportedClaim,
-    /// A source that is not something the researcher read in this run.
-    UnknownSource,
-}
-
-impl RejectCode {
-    /// Every code, in check order.
-    pub const ALL: [RejectCode; 7] = [
-        Self::NotJson,
-        Self::UnknownKind,
-        Self::NoRoute,
-        Self::InvalidMessage,
-        Self::InstructionLike,
-        Self::UnsupportedClaim,
-        Self::UnknownSource,
-    ];
-
-    /// The code as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotJson => "not_json",
-            Self::UnknownKind => "unknown_kind",
-            Self::NoRoute => "no_route",
-            Self::InvalidMessage => "invalid_message",
-            Self::InstructionLike => "instruction_like",
-            Self::UnsupportedClaim => "unsupported_claim",
-            Self::UnknownSource => "unknown_source",
-        }
+codes! {
+    /// Why the coordinator refused a message. The JSON form is the variant name.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum RejectCode {
+        /// Not a JSON object (prose, truncated, an array, too deeply nested).
+        NotJson = "not_json",
+        /// No `kind`, or a kind that does not exist (such as `delegate` or `spawn`).
+        UnknownKind = "unknown_kind",
+        /// The route table has no such kind from this sender to this recipient.
+        NoRoute = "no_route",
+        /// The body does not fit its schema: unknown or missing fields, wrong types, limits,
+        /// or a text longer than [`MAX_MESSAGE_BYTES`].
+        InvalidMessage = "invalid_message",
+        /// A string of the body reads like an instruction (a filter, not a guarantee).
+        InstructionLike = "instruction_like",
+        /// With strict claims, the claim cannot be rebuilt from the cited observations.
+        UnsupportedClaim = "unsupported_claim",
+        /// A source that is not something the researcher read in this run.
+        UnknownSource = "unknown_source",
     }
 }
 

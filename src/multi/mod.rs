@@ -27,13 +27,14 @@ pub(crate) mod roles;
 pub(crate) mod routes;
 pub(crate) mod support;
 
+use crate::codes::codes;
 use rust_decimal::Decimal;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::agent::Trace;
-use crate::gate::AuditEvent;
+use crate::gate::{AuditEvent, GateCode, Refusal};
 
 pub use behaviours::{Behaviours, PlannerKind, ResearcherKind, ReviewerKind};
 pub use behaviours::{FAKE_PLANNER, FAKE_RESEARCHER, FAKE_REVIEWER, FakePlanner, FakeResearcher, FakeReviewer};
@@ -89,48 +90,32 @@ pub enum MultiError {
     },
 }
 
-macro_rules! multi_reasons {
-    ($( $(#[$doc:meta])* $variant:ident => $name:literal ),+ $(,)?) => {
-        /// Why a multi-agent run ended. A closed set.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
-        pub enum MultiReason {
-            $( $(#[$doc])* #[serde(rename = $name)] $variant, )+
-        }
-
-        impl MultiReason {
-            /// Every reason, in a fixed order.
-            pub const ALL: &'static [MultiReason] = &[$(MultiReason::$variant),+];
-
-            /// The reason as text.
-            pub fn as_str(self) -> &'static str {
-                match self { $( MultiReason::$variant => $name, )+ }
-            }
-        }
-    };
-}
-
-multi_reasons! {
-    /// The reviewer approved a finding: the run has an answer.
-    Done => "done",
-    /// The coordinator refused a message (and the run stops on a rejection).
-    RejectedMessage => "rejected_message",
-    /// No round left for another attempt.
-    RoundLimit => "round_limit",
-    /// No room for another message (rejected ones count).
-    MessageLimit => "message_limit",
-    /// No model call left for the next role.
-    CallLimit => "call_limit",
-    /// The run's wall time is used up.
-    TimeBudget => "time_budget",
-    /// The run's credits are used up (or the next call could cross them).
-    CostBudget => "cost_budget",
-    /// Cancelled from outside.
-    Cancelled => "cancelled",
-    /// A role actor panicked or dropped its channel; only this run ends.
-    RoleFailed => "role_failed",
-    /// A role's own loop ended without a message for a reason of its own (stuck, a
-    /// repeated call, a model error); its trace names it.
-    RoleStopped => "role_stopped",
+codes! {
+    /// Why a multi-agent run ended. A closed set.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum MultiReason {
+        /// The reviewer approved a finding: the run has an answer.
+        Done = "done",
+        /// The coordinator refused a message (and the run stops on a rejection).
+        RejectedMessage = "rejected_message",
+        /// No round left for another attempt.
+        RoundLimit = "round_limit",
+        /// No room for another message (rejected ones count).
+        MessageLimit = "message_limit",
+        /// No model call left for the next role.
+        CallLimit = "call_limit",
+        /// The run's wall time is used up.
+        TimeBudget = "time_budget",
+        /// The run's credits are used up (or the next call could cross them).
+        CostBudget = "cost_budget",
+        /// Cancelled from outside.
+        Cancelled = "cancelled",
+        /// A role actor panicked or dropped its channel; only this run ends.
+        RoleFailed = "role_failed",
+        /// A role's own loop ended without a message for a reason of its own (stuck, a
+        /// repeated call, a model error); its trace names it.
+        RoleStopped = "role_stopped",
+    }
 }
 
 impl fmt::Display for MultiReason {
@@ -155,13 +140,13 @@ pub struct Denial {
     pub role: Role,
     /// The tool as proposed.
     pub tool: String,
-    /// The refusal code, e.g. `not_allowed`.
-    pub code: String,
+    /// Why it was refused.
+    pub code: DenialCode,
 }
 
 impl fmt::Display for Denial {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.role, self.tool, self.code)
+        write!(f, "{}:{}:{}", self.role, self.tool, self.code.as_str())
     }
 }
 
@@ -178,6 +163,48 @@ pub struct RoleFailure {
     pub role: Role,
     /// What its task did (`panicked: …` or `dropped its reply`).
     pub detail: String,
+}
+
+codes! {
+    /// Why a role's tool call was refused: by the role's own check before the gate
+    /// (`not_allowed`, `invalid_arguments`, `repeated_call`) or by the gate.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum DenialCode {
+        /// Not in the role's scope, or no such tool.
+        NotAllowed = "not_allowed",
+        /// The arguments do not fit the schema.
+        InvalidArguments = "invalid_arguments",
+        /// The per-run limit for this tool is used up.
+        CallLimit = "call_limit",
+        /// A write tool that is not granted.
+        NotGranted = "not_granted",
+        /// A call the role's loop already made.
+        RepeatedCall = "repeated_call",
+    }
+}
+
+impl DenialCode {
+    /// The denial a gate outcome is, if it is a refusal.
+    pub(crate) fn of_gate(code: GateCode) -> Option<Self> {
+        match code {
+            GateCode::NotAllowed => Some(Self::NotAllowed),
+            GateCode::InvalidArguments => Some(Self::InvalidArguments),
+            GateCode::CallLimit => Some(Self::CallLimit),
+            GateCode::NotGranted => Some(Self::NotGranted),
+            _ => None,
+        }
+    }
+}
+
+impl From<Refusal> for DenialCode {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::NotAllowed => Self::NotAllowed,
+            Refusal::InvalidArguments => Self::InvalidArguments,
+            Refusal::CallLimit => Self::CallLimit,
+            Refusal::NotGranted => Self::NotGranted,
+        }
+    }
 }
 
 /// The result of a multi-agent run. The same inputs give the same value.

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::Remaining;
 use super::envelope::{Body, Envelope, Role};
-use super::{Denial, MultiReason};
+use super::{Denial, DenialCode, MultiReason};
 use crate::BoxFuture;
 use crate::agent::{Agent, StopReason, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, estimate_tokens};
@@ -240,13 +240,11 @@ impl Worker {
     fn crashed(&self, audited: usize, detail: String) -> RoleReply {
         let since = self.audit().get(audited..).unwrap_or_default();
         let role = self.role();
-        let refused = |code: &str| matches!(code, "not_allowed" | "invalid_arguments" | "call_limit" | "not_granted");
         RoleReply {
             tools: since.iter().map(|e| e.tool.clone()).collect(),
             denied: since
                 .iter()
-                .filter(|e| refused(&e.outcome))
-                .map(|e| Denial { role, tool: e.tool.clone(), code: e.outcome.clone() })
+                .filter_map(|e| Some(Denial { role, tool: e.tool.clone(), code: DenialCode::of_gate(e.outcome)? }))
                 .collect(),
             stop: Some(RoleStop::Failed(detail)),
             ..RoleReply::default()
@@ -321,15 +319,15 @@ impl CallRole {
         reply: &mut RoleReply,
     ) -> Option<GateOutcome> {
         let code = if !self.gate.policy().allows(self.task(), name) || !self.gate.tools().has(name) {
-            Some("not_allowed")
+            Some(DenialCode::NotAllowed)
         } else if self.gate.tools().validate(name, &arguments).is_err() {
-            Some("invalid_arguments")
+            Some(DenialCode::InvalidArguments)
         } else {
             None
         };
         if let Some(code) = code {
             self.trace.add(step, TraceKind::Check, code, &format!("call {name}"));
-            reply.denied.push(Denial { role: self.role, tool: name.to_string(), code: code.to_string() });
+            reply.denied.push(Denial { role: self.role, tool: name.to_string(), code });
             return None;
         }
         let mut id = String::with_capacity(self.run_id.len() + 16);
@@ -339,7 +337,7 @@ impl CallRole {
         self.trace.add(step, TraceKind::Tool, outcome.code(), name);
         reply.tools.push(name.to_string());
         if let GateOutcome::Refused { code, .. } = &outcome {
-            reply.denied.push(Denial { role: self.role, tool: name.to_string(), code: code.as_str().to_string() });
+            reply.denied.push(Denial { role: self.role, tool: name.to_string(), code: (*code).into() });
         }
         Some(outcome)
     }
@@ -377,10 +375,7 @@ impl CallRole {
                             let mut id = String::with_capacity(4);
                             id.push('r');
                             let _ = write!(id, "{}", reply.tools.len());
-                            let (ok, text) = match &outcome {
-                                GateOutcome::Ok(v) => (true, serde_json::to_string(v).unwrap_or_default()),
-                                other => (false, ["error ", other.code()].concat()),
-                            };
+                            let (ok, text) = outcome.observation();
                             let source = ["tool:lookup_document:", &id].concat();
                             push_block(&mut user, "observation", &source, &[("id", &id), ("ok", bool_str(ok))], &text);
                         }
@@ -540,19 +535,17 @@ pub(crate) fn refusals(trace: &Trace, role: Role) -> Vec<Denial> {
         .lines
         .iter()
         .filter_map(|l| {
-            let code = l.code.as_ref();
-            let tool = match l.kind {
-                TraceKind::Check if matches!(code, "not_allowed" | "invalid_arguments" | "repeated_call") => {
-                    l.detail.strip_prefix("call ")?
-                }
-                TraceKind::Tool
-                    if matches!(code, "not_allowed" | "invalid_arguments" | "call_limit" | "not_granted") =>
-                {
-                    l.detail.as_str()
-                }
+            let code = DenialCode::from_code(&l.code)?;
+            let tool = match (l.kind, code) {
+                (
+                    TraceKind::Check,
+                    DenialCode::NotAllowed | DenialCode::InvalidArguments | DenialCode::RepeatedCall,
+                ) => l.detail.strip_prefix("call ")?,
+                (TraceKind::Tool, DenialCode::RepeatedCall) => return None,
+                (TraceKind::Tool, _) => l.detail.as_str(),
                 _ => return None,
             };
-            Some(Denial { role, tool: tool.to_string(), code: code.to_string() })
+            Some(Denial { role, tool: tool.to_string(), code })
         })
         .collect()
 }

@@ -10,30 +10,22 @@
 //! instruction filter — a pattern list, so a paraphrase with no trigger words passes: the
 //! known gap that row m05 keeps in the table on purpose.
 
+use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 use super::envelope::{Finding, RejectCode};
 use crate::gate::Observation;
 
-/// How much a finding's claim must be backed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClaimMode {
-    /// Every part of the claim must be rebuilt from a cited observation.
-    #[default]
-    Strict,
-    /// Any text that passes the instruction filter (sources are still checked).
-    Free,
-}
-
-impl ClaimMode {
-    /// The mode as text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Strict => "strict",
-            Self::Free => "free",
-        }
+codes! {
+    /// How much a finding's claim must be backed.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum ClaimMode {
+        /// Every part of the claim must be rebuilt from a cited observation.
+        #[default]
+        Strict = "strict",
+        /// Any text that passes the instruction filter (sources are still checked).
+        Free = "free",
     }
 }
 

@@ -192,7 +192,7 @@ pub fn check_proposal(fx: &Fixture, task: &str, text: &str) -> Result<ProposalVe
         Proposal::Call { tool, arguments } => {
             let call = ToolCall::new(format!("{RUN_ID}-c1"), tool.clone(), arguments.clone());
             let outcome = lab.agent.gate.run(&call, CallContext::new(task, RUN_ID, USER));
-            let code = outcome.code();
+            let code = outcome.code().as_str();
             let agrees = match check {
                 CheckCode::Ok => !matches!(code, "not_allowed" | "invalid_arguments"),
                 CheckCode::NotAllowed => code == "not_allowed",
@@ -453,7 +453,7 @@ pub fn check_tool_arguments(fx: &Fixture, tool: &str, arguments: &Value) -> Resu
         }
         let call = ToolCall::new(format!("{RUN_ID}-c1"), tool, arguments.clone());
         let outcome = lab.agent.gate.run(&call, CallContext::new(&task, RUN_ID, USER));
-        let code = outcome.code();
+        let code = outcome.code().as_str();
         let agrees = match &validated {
             Ok(_) => !matches!(code, "not_allowed" | "invalid_arguments"),
             Err(ArgError::UnknownTool) => code == "not_allowed",

@@ -9,6 +9,7 @@ mod added;
 mod calculator;
 mod search;
 
+use crate::codes::codes;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -159,29 +160,18 @@ pub enum ArgError {
     Invalid(String),
 }
 
-/// How a tool failed while running.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolFailureCode {
-    /// Nothing with that id (or not yours: the two look the same).
-    NotFound,
-    /// The input was well-formed but could not be processed (e.g. division by zero).
-    BadInput,
-    /// The tool did not answer within the gate's per-call timeout.
-    ToolTimeout,
-    /// The tool panicked; the gate caught it.
-    ToolPanicked,
-}
-
-impl ToolFailureCode {
-    /// The code as text.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::NotFound => "not_found",
-            Self::BadInput => "bad_input",
-            Self::ToolTimeout => "tool_timeout",
-            Self::ToolPanicked => "tool_panicked",
-        }
+codes! {
+    /// How a tool failed while running.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum ToolFailureCode {
+        /// Nothing with that id (or not yours: the two look the same).
+        NotFound = "not_found",
+        /// The input was well-formed but could not be processed (e.g. division by zero).
+        BadInput = "bad_input",
+        /// The tool did not answer within the gate's per-call timeout.
+        ToolTimeout = "tool_timeout",
+        /// The tool panicked; the gate caught it.
+        ToolPanicked = "tool_panicked",
     }
 }
 

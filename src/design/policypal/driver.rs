@@ -105,13 +105,8 @@ impl Pal {
         let shown = ToolCall::new(card.call_id.clone(), card.tool.clone(), card.arguments.clone());
         let token = ApprovalToken::for_card(parked.run.state.run_id(), &card.pending_id, &shown, by);
         let outcome = self.gate.execute_approved(&token)?;
-        let (ok, text) = match &outcome {
-            GateOutcome::Ok(data) => (true, serde_json::to_string(data).unwrap_or_default()),
-            GateOutcome::Failed { code, message } => (false, format!("error {code}: {message}")),
-            GateOutcome::Refused { code, message } => (false, format!("error {}: {message}", code.as_str())),
-            GateOutcome::NeedsApproval { .. } => (false, "error needs_approval: not run".to_string()),
-        };
-        self.decided(parked, &card, "confirmed", Some(outcome.code()), ok, &text).await
+        let (ok, text) = outcome.observation();
+        self.decided(parked, &card, "confirmed", Some(outcome.code().as_str()), ok, &text).await
     }
 
     /// Cancels the run's card as `by`: nothing runs, "cancelled by user" becomes that
@@ -425,14 +420,7 @@ impl Pal {
         outcome: GateOutcome,
         turns: &mut Turns,
     ) -> Result<Handled, AgentError> {
-        let (ok, text) = match outcome {
-            GateOutcome::Ok(data) => (true, serde_json::to_string(&data).unwrap_or_default()),
-            GateOutcome::Refused { code, message } => (false, format!("error {}: {message}", code.as_str())),
-            GateOutcome::Failed { code, message } => (false, format!("error {code}: {message}")),
-            GateOutcome::NeedsApproval { pending_id } => {
-                (false, format!("error needs_approval: {pending_id} waits; one action at a time"))
-            }
-        };
+        let (ok, text) = outcome.observation();
         let (state, obs) = state.observe(ok, &call.name, &text)?;
         turns.earlier.insert(fingerprint(&call.name, &call.arguments), obs.id.clone());
         turns.messages.push(Message::tool(call.id.clone(), block(&obs)));

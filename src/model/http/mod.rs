@@ -23,6 +23,7 @@
 pub(crate) mod config;
 pub(crate) mod wire;
 
+use crate::codes::codes;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
@@ -37,90 +38,45 @@ pub(crate) use config::ConfigError;
 pub use config::{ApiKey, Endpoint, HttpConfig, HttpFlags, ToolMode};
 pub(crate) use wire::{FINISH_TOOL, Reading};
 
-/// Why an HTTP model call failed: the code written into the trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum HttpCode {
-    /// Nothing listens at the base URL.
-    ConnectionRefused,
-    /// Any other failure to connect (name lookup, TLS handshake, …).
-    ConnectFailed,
-    /// An attempt took longer than the per-call timeout.
-    Timeout,
-    /// 429, still after the allowed retries (or the server asked to wait too long).
-    RateLimited,
-    /// 5xx, still after the allowed retries.
-    ServerError,
-    /// 401 or 403: the key is missing or wrong.
-    Unauthorized,
-    /// 404: wrong base URL or unknown model.
-    NotFound,
-    /// Another 4xx.
-    ClientError,
-    /// A status that is neither success nor an error (a redirect, which is not followed).
-    UnexpectedStatus,
-    /// The connection broke while sending or reading.
-    Transport,
-    /// The answer was longer than the configured limit.
-    ResponseTooLarge,
-    /// The answer is not the chat-completions JSON (no `choices[0].message`, not JSON).
-    MalformedJson,
-    /// A reply with neither text nor a tool call.
-    EmptyReply,
-    /// A tool call whose arguments are not a JSON object.
-    InvalidToolArguments,
-    /// A tool named like the finishing function (native mode).
-    ReservedToolName,
-    /// The HTTP client could not be built.
-    ClientInit,
-    /// The client's own cancellation token fired.
-    Cancelled,
-}
-
-impl HttpCode {
-    /// Every code, in declaration order.
-    pub const ALL: [HttpCode; 17] = [
-        Self::ConnectionRefused,
-        Self::ConnectFailed,
-        Self::Timeout,
-        Self::RateLimited,
-        Self::ServerError,
-        Self::Unauthorized,
-        Self::NotFound,
-        Self::ClientError,
-        Self::UnexpectedStatus,
-        Self::Transport,
-        Self::ResponseTooLarge,
-        Self::MalformedJson,
-        Self::EmptyReply,
-        Self::InvalidToolArguments,
-        Self::ReservedToolName,
-        Self::ClientInit,
-        Self::Cancelled,
-    ];
-
-    /// The code as text (the serde name).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ConnectionRefused => "connection_refused",
-            Self::ConnectFailed => "connect_failed",
-            Self::Timeout => "timeout",
-            Self::RateLimited => "rate_limited",
-            Self::ServerError => "server_error",
-            Self::Unauthorized => "unauthorized",
-            Self::NotFound => "not_found",
-            Self::ClientError => "client_error",
-            Self::UnexpectedStatus => "unexpected_status",
-            Self::Transport => "transport",
-            Self::ResponseTooLarge => "response_too_large",
-            Self::MalformedJson => "malformed_json",
-            Self::EmptyReply => "empty_reply",
-            Self::InvalidToolArguments => "invalid_tool_arguments",
-            Self::ReservedToolName => "reserved_tool_name",
-            Self::ClientInit => "client_init",
-            Self::Cancelled => "cancelled",
-        }
+codes! {
+    /// Why an HTTP model call failed: the code written into the trace.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum HttpCode {
+        /// Nothing listens at the base URL.
+        ConnectionRefused = "connection_refused",
+        /// Any other failure to connect (name lookup, TLS handshake, …).
+        ConnectFailed = "connect_failed",
+        /// An attempt took longer than the per-call timeout.
+        Timeout = "timeout",
+        /// 429, still after the allowed retries (or the server asked to wait too long).
+        RateLimited = "rate_limited",
+        /// 5xx, still after the allowed retries.
+        ServerError = "server_error",
+        /// 401 or 403: the key is missing or wrong.
+        Unauthorized = "unauthorized",
+        /// 404: wrong base URL or unknown model.
+        NotFound = "not_found",
+        /// Another 4xx.
+        ClientError = "client_error",
+        /// A status that is neither success nor an error (a redirect, which is not followed).
+        UnexpectedStatus = "unexpected_status",
+        /// The connection broke while sending or reading.
+        Transport = "transport",
+        /// The answer was longer than the configured limit.
+        ResponseTooLarge = "response_too_large",
+        /// The answer is not the chat-completions JSON (no `choices[0].message`, not JSON).
+        MalformedJson = "malformed_json",
+        /// A reply with neither text nor a tool call.
+        EmptyReply = "empty_reply",
+        /// A tool call whose arguments are not a JSON object.
+        InvalidToolArguments = "invalid_tool_arguments",
+        /// A tool named like the finishing function (native mode).
+        ReservedToolName = "reserved_tool_name",
+        /// The HTTP client could not be built.
+        ClientInit = "client_init",
+        /// The client's own cancellation token fired.
+        Cancelled = "cancelled",
     }
 }
 
