@@ -275,3 +275,45 @@ async fn the_cost_budget_is_checked_against_the_worst_case_before_a_call() {
     assert_eq!(run.reason, MultiReason::CostBudget, "the spend so far leaves no room for the reviewer");
     assert!(run.cost <= Decimal::new(10, 3), "{}", run.cost);
 }
+
+/// A planner whose model never answers; it says when the role actor dropped it.
+struct NeverAnswers {
+    dropped: Arc<Notify>,
+}
+
+impl LlmClient for NeverAnswers {
+    fn model(&self) -> &str {
+        "fake-sensible"
+    }
+
+    fn complete<'a>(&'a mut self, _: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+impl Drop for NeverAnswers {
+    fn drop(&mut self) {
+        self.dropped.notify_one();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_handle_of_a_running_run_cancels_it_and_its_roles_stop() {
+    let env = menv();
+    let dropped = Arc::new(Notify::new());
+    let mut models = RoleModels::fakes(Behaviours::default());
+    models.planner = Box::new(NeverAnswers { dropped: dropped.clone() });
+    let token = CancellationToken::new();
+    let handle = start(&env, MultiConfig::default(), models, GOAL, "run-dropped", token.clone()).unwrap();
+    tokio::task::yield_now().await;
+    assert!(!token.is_cancelled(), "running, waiting on its planner");
+    drop(handle);
+    assert!(token.is_cancelled(), "the drop guard cancelled the run");
+    // the coordinator ends the run and joins its roles: the planner's model is dropped
+    tokio::time::timeout(Duration::from_secs(5), dropped.notified()).await.expect("the planner actor stopped");
+    let token = CancellationToken::new();
+    // finishing consumes the handle; its guard has nothing left to do
+    let handle =
+        start(&env, MultiConfig::default(), RoleModels::fakes(Behaviours::default()), GOAL, "run-done", token).unwrap();
+    assert_eq!(handle.finish().await.unwrap().reason, MultiReason::Done);
+}

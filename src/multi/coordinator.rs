@@ -136,15 +136,25 @@ impl RoleModels {
     }
 }
 
-/// A started run: cancel it, or wait for its result.
+/// A started run: cancel it, or wait for its result. Dropping the handle before the run
+/// finished cancels it (a drop guard, as mini-redis's `DbDropGuard`): the coordinator
+/// then ends the run `cancelled` within one step and joins its role tasks, so no run works
+/// on with nobody to read its result.
 #[derive(Debug)]
 pub struct MultiHandle {
-    /// The run id.
     run_id: String,
     /// The run's token; cancelling it ends the run `cancelled` within one step.
     cancel: CancellationToken,
-    /// The coordinator's task.
-    join: JoinHandle<MultiRun>,
+    /// The coordinator's task; taken by [`MultiHandle::finish`].
+    join: Option<JoinHandle<MultiRun>>,
+}
+
+impl Drop for MultiHandle {
+    fn drop(&mut self) {
+        if self.join.as_ref().is_some_and(|j| !j.is_finished()) {
+            self.cancel.cancel();
+        }
+    }
 }
 
 impl MultiHandle {
@@ -163,8 +173,11 @@ impl MultiHandle {
     /// # Errors
     /// [`MultiError::CoordinatorFailed`] if the coordinator's own task failed (a role that
     /// fails ends the run with `role_failed` instead).
-    pub async fn finish(self) -> Result<MultiRun, MultiError> {
-        self.join.await.map_err(|e| MultiError::CoordinatorFailed { run_id: self.run_id, detail: e.to_string() })
+    pub async fn finish(mut self) -> Result<MultiRun, MultiError> {
+        let Some(join) = self.join.take() else {
+            return Err(MultiError::CoordinatorFailed { run_id: self.run_id.clone(), detail: "already joined".into() });
+        };
+        join.await.map_err(|e| MultiError::CoordinatorFailed { run_id: self.run_id.clone(), detail: e.to_string() })
     }
 }
 
@@ -193,7 +206,7 @@ pub fn start(
     }
     let setup = Setup { env: env.clone(), cfg, models, goal: Arc::from(goal), run_id: run_id.to_string() };
     let join = tokio::spawn(coordinate(setup, cancel.clone()));
-    Ok(MultiHandle { run_id: run_id.to_string(), cancel, join })
+    Ok(MultiHandle { run_id: run_id.to_string(), cancel, join: Some(join) })
 }
 
 /// Starts a run and waits for its result.

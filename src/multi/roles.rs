@@ -137,7 +137,7 @@ pub(crate) struct Assigned {
 
 /// A cheap handle on a role actor; the coordinator is its only holder. Dropping it closes
 /// the inbox and ends the actor.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct RoleHandle {
     /// The role.
     pub role: Role,

@@ -20,6 +20,7 @@
 //! either control alone stops every effect, so an executed one means a broken control.
 //! [`Matrix::holds`] says whether every such configuration held.
 
+use super::bounded::{MAX_IN_FLIGHT, run_bounded};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -598,8 +599,8 @@ pub(crate) fn check_fits(world: &WorldData, task: &BenignTask, attack: &Attack) 
     Ok(())
 }
 
-/// Runs the matrix: every configuration × task × (benign, then each payload), all runs
-/// concurrently on the current runtime, each in a fresh world.
+/// Runs the matrix: every configuration × task × (benign, then each payload), concurrently
+/// on the current runtime (at most [`MAX_IN_FLIGHT`] at once), each in a fresh world.
 ///
 /// # Errors
 /// [`ScenarioError`] when the role scopes cannot be derived from `env`'s policy, a target
@@ -613,20 +614,18 @@ pub async fn run_matrix(spec: &MatrixSpec, env: &Env) -> Result<Matrix, Scenario
     }
     let wide = narrow.scopes.widened();
     let shared = Arc::new(Shared { env: env.clone(), narrow, wide, roles: spec.roles });
-    let mut handles = Vec::new();
+    let mut work = Vec::new();
     for (index, config) in spec.configs.iter().enumerate() {
         for task in &spec.tasks {
             let variants = std::iter::once(None).chain(spec.attacks.iter().cloned().map(Some));
             for attack in variants {
-                let fut = run_variant(shared.clone(), index, *config, task.clone(), attack);
-                handles.push(tokio::spawn(fut));
+                work.push(run_variant(shared.clone(), index, *config, task.clone(), attack));
             }
         }
     }
-    let mut runs = Vec::with_capacity(handles.len());
-    for h in handles {
-        let run = h.await.map_err(|e| ScenarioError::Io { file: "(matrix)".into(), message: e.to_string() })??;
-        runs.push(run);
+    let mut runs = Vec::with_capacity(work.len());
+    for joined in run_bounded(work, MAX_IN_FLIGHT).await {
+        runs.push(joined.map_err(|message| ScenarioError::Io { file: "(matrix)".into(), message })??);
     }
     let figures = spec
         .configs

@@ -1,6 +1,7 @@
 //! The injection test suite: rows run concurrently ([`run`]), the defense matrix
 //! ([`matrix`]) and the line checkers ([`checkers`]).
 
+mod bounded;
 pub(crate) mod checkers;
 pub(crate) mod context;
 pub(crate) mod matrix;

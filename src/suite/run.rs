@@ -4,6 +4,7 @@
 use serde::Serialize;
 use std::sync::Arc;
 
+use super::bounded::{MAX_IN_FLIGHT, run_bounded};
 use crate::agent::Env;
 use crate::eval::multi_scenarios::{AnyRow, MultiOutcome, run_multi, run_multi_with};
 use crate::eval::scenarios::{SingleOutcome, run_single_with};
@@ -81,7 +82,8 @@ impl RowResult {
     }
 }
 
-/// Runs `rows` concurrently, each in a fresh world, and returns their results in order.
+/// Runs `rows` concurrently (at most [`MAX_IN_FLIGHT`](super::bounded::MAX_IN_FLIGHT) at
+/// once), each in a fresh world, and returns their results in order.
 /// With `model`, every single-agent row runs with that decider instead of its own (multi
 /// rows keep their role behaviours).
 pub async fn run_rows(
@@ -91,34 +93,33 @@ pub async fn run_rows(
     model: Option<&DeciderSpec>,
     roles: Option<&RoleSetup>,
 ) -> Vec<Result<RowResult, ScenarioError>> {
-    let tasks: Vec<_> = rows
-        .into_iter()
-        .map(|row| {
-            let (env, menv, model, roles) = (env.clone(), menv.clone(), model.cloned(), roles.cloned());
-            tokio::spawn(async move {
-                match row {
-                    AnyRow::Single(r) => {
-                        let cfg = r.lab_config()?;
-                        let cfg = match model {
-                            Some(decider) => LabConfig { decider, ..cfg },
-                            None => cfg,
-                        };
-                        run_single_with(&r, &env, cfg).await.map(RowResult::Single)
-                    }
-                    AnyRow::Multi(r) => match roles {
-                        Some(setup) => run_multi_with(&r, &menv, setup.with_behaviours(r.roles).models()).await,
-                        None => run_multi(&r, &menv).await,
-                    }
-                    .map(|(run, o)| RowResult::Multi(o, Box::new(run))),
+    let work = rows.into_iter().map(|row| {
+        let (env, menv, model, roles) = (env.clone(), menv.clone(), model.cloned(), roles.cloned());
+        async move {
+            match row {
+                AnyRow::Single(r) => {
+                    let cfg = r.lab_config()?;
+                    let cfg = match model {
+                        Some(decider) => LabConfig { decider, ..cfg },
+                        None => cfg,
+                    };
+                    run_single_with(&r, &env, cfg).await.map(RowResult::Single)
                 }
+                AnyRow::Multi(r) => match roles {
+                    Some(setup) => run_multi_with(&r, &menv, setup.with_behaviours(r.roles).models()).await,
+                    None => run_multi(&r, &menv).await,
+                }
+                .map(|(run, o)| RowResult::Multi(o, Box::new(run))),
+            }
+        }
+    });
+    run_bounded(work, MAX_IN_FLIGHT)
+        .await
+        .into_iter()
+        .map(|joined| {
+            joined.unwrap_or_else(|e| {
+                Err(ScenarioError::Io { file: "(suite)".into(), message: format!("a row's task failed: {e}") })
             })
         })
-        .collect();
-    let mut out = Vec::with_capacity(tasks.len());
-    for t in tasks {
-        out.push(t.await.unwrap_or_else(|e| {
-            Err(ScenarioError::Io { file: "(suite)".into(), message: format!("a row's task failed: {e}") })
-        }));
-    }
-    out
+        .collect()
 }
