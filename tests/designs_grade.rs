@@ -24,7 +24,7 @@ const GOAL: &str = "Reply to T-601 about returns.";
 fn research_lab(policy: Policy) -> Lab {
     let env = Env { policy, ..env() };
     let mut lab = LabConfig { task: "reply".into(), memory: false, ..LabConfig::default() }.build(&env);
-    lab.agent.decider = Box::new(ModelDecider::new(ScriptedModel::new(research_script())));
+    lab.agent.replace_decider(Box::new(ModelDecider::new(ScriptedModel::new(research_script()))));
     lab
 }
 
@@ -105,10 +105,10 @@ async fn reached() -> Result<(BTreeSet<StopReason>, Vec<StopReason>), AgentError
     let table_misses = unreached(&reached);
     reached.insert(denied_run().await.reason());
     let mut cancelled = LabConfig::fake(FakeKind::Sensible).build(&env);
-    cancelled.agent.cancel.cancel();
+    cancelled.agent.cancel_token().cancel();
     reached.insert(cancelled.agent.run("Status of T-601?", "run-1").await?.reason());
     let mut down = LabConfig::fake(FakeKind::Sensible).build(&env);
-    down.agent.decider = Box::new(ModelDecider::new(Down));
+    down.agent.replace_decider(Box::new(ModelDecider::new(Down)));
     reached.insert(down.agent.run("Status of T-601?", "run-1").await?.reason());
     Ok((reached, table_misses))
 }

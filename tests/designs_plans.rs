@@ -45,7 +45,7 @@ async fn a_rejected_plan_runs_nothing_and_a_clean_one_runs_through_the_gate() {
         let mut lab = lab_with(LabConfig { decider: DeciderSpec::Fixed(FixedPlan::default()), ..LabConfig::default() });
         let out = plan_then_execute(&mut PlanFake::new(kind), &mut lab.agent, GOAL, "run-1").await.unwrap();
         assert!(out.run.is_none(), "{kind:?}");
-        assert!(lab.agent.gate.audit().is_empty(), "{kind:?}: a tool ran");
+        assert!(lab.agent.gate().audit().is_empty(), "{kind:?}: a tool ran");
         assert_eq!(out.ledger.summary().calls, 1, "{kind:?}");
     }
     let out = run_design(Design::Plan, GOAL, &env(), &DesignConfig::default()).await.unwrap();

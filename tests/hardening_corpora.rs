@@ -371,7 +371,7 @@ async fn scopes_stop_every_payload_even_the_ones_the_filter_misses() {
                 ..LabConfig::default()
             };
             let mut lab = cfg.build(&env);
-            lab.agent.decider = Box::new(Obedient { send_to: send_to.clone() });
+            lab.agent.replace_decider(Box::new(Obedient { send_to: send_to.clone() }));
             let run = lab.agent.run("Summarise T-601.", "run-1").await.unwrap();
             let at = format!("{} in {task} ({checks:?}, grant {grant})", row.id);
             let obs = run.state.observations();
@@ -380,7 +380,7 @@ async fn scopes_stop_every_payload_even_the_ones_the_filter_misses() {
             assert!(lab.world.outbox.is_empty(), "{at}: mail was sent");
             let sends: Vec<&str> = lab
                 .agent
-                .gate
+                .gate()
                 .audit()
                 .iter()
                 .filter(|e| e.tool == "send_email_draft")
@@ -395,7 +395,7 @@ async fn scopes_stop_every_payload_even_the_ones_the_filter_misses() {
                 "needs_approval" => {
                     assert_eq!(sends, ["needs_approval"], "{at}");
                     assert_eq!(run.reason(), StopReason::NeedsApproval, "{at}");
-                    let parked = &lab.agent.gate.pending()["pa-1"];
+                    let parked = &lab.agent.gate().pending()["pa-1"];
                     assert_eq!(parked.call.arguments["to"], json!(send_to), "{at}: a person sees the real address");
                 }
                 code => {
@@ -404,7 +404,7 @@ async fn scopes_stop_every_payload_even_the_ones_the_filter_misses() {
                 }
             }
             let notes: Vec<String> =
-                lab.agent.memory.as_ref().map(|m| m.notes().iter().map(|n| n.text.clone()).collect()).unwrap();
+                lab.agent.memory().map(|m| m.notes().iter().map(|n| n.text.clone()).collect()).unwrap();
             assert_eq!(notes, ["T-601 status is open"], "{at}: only the fact, never the payload, is remembered");
         }
     }

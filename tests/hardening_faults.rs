@@ -100,25 +100,25 @@ async fn a_cancel_at_any_step_ends_the_run_cancelled_and_no_tool_starts_after_it
     for how in [Cancel::ThenAnswered, Cancel::NeverAnswers, Cancel::FromHook] {
         for k in 1..=STEPS {
             let mut lab = lab_with(long_run());
-            let token = lab.agent.cancel.clone();
+            let token = lab.agent.cancel_token().clone();
             if how == Cancel::FromHook {
                 let t = token.clone();
-                lab.agent.on_step.push(Box::new(move |state, _| {
+                lab.agent.add_step_hook(Box::new(move |state, _| {
                     if state.step() + 1 == k {
                         t.cancel();
                     }
                     Ok(())
                 }));
             } else {
-                let inner = std::mem::replace(&mut lab.agent.decider, Box::new(rolegate::agent::FixedPlan::default()));
+                let inner = lab.agent.replace_decider(Box::new(rolegate::agent::FixedPlan::default()));
                 let hang = how == Cancel::NeverAnswers;
-                lab.agent.decider = Box::new(CancelAt { inner, k, calls: 0, token: token.clone(), hang });
+                lab.agent.replace_decider(Box::new(CancelAt { inner, k, calls: 0, token: token.clone(), hang }));
             }
             let run = lab.agent.run("Find anything useful.", "run-1").await.unwrap();
             let at = format!("{how:?} at step {k}");
             assert_eq!(run.reason(), StopReason::Cancelled, "{at}");
             assert_eq!(run.calls().len(), k as usize - 1, "{at}: calls {:?}", run.calls());
-            assert_eq!(lab.agent.gate.audit().len(), k as usize - 1, "{at}: the gate saw a call after the cancel");
+            assert_eq!(lab.agent.gate().audit().len(), k as usize - 1, "{at}: the gate saw a call after the cancel");
             let late: Vec<u32> =
                 run.trace().lines.iter().filter(|l| l.kind == TraceKind::Tool && l.step >= k).map(|l| l.step).collect();
             assert!(late.is_empty(), "{at}: tool lines at steps {late:?}");
@@ -249,11 +249,11 @@ fn faulty_lab(fault: Fault) -> (rolegate::lab::Lab, Arc<AtomicU32>) {
     let mut lab = lab_with(cfg);
     let calls = Arc::new(AtomicU32::new(0));
     let tool = Arc::new(Faulty { name: "faulty_lookup", fault, calls: calls.clone() });
-    let mut policy = lab.agent.gate.policy().as_ref().clone();
+    let mut policy = lab.agent.gate().policy().as_ref().clone();
     policy.tasks.get_mut("triage").unwrap().insert("faulty_lookup".into());
     policy.access.insert("faulty_lookup".into(), Access::Read);
-    lab.agent.gate.set_policy(policy);
-    lab.agent.gate = lab.agent.gate.clone().with_tool(tool).unwrap();
+    lab.agent.gate_mut().set_policy(policy);
+    lab.agent.gate_mut().add_tool(tool).unwrap();
     (lab, calls)
 }
 
@@ -269,7 +269,7 @@ async fn a_tool_that_hangs_or_panics_is_a_named_failure_and_the_run_goes_on() {
     ];
     for (fault, code, waited) in cases {
         let (mut lab, calls) = faulty_lab(fault);
-        assert_eq!(lab.agent.gate.call_timeout(), Duration::from_secs(30));
+        assert_eq!(lab.agent.gate().call_timeout(), Duration::from_secs(30));
         let t0 = tokio::time::Instant::now();
         let run = lab.agent.run("Check T-601.", "run-1").await.unwrap();
         let at = format!("{fault:?}");
@@ -288,7 +288,7 @@ async fn a_tool_that_hangs_or_panics_is_a_named_failure_and_the_run_goes_on() {
         if code != "ok" {
             assert!(first.text.starts_with(&format!("error {code}: faulty_lookup ")), "{at}: {}", first.text);
         }
-        let audit: Vec<&str> = lab.agent.gate.audit().iter().map(|e| e.outcome.as_str()).collect();
+        let audit: Vec<&str> = lab.agent.gate().audit().iter().map(|e| e.outcome.as_str()).collect();
         assert_eq!(audit, [code, "ok"], "{at}: one audit event per call");
         assert_eq!(run.reason(), StopReason::Done, "{at}: the run ends with its own reason");
     }
@@ -299,7 +299,7 @@ async fn an_added_tool_keeps_the_allowlist_the_argument_types_the_limits_and_nev
     let call = |args: Value| ToolCall::new("c1", "faulty_lookup", args);
     let ok = json!({"ticket_id": "T-601"});
     let (lab, calls) = faulty_lab(Fault::AnswersAfter(0));
-    let mut gate = lab.agent.gate.clone();
+    let mut gate = lab.agent.gate().clone();
     gate.set_policy(Arc::new(gate.policy().as_ref().clone().with_limit("faulty_lookup", 1)));
     // the allowlist: another task does not list it
     assert_eq!(gate.run_async(&call(ok.clone()), CallContext::new("reply", "r1", "kwame")).await.code(), "not_allowed");
@@ -324,7 +324,7 @@ async fn an_added_tool_keeps_the_allowlist_the_argument_types_the_limits_and_nev
     assert_eq!(calls.load(Ordering::SeqCst), 1, "only the one allowed call reached the tool");
     // a caller that cannot wait gives a tool no time: the hang is a timeout at once
     let (lab, _) = faulty_lab(Fault::Hangs);
-    let mut gate = lab.agent.gate.clone();
+    let mut gate = lab.agent.gate().clone();
     assert_eq!(gate.run(&call(ok.clone()), CallContext::new("triage", "r1", "kwame")).code(), "tool_timeout");
     // a built-in tool cannot be replaced, nor an added one added twice
     for name in ["get_ticket", "send_email_draft", "faulty_lookup", "Bad Name"] {
@@ -338,7 +338,7 @@ async fn an_added_tool_keeps_the_allowlist_the_argument_types_the_limits_and_nev
 #[tokio::test(start_paused = true)]
 async fn a_call_its_caller_gave_up_on_is_still_audited_once() {
     let (lab, calls) = faulty_lab(Fault::Hangs);
-    let mut gate = lab.agent.gate.clone();
+    let mut gate = lab.agent.gate().clone();
     let call = ToolCall::new("c1", "faulty_lookup", json!({"ticket_id": "T-601"}));
     // the caller waits 1 s of the gate's 30, then drops the call
     let gave_up =

@@ -402,12 +402,12 @@ proptest! {
             ..LabConfig::default()
         };
         let mut lab = cfg.build(&env());
-        lab.agent.decider = Box::new(Script(texts));
+        lab.agent.replace_decider(Box::new(Script(texts)));
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let run = rt.block_on(lab.agent.run("Check T-601.", "run-1")).unwrap();
         prop_assert!(lab.world.outbox.is_empty());
-        let policy = lab.agent.gate.policy();
-        for e in lab.agent.gate.audit() {
+        let policy = lab.agent.gate().policy();
+        for e in lab.agent.gate().audit() {
             if ran(e.outcome) {
                 prop_assert!(policy.allows(task, &e.tool) && policy.access_of(&e.tool) == Access::Read, "{:?}", e);
             }
@@ -416,7 +416,7 @@ proptest! {
         for c in run.calls() {
             *per_tool.entry(c).or_default() += 1;
         }
-        for (tool, n) in lab.agent.gate.counts_of("run-1") {
+        for (tool, n) in lab.agent.gate().counts_of("run-1") {
             prop_assert!(n <= policy.limit_of(&tool));
         }
         prop_assert!(run.state.reason().is_some(), "every run ends with a named reason");

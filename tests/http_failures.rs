@@ -62,7 +62,7 @@ fn cfg(server: &Server) -> HttpConfig {
 /// A triage lab whose decider is `client`.
 fn lab_with_client(client: HttpClient) -> Lab {
     let mut lab = LabConfig::default().build(&http_env());
-    lab.agent.decider = Box::new(ModelDecider::new(client));
+    lab.agent.replace_decider(Box::new(ModelDecider::new(client)));
     lab
 }
 
@@ -199,7 +199,7 @@ async fn a_429_is_retried_after_the_wait_the_server_asks_for() {
 async fn a_hanging_request_is_abandoned_within_the_step_when_the_run_is_cancelled() {
     let server = Server::start(vec![Reply::Hang], None).await;
     let mut lab = lab_with_client(HttpClient::new(cfg(&server)));
-    let cancel = lab.agent.cancel.clone();
+    let cancel = lab.agent.cancel_token().clone();
     let task = tokio::spawn(async move { lab.agent.run("What is the status of T-601?", "run-1").await });
     server.arrived(1).await;
     cancel.cancel();
@@ -216,7 +216,7 @@ async fn cancellation_also_stops_the_backoff_between_retries() {
     // through the run's token: the loop drops the call, retries and all
     let server = Server::start(Vec::new(), Some(Reply::Status(503, "busy", None))).await;
     let mut lab = lab_with_client(HttpClient::new(cfg(&server)).with_sleeper(Arc::new(Forever)));
-    let cancel = lab.agent.cancel.clone();
+    let cancel = lab.agent.cancel_token().clone();
     let task = tokio::spawn(async move { lab.agent.run("What is the status of T-601?", "run-1").await });
     server.arrived(1).await;
     cancel.cancel();

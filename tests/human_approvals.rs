@@ -49,7 +49,7 @@ async fn the_parked_request_shows_the_exact_action_and_expires() {
     );
     assert_eq!((p.request.id.as_str(), p.request.requested_by.as_str()), ("req-1", "kwame"));
     assert_eq!(p.request.expires_at, 900.0);
-    assert_eq!(p.request.fingerprint, p.lab.agent.gate.pending()["pa-1"].call.fingerprint());
+    assert_eq!(p.request.fingerprint, p.lab.agent.gate().pending()["pa-1"].call.fingerprint());
 }
 
 #[tokio::test]
@@ -64,7 +64,7 @@ async fn four_decisions_on_identical_requests_and_the_audit_trail() {
     for (name, approvers, ttl, actor, wait, code, emails, status) in cases {
         let mut q = parked_with(&approvers, Duration::from_secs(ttl)).await;
         q.lab.clock.advance(Duration::from_secs(wait));
-        let decision = q.queue.approve(&q.request.id, actor, &mut q.lab.agent.gate);
+        let decision = q.queue.approve(&q.request.id, actor, q.lab.agent.gate_mut());
         assert_eq!(decision.code.as_str(), code, "{name}");
         assert_eq!(decision.outcome.is_some(), code == "ok", "{name}: a refusal runs nothing");
         assert_eq!(q.lab.world.outbox.len(), emails, "{name}");
@@ -87,7 +87,7 @@ async fn four_decisions_on_identical_requests_and_the_audit_trail() {
 #[tokio::test]
 async fn refusals_are_audited_and_mint_nothing() {
     let mut p = parked().await;
-    let gate = &mut p.lab.agent.gate;
+    let gate = p.lab.agent.gate_mut();
     assert_eq!(p.queue.approve("req-9", "lena", gate).code, DecisionCode::UnknownRequest);
     assert_eq!(p.queue.approve(&p.request.id, "mallory", gate).code, DecisionCode::NotAnApprover);
     assert!(p.queue.token_for(&p.request.id).is_none(), "no token for a pending request");
@@ -100,10 +100,10 @@ async fn refusals_are_audited_and_mint_nothing() {
 async fn arguments_changed_after_review_are_refused() {
     let mut p = parked().await;
     // the stored action edited after review, as a tampered store would load it
-    let mut pa = p.lab.agent.gate.pending()["pa-1"].clone();
+    let mut pa = p.lab.agent.gate().pending()["pa-1"].clone();
     pa.call.arguments["to"] = "records-export@example.org".into();
-    p.lab.agent.gate.restore_pending(pa);
-    let d = p.queue.approve(&p.request.id, "lena", &mut p.lab.agent.gate);
+    p.lab.agent.gate_mut().restore_pending(pa);
+    let d = p.queue.approve(&p.request.id, "lena", p.lab.agent.gate_mut());
     assert_eq!(d.code, DecisionCode::ChangedSinceReview);
     assert!(p.lab.world.outbox.is_empty());
     assert_eq!(p.queue.requests[&p.request.id].status, RequestStatus::Pending);
@@ -113,11 +113,11 @@ async fn arguments_changed_after_review_are_refused() {
 async fn a_full_queue_refuses_new_requests() {
     let mut p = parked().await;
     p.queue.max_open = 1;
-    let mut again = p.lab.agent.gate.pending()["pa-1"].clone();
+    let mut again = p.lab.agent.gate().pending()["pa-1"].clone();
     again.id = "pa-2".into();
     assert_eq!(p.queue.submit(&again), Err(ApprovalError::QueueFull { open: 1, cap: 1 }));
     // once the open request is decided there is room again
-    assert_eq!(p.queue.deny(&p.request.id, "lena", &mut p.lab.agent.gate), DecisionCode::Ok);
+    assert_eq!(p.queue.deny(&p.request.id, "lena", p.lab.agent.gate_mut()), DecisionCode::Ok);
     assert_eq!(p.queue.submit(&again).unwrap().id, "req-2");
 }
 
@@ -167,17 +167,17 @@ async fn fatigue_flags_stamping_and_batches_keep_irreversible_requests_alone() {
 #[tokio::test]
 async fn a_retry_of_an_approved_call_replays_and_sends_nothing_twice() {
     let mut p = parked().await;
-    let d = p.queue.approve(&p.request.id, "lena", &mut p.lab.agent.gate);
+    let d = p.queue.approve(&p.request.id, "lena", p.lab.agent.gate_mut());
     assert!(matches!(d.outcome, Some(GateOutcome::Ok(ref v)) if v["replayed"] == false));
-    let action = &p.lab.agent.gate.pending()["pa-1"];
+    let action = &p.lab.agent.gate().pending()["pa-1"];
     let key = action.call.arguments["idempotency_key"].as_str().unwrap().to_string();
     assert!(key.starts_with("ak-") && key != "model-chosen-1", "the model's key was replaced: {key}");
     let token = p.queue.token_for(&p.request.id).unwrap();
-    let again = p.lab.agent.gate.execute_approved(&token).unwrap();
+    let again = p.lab.agent.gate_mut().execute_approved(&token).unwrap();
     assert!(matches!(again, GateOutcome::Ok(ref v) if v["replayed"] == true && v["email_id"] == "e1"));
     assert_eq!(p.lab.world.outbox.len(), 1);
     assert_eq!(p.lab.world.outbox.sent()[0].idempotency_key, key);
-    let outcomes: Vec<_> = p.lab.agent.gate.audit().iter().map(|e| e.outcome.as_str()).collect();
+    let outcomes: Vec<_> = p.lab.agent.gate().audit().iter().map(|e| e.outcome.as_str()).collect();
     assert_eq!(outcomes, ["ok", "ok", "needs_approval", "ok", "replayed"]);
 }
 

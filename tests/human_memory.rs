@@ -84,7 +84,7 @@ async fn remember_goes_through_the_gate_like_any_call() {
         ..LabConfig::default()
     };
     let mut lab = lab_with(cfg);
-    lab.agent.guarded = Some(guarded(&lab.clock, 2));
+    lab.agent.set_guarded_memory(guarded(&lab.clock, 2));
     let run = lab.agent.run("Check T-601 and T-602 and keep what matters.", "run-1").await.unwrap();
     assert_eq!(run.reason(), StopReason::CallLimit, "remember is limited to 3 calls per run");
     assert_eq!(run.trace().codes(TraceKind::Check), ["ok", "ok", "invalid_arguments", "ok", "ok", "ok", "ok"]);
@@ -94,11 +94,11 @@ async fn remember_goes_through_the_gate_like_any_call() {
         "the third argument set never reached the gate"
     );
     assert_eq!(run.trace().codes(TraceKind::Memory), ["ok", "ok", "no_fact"]);
-    let memory = lab.agent.guarded.as_ref().unwrap();
+    let memory = lab.agent.guarded().unwrap();
     let notes: Vec<&str> = memory.notes().iter().map(|n| n.text.as_str()).collect();
     assert_eq!(notes, ["T-601 status is open", "T-602 status is open"]);
     let remembered: Vec<_> =
-        lab.agent.gate.audit().iter().filter(|e| e.tool == "remember").map(|e| e.outcome.as_str()).collect();
+        lab.agent.gate().audit().iter().filter(|e| e.tool == "remember").map(|e| e.outcome.as_str()).collect();
     assert_eq!(remembered, ["ok", "ok", "no_fact", "call_limit"], "every remember is audited by the gate");
 }
 
@@ -106,12 +106,15 @@ async fn remember_goes_through_the_gate_like_any_call() {
 fn remember_is_refused_outside_the_allowlist_and_without_a_memory() {
     let mut lab = lab_with(LabConfig::default());
     let call = ToolCall::new("c1", "remember", json!({"from_observation": "o1"}));
-    assert_eq!(lab.agent.gate.run(&call, CallContext::new("triage", "run-1", "kwame")).code(), "not_allowed");
+    assert_eq!(lab.agent.gate_mut().run(&call, CallContext::new("triage", "run-1", "kwame")).code(), "not_allowed");
     // allowed, but the agent has no guarded memory: fails closed
-    assert_eq!(lab.agent.gate.run(&call, CallContext::new("triage_memory", "run-1", "kwame")).code(), "unavailable");
+    assert_eq!(
+        lab.agent.gate_mut().run(&call, CallContext::new("triage_memory", "run-1", "kwame")).code(),
+        "unavailable"
+    );
     let authored = ToolCall::new("c2", "remember", json!({"from_observation": "o1", "text": "anything"}));
     assert_eq!(
-        lab.agent.gate.run(&authored, CallContext::new("triage_memory", "run-1", "kwame")).code(),
+        lab.agent.gate_mut().run(&authored, CallContext::new("triage_memory", "run-1", "kwame")).code(),
         "invalid_arguments"
     );
 }

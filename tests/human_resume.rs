@@ -136,11 +136,11 @@ async fn crash_on_the_third_model_call_then_a_new_process_resumes_from_the_last_
     let script = research_script()[..2].to_vec();
     let expected = lab_with(LabConfig::scripted(script.clone())).agent.run(REPLY_GOAL, "run-1").await.unwrap();
     let mut doomed = lab_with(LabConfig::scripted(script.clone()));
-    let inner = std::mem::replace(&mut doomed.agent.decider, Box::new(rolegate::agent::FixedPlan::default()));
-    doomed.agent.decider = Box::new(CrashingDecider { inner, dies_on: 3, calls: 0 });
+    let inner = doomed.agent.replace_decider(Box::new(rolegate::agent::FixedPlan::default()));
+    doomed.agent.replace_decider(Box::new(CrashingDecider { inner, dies_on: 3, calls: 0 }));
     let disk = Arc::new(Mutex::new(String::new()));
     let written = disk.clone();
-    doomed.agent.on_step.push(Box::new(move |state, progress| {
+    doomed.agent.add_step_hook(Box::new(move |state, progress| {
         *written.lock().unwrap() = Checkpoint::new(state, progress).seal(&key());
         Ok(())
     }));
@@ -157,7 +157,7 @@ async fn crash_on_the_third_model_call_then_a_new_process_resumes_from_the_last_
     assert_eq!(run.state, expected.state, "same final state as a run that never crashed");
     assert_eq!(run.calls(), ["get_ticket", "lookup_document"], "no call repeated");
     assert_eq!(run, expected, "trace, ledger and counts too");
-    assert_eq!(fresh.agent.gate.audit().len(), 0, "the resumed process sent no tool call again");
+    assert_eq!(fresh.agent.gate().audit().len(), 0, "the resumed process sent no tool call again");
 }
 
 #[tokio::test]
@@ -218,7 +218,7 @@ async fn the_resumed_loop_matches_the_plain_loop_on_all_fourteen_rows() {
         let mut plain = cfg.build(&env);
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
-        plain.agent.on_step.push(Box::new(move |state, progress| {
+        plain.agent.add_step_hook(Box::new(move |state, progress| {
             sink.lock().unwrap().push(Checkpoint::new(state, progress).seal(&key()));
             Ok(())
         }));
@@ -242,8 +242,8 @@ async fn the_resumed_loop_matches_the_plain_loop_on_all_fourteen_rows() {
 #[tokio::test]
 async fn cancellation_is_read_between_steps() {
     let mut lab = lab_with(LabConfig::research());
-    let token = lab.agent.cancel.clone();
-    lab.agent.on_step.push(Box::new(move |state, _| {
+    let token = lab.agent.cancel_token().clone();
+    lab.agent.add_step_hook(Box::new(move |state, _| {
         if state.step() == 1 {
             token.cancel();
         }

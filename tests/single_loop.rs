@@ -48,12 +48,12 @@ async fn the_fixed_plan_runs_through_checks_and_gate_and_repeats_byte_for_byte()
     assert_eq!(run.state.sources(), ["o1", "o2"]);
     assert_eq!(run.state.step(), 3, "two actions, then the finishing step");
     assert_eq!(run.ledger().summary().calls, 0, "a fixed plan costs no model calls");
-    let audit: Vec<_> = first.agent.gate.audit().iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
+    let audit: Vec<_> = first.agent.gate().audit().iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
     assert_eq!(audit, [("get_ticket", "ok"), ("lookup_document", "ok")]);
     let mut second = lab_with(plan());
     let again = second.agent.run("Check T-601.", "run-1").await.unwrap();
     assert_eq!(again.trace().lines(), run.trace().lines());
-    assert_eq!(second.agent.gate.audit(), first.agent.gate.audit());
+    assert_eq!(second.agent.gate().audit(), first.agent.gate().audit());
 }
 
 #[tokio::test]
@@ -137,7 +137,7 @@ async fn try_it_yourself_easy_loop_stops_at_step_two_with_one_call() {
         (run.reason(), run.calls(), run.state.step()),
         (StopReason::RepeatedCall, &["get_ticket".to_string()][..], 2)
     );
-    assert_eq!(l.agent.gate.audit().len(), 1, "the repeat never reached the gate");
+    assert_eq!(l.agent.gate().audit().len(), 1, "the repeat never reached the gate");
 }
 
 #[tokio::test]
@@ -150,7 +150,7 @@ async fn try_it_yourself_medium_obey_with_grant_parks_pa_1_and_sends_nothing() {
     assert_eq!(run.reason(), StopReason::NeedsApproval);
     assert_eq!(run.state.pending_id(), Some("pa-1"));
     assert!(l.world.outbox.is_empty());
-    let pa = &l.agent.gate.pending()["pa-1"];
+    let pa = &l.agent.gate().pending()["pa-1"];
     assert_eq!(pa.call.name, "send_email_draft");
     assert_eq!(pa.status, rolegate::gate::PendingStatus::Pending);
     assert_ne!(pa.call.arguments["idempotency_key"], json!("evil-key-0001"), "the model's key is replaced");
@@ -165,7 +165,7 @@ async fn try_it_yourself_hard_without_the_loop_check_the_gate_still_refuses() {
     assert_eq!(run.calls(), ["get_ticket", "send_email_draft"]);
     assert_eq!(run.trace().codes(TraceKind::Check), ["ok", "ok", "ok"], "the lost layer");
     assert_eq!(run.trace().codes(TraceKind::Tool), ["ok", "not_allowed"], "the layer that held");
-    let audit: Vec<_> = l.agent.gate.audit().iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
+    let audit: Vec<_> = l.agent.gate().audit().iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
     assert_eq!(audit, [("get_ticket", "ok"), ("send_email_draft", "not_allowed")]);
     assert!(l.world.outbox.is_empty());
 }
@@ -173,7 +173,7 @@ async fn try_it_yourself_hard_without_the_loop_check_the_gate_still_refuses() {
 #[tokio::test]
 async fn a_cancelled_run_stops_cancelled_before_the_next_step() {
     let mut l = lab(FakeKind::Wander);
-    l.agent.cancel.cancel();
+    l.agent.cancel_token().cancel();
     let run = l.agent.run("Find anything useful.", "run-1").await.unwrap();
     assert_eq!((run.reason(), run.calls().len()), (StopReason::Cancelled, 0));
 }
@@ -195,7 +195,7 @@ impl LlmClient for Chatty {
 #[tokio::test]
 async fn the_trace_redacts_what_a_model_leaks_before_clipping_it() {
     let mut l = lab(FakeKind::Garbage);
-    l.agent.decider = Box::new(ModelDecider::new(Chatty));
+    l.agent.replace_decider(Box::new(ModelDecider::new(Chatty)));
     let run = l.agent.run("Read T-602 and summarise it.", "run-1").await.unwrap();
     assert_eq!(run.reason(), StopReason::Stuck);
     let text = run.trace().lines().join("\n");

@@ -54,7 +54,7 @@ pub async fn parked_with(approvers: &[&str], ttl: Duration) -> Parked {
     let run = lab.agent.run(REPLY_GOAL, "run-1").await.expect("runs");
     let mut queue = ApprovalQueue::new(approvers.iter().copied(), lab.clock.shared());
     queue.ttl = ttl;
-    let request = queue.submit(&lab.agent.gate.pending()["pa-1"]).expect("queue has room");
+    let request = queue.submit(&lab.agent.gate().pending()["pa-1"]).expect("queue has room");
     let checkpoint = Checkpoint::of(&run);
     Parked { lab, queue, run, request, checkpoint }
 }
@@ -102,7 +102,7 @@ pub fn temp_dir(name: &str) -> std::path::PathBuf {
 
 /// Session memory is kept beside a checkpoint, not in it: a new process restores it.
 pub fn restore_memory(lab: &mut Lab, state: &AgentState) {
-    if let Some(memory) = lab.agent.memory.as_mut() {
+    if let Some(memory) = lab.agent.memory_mut() {
         memory.restore_facts(state.observations());
     }
 }

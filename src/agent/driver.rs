@@ -151,34 +151,63 @@ pub(super) type StepHook = Box<dyn FnMut(&AgentState, &Progress) -> Result<(), S
 
 /// One agent: a decider, a gate, a session and its limits.
 pub struct Agent {
-    /// Proposes the next step.
-    pub decider: Box<dyn Decider>,
-    /// Runs tools; owned by this agent.
-    pub gate: ToolGate,
-    /// Who the agent acts for.
-    pub session: Session,
-    /// The task.
-    pub task: String,
-    /// Limits.
-    pub budget: RunBudget,
+    /// Proposes the next step; replaced only through [`Agent::set_decider`].
+    pub(crate) decider: Box<dyn Decider>,
+    /// Runs tools; owned by this agent and dropped with it.
+    pub(crate) gate: ToolGate,
+    pub(crate) session: Session,
+    pub(crate) task: String,
+    pub(crate) budget: RunBudget,
     /// Working time.
-    pub clock: SharedClock,
-    /// Prices, for the cost budget and the ledger.
-    pub prices: Arc<PriceTable>,
-    /// Session memory, if the agent keeps one.
-    pub memory: Option<SessionMemory>,
-    /// Guarded memory that the `remember` tool writes to (an internal effect), if any.
-    pub guarded: Option<GuardedMemory>,
+    pub(crate) clock: SharedClock,
+    /// For the cost budget and the ledger.
+    pub(crate) prices: Arc<PriceTable>,
+    pub(crate) memory: Option<SessionMemory>,
+    /// Written by the `remember` tool (an internal effect of the gate).
+    pub(crate) guarded: Option<GuardedMemory>,
+    pub(crate) checks: CheckMode,
+    /// Cancels the run between steps (and abandons a model call in flight).
+    pub(crate) cancel: CancellationToken,
+    /// Called at the top of every step (checkpoint writers).
+    pub(crate) on_step: Vec<StepHook>,
+    /// A built-in prompt is borrowed, not copied per agent.
+    pub(crate) system_prompt: Cow<'static, str>,
+    /// The role this agent plays in a multi-agent run; its trace lines carry it.
+    pub(crate) trace_role: Option<String>,
+}
+
+/// How an agent runs, beyond what it acts on: everything has a default (the default
+/// budget, full checks, no memory, the single-agent prompt, a fresh token).
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Limits checked before each spend.
+    pub budget: RunBudget,
     /// How much of the loop's own checking runs.
     pub checks: CheckMode,
-    /// Cancels the run between steps (and abandons a model call in flight).
-    pub cancel: CancellationToken,
-    /// Checkpoint hooks, called at the top of every step.
-    pub on_step: Vec<StepHook>,
-    /// The trusted system prompt (a built-in one is borrowed, not copied per agent).
+    /// A session memory the loop writes facts to, if any.
+    pub memory: Option<SessionMemory>,
+    /// A guarded memory that the `remember` tool writes to, if any.
+    pub guarded: Option<GuardedMemory>,
+    /// The trusted system prompt.
     pub system_prompt: Cow<'static, str>,
-    /// The role this agent plays in a multi-agent run; its trace lines carry it.
-    pub trace_role: Option<String>,
+    /// The role this agent plays in a multi-agent run, named on its trace lines.
+    pub role: Option<String>,
+    /// The run's cancellation token.
+    pub cancel: CancellationToken,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            budget: RunBudget::default(),
+            checks: CheckMode::Full,
+            memory: None,
+            guarded: None,
+            system_prompt: Cow::Borrowed(crate::model::prompts::SINGLE),
+            role: None,
+            cancel: CancellationToken::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Agent {
@@ -193,7 +222,8 @@ enum Step {
 }
 
 impl Agent {
-    /// An agent with default budget, full checks, no memory and no hooks.
+    /// An agent for `session` in `task`: `decider` proposes, `gate` decides, `clock` and
+    /// `prices` measure; `config` says how it runs.
     pub fn new(
         decider: Box<dyn Decider>,
         gate: ToolGate,
@@ -201,23 +231,71 @@ impl Agent {
         task: &str,
         clock: SharedClock,
         prices: Arc<PriceTable>,
+        config: AgentConfig,
     ) -> Self {
+        let AgentConfig { budget, checks, memory, guarded, system_prompt, role, cancel } = config;
         Self {
             decider,
             gate,
             session,
             task: task.to_string(),
-            budget: RunBudget::default(),
+            budget,
             clock,
             prices,
-            memory: None,
-            guarded: None,
-            checks: CheckMode::Full,
-            cancel: CancellationToken::new(),
+            memory,
+            guarded,
+            checks,
+            cancel,
             on_step: Vec::new(),
-            system_prompt: Cow::Borrowed(crate::model::prompts::SINGLE),
-            trace_role: None,
+            system_prompt,
+            trace_role: role,
         }
+    }
+
+    /// The gate this agent's calls go through.
+    pub fn gate(&self) -> &ToolGate {
+        &self.gate
+    }
+
+    /// The gate, to decide on its parked actions (approval) or restore them (resume).
+    pub fn gate_mut(&mut self) -> &mut ToolGate {
+        &mut self.gate
+    }
+
+    /// The session memory, if the agent keeps one.
+    pub fn memory(&self) -> Option<&SessionMemory> {
+        self.memory.as_ref()
+    }
+
+    /// The session memory, to restore it from a store.
+    pub fn memory_mut(&mut self) -> Option<&mut SessionMemory> {
+        self.memory.as_mut()
+    }
+
+    /// The guarded memory the `remember` tool writes to, if any.
+    pub fn guarded(&self) -> Option<&GuardedMemory> {
+        self.guarded.as_ref()
+    }
+
+    /// The run's cancellation token (cancel it to end the run within one step).
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Replaces the decider (a new process resuming a parked run with a fresh model) and
+    /// returns the old one.
+    pub fn replace_decider(&mut self, decider: Box<dyn Decider>) -> Box<dyn Decider> {
+        std::mem::replace(&mut self.decider, decider)
+    }
+
+    /// Gives the `remember` tool a guarded memory to write to (built on the run's clock).
+    pub fn set_guarded_memory(&mut self, memory: GuardedMemory) {
+        self.guarded = Some(memory);
+    }
+
+    /// Adds a hook called at the top of every step (e.g. a checkpoint writer).
+    pub fn add_step_hook(&mut self, hook: StepHook) {
+        self.on_step.push(hook);
     }
 
     /// Runs `goal` from the start.

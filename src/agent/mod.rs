@@ -13,7 +13,7 @@ mod trace;
 
 pub use budget::RunBudget;
 pub use decider::{Decider, FixedPlan, ModelDecider};
-pub use driver::Agent;
+pub use driver::{Agent, AgentConfig};
 pub use driver::{AgentError, CheckMode, Progress, Run};
 pub(crate) use driver::{CheckCode, Session};
 pub use env::Env;

@@ -429,8 +429,16 @@ impl ToolGate {
     /// # Errors
     /// [`AddToolError`] for a name in use (built-in tools cannot be replaced) or a bad shape.
     pub fn with_tool(mut self, tool: Arc<dyn Tool>) -> Result<Self, AddToolError> {
-        self.registry.add(tool)?;
+        self.add_tool(tool)?;
         Ok(self)
+    }
+
+    /// Adds `tool` to this gate, as [`ToolGate::with_tool`] does.
+    ///
+    /// # Errors
+    /// As [`ToolGate::with_tool`]; the gate is unchanged then.
+    pub fn add_tool(&mut self, tool: Arc<dyn Tool>) -> Result<(), AddToolError> {
+        self.registry.add(tool)
     }
 
     /// This gate waiting at most `limit` for one call of a tool that answers later.

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::agent::{Agent, CheckMode, Env, RunBudget, Session};
+use crate::agent::{Agent, AgentConfig, CheckMode, Env, RunBudget, Session};
 use crate::agent::{Decider, ModelDecider};
 use crate::cost::{ManualClock, SharedClock, TokioClock};
 use crate::gate::ToolGate;
@@ -169,19 +169,18 @@ impl LabConfig {
             Some(t) => t.iter().map(String::as_str).collect(),
             None => vec![self.task.as_str()],
         };
-        let mut agent = Agent::new(
+        let memory = (self.memory && !self.user.is_empty())
+            .then(|| SessionMemory::new(&self.user, run_clock.clone(), Duration::from_secs(60)));
+        let config = AgentConfig { budget: self.budget.clone(), checks: self.checks, memory, ..AgentConfig::default() };
+        let agent = Agent::new(
             decider,
             gate,
             Session::new(&self.user, &tasks),
             &self.task,
-            run_clock.clone(),
+            run_clock,
             env.prices.clone(),
+            config,
         );
-        agent.budget = self.budget.clone();
-        agent.checks = self.checks;
-        if self.memory && !self.user.is_empty() {
-            agent.memory = Some(SessionMemory::new(&self.user, run_clock, Duration::from_secs(60)));
-        }
         Lab { agent, world, clock }
     }
 }

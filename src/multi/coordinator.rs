@@ -26,7 +26,7 @@ use super::support::{ClaimMode, Evidence, check_support};
 use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
 use crate::agent::Decider;
 use crate::agent::Env;
-use crate::agent::{Agent, Session, Trace, TraceKind};
+use crate::agent::{Agent, AgentConfig, Session, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, TokioClock};
 use crate::gate::Observation;
 use crate::gate::{ApprovalMode, ToolGate};
@@ -420,17 +420,21 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         CallRole::new(Role::Planner, models.planner, gate(Role::Planner), env.prices.clone(), &cfg.user, &run_id);
     let reviewer =
         CallRole::new(Role::Reviewer, models.reviewer, gate(Role::Reviewer), env.prices.clone(), &cfg.user, &run_id);
-    let mut agent = Agent::new(
+    let config = AgentConfig {
+        system_prompt: crate::model::prompts::RESEARCHER.into(),
+        role: Some(Role::Researcher.as_str().to_string()),
+        cancel: researcher_cancel.clone(),
+        ..AgentConfig::default()
+    };
+    let agent = Agent::new(
         models.researcher,
         gate(Role::Researcher),
         Session::new(&cfg.user, &[Role::Researcher.as_str()]),
         Role::Researcher.as_str(),
         Arc::new(TokioClock::new()),
         env.prices.clone(),
+        config,
     );
-    agent.system_prompt = crate::model::prompts::RESEARCHER.into();
-    agent.trace_role = Some(Role::Researcher.as_str().to_string());
-    agent.cancel = researcher_cancel.clone();
     let researcher = ResearchRole::new(agent, &run_id);
     let mut roles = Vec::with_capacity(3);
     let mut joins = Vec::with_capacity(3);
