@@ -120,5 +120,5 @@ fn a_missing_key_or_a_damaged_store_is_a_clear_error() {
     let listed = rolegate(&store, &["approvals", "list"]);
     assert_eq!(listed.status.code(), Some(2));
     let err = String::from_utf8_lossy(&listed.stderr);
-    assert!(err.contains("damaged or cut short") && err.contains("left untouched"), "{err}");
+    assert!(err.contains("SQLite reports the file damaged") && err.contains("left untouched"), "{err}");
 }

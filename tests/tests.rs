@@ -21,6 +21,7 @@ mod human_cli;
 mod human_memory;
 mod human_resume;
 mod human_store;
+mod store_concurrency;
 
 mod hardening_corpora;
 mod hardening_faults;

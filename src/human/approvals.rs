@@ -326,6 +326,16 @@ impl ApprovalQueue {
     /// [`ApprovalError::QueueFull`] when the open queue is at its cap;
     /// [`ApprovalError::NotPending`] when the action is not waiting.
     pub fn submit(&mut self, action: &PendingAction) -> Result<ApprovalRequest, ApprovalError> {
+        let id = self.next_id();
+        self.submit_as(action, id)
+    }
+
+    /// As [`ApprovalQueue::submit`], with the request id given by the caller (a store
+    /// hands out ids from its own sequence, so an id never comes round again).
+    ///
+    /// # Errors
+    /// As [`ApprovalQueue::submit`].
+    pub fn submit_as(&mut self, action: &PendingAction, id: String) -> Result<ApprovalRequest, ApprovalError> {
         if action.status != PendingStatus::Pending {
             return Err(ApprovalError::NotPending(action.id.clone()));
         }
@@ -336,7 +346,7 @@ impl ApprovalQueue {
         }
         let now = self.now();
         let req = ApprovalRequest {
-            id: self.next_id(),
+            id,
             run_id: action.run_id.clone(),
             pending_id: action.id.clone(),
             tool: action.call.name.clone(),

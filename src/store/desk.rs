@@ -199,7 +199,8 @@ impl Desk {
         let Self { store, key, env, clock } = self;
         let tx = store.begin()?;
         let sent_before = rows::sent(&tx)?;
-        let run_id = rows::next_run_id(&tx)?;
+        let spec_json = serde_json::to_string(spec).unwrap_or_default();
+        let run_id = rows::new_run(&tx, &spec_json)?;
         let mut lab = spec.lab_config()?.build(env);
         with_outbox(&mut lab, sent_before.clone());
         let sealed: Arc<Mutex<Vec<(u32, String, String)>>> = Arc::default();
@@ -218,10 +219,9 @@ impl Desk {
         let mut queue = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         let request = match run.state.pending_id().and_then(|id| lab.agent.gate.pending.get(id)) {
-            Some(action) => Some(queue.submit(action)?),
+            Some(action) => Some(queue.submit_as(action, rows::new_request_id(&tx)?)?),
             None => None,
         };
-        rows::insert_run(&tx, &run_id, &serde_json::to_string(spec).unwrap_or_default())?;
         let steps = std::mem::take(&mut *sealed.lock().unwrap_or_else(PoisonError::into_inner));
         for (step, status, text) in steps {
             rows::push_checkpoint(&tx, &run_id, step, &status, &text)?;
@@ -234,6 +234,7 @@ impl Desk {
         rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
         save_queue(&tx, &queue, audit_before, key)?;
         rows::push_sent(&tx, &run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]))?;
+        super::crash_point("start:before_commit");
         tx.commit().map_err(StoreError::from)?;
         Ok(Started { run, request })
     }
@@ -294,7 +295,9 @@ impl Desk {
         rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
         let new_mail = lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]).to_vec();
         rows::push_sent(&tx, &req.run_id, &new_mail)?;
+        super::crash_point("decide:before_commit");
         tx.commit().map_err(StoreError::from)?;
+        super::crash_point("decide:after_commit");
         Ok(Decided { code: resumed.code, run: Some(resumed.run), replayed: resumed.replayed, sent_now: new_mail.len() })
     }
 
