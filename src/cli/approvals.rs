@@ -1,6 +1,7 @@
 //! `rolegate approvals list|approve|deny|cancel`: decide parked runs from the store, in a
-//! process of their own. Exit codes: 0 decided, 1 refused by a rule (nothing ran), 2
-//! unusable input (no key, damaged store, tampered checkpoint).
+//! process of their own. Exit codes: 0 decided, 1 refused by a rule or a request row set
+//! aside (nothing ran), 2 unusable input (no key, damaged store, tampered checkpoint).
+//! `list` shows a request row that fails its signature or schema as `refused: CODE`.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -8,7 +9,7 @@ use serde_json::json;
 use super::desk::{ListFormat, StoreArg, open_existing, request_line};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
 use crate::human::DecisionCode;
-use crate::store::DeskAction;
+use crate::store::{DeskAction, DeskError};
 
 /// What to do with approval requests.
 #[derive(Debug, Subcommand)]
@@ -99,6 +100,10 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
             }
             if d.code == DecisionCode::Ok { EXIT_OK } else { EXIT_MISMATCH }
         }
+        Err(e @ DeskError::Quarantined(_)) => {
+            eprintln!("rolegate: {request} {verb}: {e}");
+            EXIT_MISMATCH
+        }
         Err(e) => {
             eprintln!("rolegate: {e}");
             EXIT_USAGE
@@ -107,8 +112,8 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
 }
 
 fn list(path: &std::path::Path, format: ListFormat) -> u8 {
-    let requests = match open_existing(path).and_then(|mut d| d.requests().map_err(|e| e.to_string())) {
-        Ok(r) => r,
+    let listing = match open_existing(path).and_then(|mut d| d.listing().map_err(|e| e.to_string())) {
+        Ok(l) => l,
         Err(e) => {
             eprintln!("rolegate: {e}");
             return EXIT_USAGE;
@@ -116,7 +121,8 @@ fn list(path: &std::path::Path, format: ListFormat) -> u8 {
     };
     match format {
         ListFormat::Json => {
-            let items: Vec<_> = requests
+            let mut items: Vec<_> = listing
+                .requests
                 .iter()
                 .map(|r| {
                     json!({
@@ -126,11 +132,18 @@ fn list(path: &std::path::Path, format: ListFormat) -> u8 {
                     })
                 })
                 .collect();
+            items.extend(
+                listing
+                    .refused
+                    .iter()
+                    .map(|b| json!({ "id": b.id, "status": "refused", "code": b.code.as_str(), "detail": b.detail })),
+            );
             out(&serde_json::to_string_pretty(&items).unwrap_or_default());
         }
         ListFormat::Table => {
-            for r in &requests {
-                if !out(&request_line(r)) {
+            let refused = listing.refused.iter().map(|b| format!("{:<7} refused: {} ({})", b.id, b.code, b.detail));
+            for line in listing.requests.iter().map(request_line).chain(refused) {
+                if !out(&line) {
                     break;
                 }
             }

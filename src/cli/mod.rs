@@ -12,6 +12,7 @@ mod outbox;
 mod parked;
 mod report;
 pub mod run_multi;
+mod store_check;
 mod suite;
 
 pub use approvals::ApprovalsCommand;
@@ -19,6 +20,7 @@ pub use compare::CompareFormat;
 pub use design::CardChoice;
 pub use desk::{ListFormat, StoreArg};
 pub use model_args::{ModelArgs, RoleModelArgs};
+pub use store_check::StoreCommand;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -161,6 +163,12 @@ pub enum Command {
         /// The store.
         #[command(flatten)]
         store: StoreArg,
+    },
+    /// The store file itself: `store check` lists every row set aside.
+    Store {
+        /// What to do.
+        #[command(subcommand)]
+        command: StoreCommand,
     },
     /// Designs side by side on the same tasks.
     Compare {
@@ -306,6 +314,7 @@ pub fn main() -> ExitCode {
             Command::Bench(args) => bench::run(args).await,
             Command::Approvals { command } => approvals::approvals(command).await,
             Command::Outbox { format, store } => outbox::outbox(&store, format),
+            Command::Store { command } => store_check::store(&command),
         }
     });
     if let Some(Err(e)) = export.map(|e| e.finish()) {

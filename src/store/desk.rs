@@ -7,13 +7,13 @@
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{Store, StoreError, rows};
+use super::{BadRow, RowCode, Store, StoreError, rows};
 use crate::agent::{AgentError, Run};
 use crate::cost::SharedClock;
 use crate::eval::{DeciderSpec, Env, Lab, LabConfig};
 use crate::human::{
-    ApprovalError, ApprovalQueue, ApprovalRequest, AuditLine, Checkpoint, CheckpointError, DecisionCode, ResumeError,
-    SigningKey, Verdict, cancel_waiting, resume_with_decision,
+    ApprovalError, ApprovalQueue, ApprovalRequest, AuditLine, Checkpoint, CheckpointCode, CheckpointError,
+    DecisionCode, ResumeError, SigningKey, Verdict, cancel_waiting, resume_with_decision,
 };
 use crate::model::{FakeKind, ScriptedModel, research_script};
 use crate::world::{Outbox, SentEmail};
@@ -42,6 +42,10 @@ pub enum DeskError {
     /// The approval queue refused.
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    /// The row the decision needs was set aside (it failed its signature or its schema);
+    /// nothing ran. Every other request and run is unaffected.
+    #[error("{0}; nothing ran (see `rolegate store check`)")]
+    Quarantined(BadRow),
     /// A run spec that names no known model.
     #[error("model {0:?}: use auto, scripted:research or fake:<kind>")]
     UnknownModel(String),
@@ -137,6 +141,15 @@ pub struct Decided {
     pub sent_now: usize,
 }
 
+/// The requests of a store as a person lists them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Listing {
+    /// The requests that verified, oldest first (expired ones marked as such).
+    pub requests: Vec<ApprovalRequest>,
+    /// The request rows set aside, by id, with the reason.
+    pub refused: Vec<BadRow>,
+}
+
 /// The flows of the command line over one store.
 #[derive(Debug)]
 pub struct Desk {
@@ -150,18 +163,21 @@ pub struct Desk {
     clock: SharedClock,
 }
 
+/// The queue held in the store: its requests and audit lines that read back, and the
+/// request rows set aside.
 fn queue_from(
     c: &rusqlite::Connection,
     env: &Env,
     clock: &SharedClock,
     key: &SigningKey,
-) -> Result<ApprovalQueue, StoreError> {
+) -> Result<(ApprovalQueue, Vec<BadRow>), StoreError> {
     let mut queue = ApprovalQueue::new(ApprovalQueue::approvers_of(&env.world), clock.clone());
-    for r in rows::requests(c, key)? {
+    let requests = rows::requests(c, key)?;
+    for r in requests.good {
         queue.requests.insert(r.id.clone(), r);
     }
-    queue.audit = rows::approval_audit(c)?;
-    Ok(queue)
+    queue.audit = rows::approval_audit(c)?.good;
+    Ok((queue, requests.bad))
 }
 
 fn save_queue(
@@ -198,7 +214,7 @@ impl Desk {
     pub async fn start(&mut self, spec: &RunSpec, goal: &str) -> Result<Started, DeskError> {
         let Self { store, key, env, clock } = self;
         let tx = store.begin()?;
-        let sent_before = rows::sent(&tx)?;
+        let sent_before = rows::sent(&tx)?.good;
         let spec_json = serde_json::to_string(spec).unwrap_or_default();
         let run_id = rows::new_run(&tx, &spec_json)?;
         let mut lab = spec.lab_config()?.build(env);
@@ -216,7 +232,7 @@ impl Desk {
             Ok(())
         }));
         let run = lab.agent.run(goal, &run_id).await?;
-        let mut queue = queue_from(&tx, env, clock, key)?;
+        let (mut queue, _) = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         let request = match run.state.pending_id().and_then(|id| lab.agent.gate.pending.get(id)) {
             Some(action) => Some(queue.submit_as(action, rows::new_request_id(&tx)?)?),
@@ -250,8 +266,11 @@ impl Desk {
     pub async fn decide(&mut self, request_id: &str, actor: &str, action: DeskAction) -> Result<Decided, DeskError> {
         let Self { store, key, env, clock } = self;
         let tx = store.begin()?;
-        let mut queue = queue_from(&tx, env, clock, key)?;
+        let (mut queue, refused) = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
+        if let Some(bad) = refused.into_iter().find(|b| b.id == request_id) {
+            return Err(DeskError::Quarantined(bad));
+        }
         let Some(req) = queue.requests.get(request_id).cloned() else {
             return Ok(Decided { code: DecisionCode::UnknownRequest, run: None, replayed: false, sent_now: 0 });
         };
@@ -259,10 +278,16 @@ impl Desk {
             .map_err(|e| StoreError::BadRow { what: format!("run {}", req.run_id), detail: e.to_string() })?;
         let checkpoint = Checkpoint::open(&rows::latest_checkpoint(&tx, &req.run_id)?, key)
             .map_err(|source| DeskError::Checkpoint { run_id: req.run_id.clone(), source })?;
-        let sent_before = rows::sent(&tx)?;
+        let sent_before = rows::sent(&tx)?.good;
         let mut lab = spec.lab_config()?.build(env);
         with_outbox(&mut lab, sent_before.clone());
-        for action in rows::pending_of(&tx, &req.run_id, key)? {
+        let pending = rows::pending_of(&tx, Some(&req.run_id), key)?;
+        if let Some(bad) = pending.bad.into_iter().next() {
+            // a parked action of this run that does not verify: its result or its call
+            // cannot be trusted, so nothing of this run is decided
+            return Err(DeskError::Quarantined(bad));
+        }
+        for action in pending.good {
             lab.agent.gate.restore_pending(action);
         }
         if let Some(memory) = lab.agent.memory.as_mut() {
@@ -301,37 +326,88 @@ impl Desk {
         Ok(Decided { code: resumed.code, run: Some(resumed.run), replayed: resumed.replayed, sent_now: new_mail.len() })
     }
 
-    /// Every request, after marking those past their expiry as expired (written back).
+    /// Every request that verifies, after marking those past their expiry as expired
+    /// (written back).
     ///
     /// # Errors
     /// [`DeskError::Store`].
     pub fn requests(&mut self) -> Result<Vec<ApprovalRequest>, DeskError> {
+        Ok(self.listing()?.requests)
+    }
+
+    /// Every request that verifies (expired ones marked as such first, written back), and
+    /// the request rows set aside.
+    ///
+    /// # Errors
+    /// [`DeskError::Store`].
+    pub fn listing(&mut self) -> Result<Listing, DeskError> {
         let Self { store, env, clock, key } = self;
         let tx = store.begin()?;
-        let mut queue = queue_from(&tx, env, clock, key)?;
+        let (mut queue, refused) = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         queue.sweep();
         save_queue(&tx, &queue, audit_before, key)?;
         tx.commit().map_err(StoreError::from)?;
-        let mut all: Vec<ApprovalRequest> = queue.requests.into_values().collect();
-        all.sort_by(|a, b| a.created_at.total_cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
-        Ok(all)
+        let mut requests: Vec<ApprovalRequest> = queue.requests.into_values().collect();
+        requests.sort_by(|a, b| a.created_at.total_cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        Ok(Listing { requests, refused })
     }
 
-    /// Every e-mail sent, in order.
+    /// Every e-mail sent that reads back, in order.
     ///
     /// # Errors
     /// [`DeskError::Store`].
     pub fn outbox(&self) -> Result<Vec<SentEmail>, DeskError> {
-        Ok(rows::sent(self.store.conn())?)
+        Ok(rows::sent(self.store.conn())?.good)
     }
 
-    /// The approval audit, in order.
+    /// The approval audit lines that read back, in order.
     ///
     /// # Errors
     /// [`DeskError::Store`].
     pub fn audit(&self) -> Result<Vec<AuditLine>, DeskError> {
-        Ok(rows::approval_audit(self.store.conn())?)
+        Ok(rows::approval_audit(self.store.conn())?.good)
+    }
+
+    /// Every row of the store that fails its signature or its schema, table by table
+    /// (runs, checkpoints, requests, parked actions, outbox, both audits), read in one
+    /// snapshot. Nothing is changed.
+    ///
+    /// # Errors
+    /// [`DeskError::Store`] when the store cannot be read.
+    pub fn check(&self) -> Result<Vec<BadRow>, DeskError> {
+        let tx = self.store.conn().unchecked_transaction().map_err(StoreError::from)?;
+        let mut bad = Vec::new();
+        for (run_id, spec) in rows::all_runs(&tx)? {
+            if let Err(e) = serde_json::from_str::<RunSpec>(&spec) {
+                let detail = format!("the run spec does not read back: {e}");
+                bad.push(BadRow { table: "runs", id: run_id, code: RowCode::BadSchema, detail });
+            }
+        }
+        for (run_id, seq, text) in rows::all_checkpoints(&tx)? {
+            let id = format!("{run_id}#{seq}");
+            match Checkpoint::open(&text, &self.key) {
+                Ok(c) if c.state.run_id() == run_id => {}
+                Ok(c) => {
+                    let detail = format!("the row holds a checkpoint of {}", c.state.run_id());
+                    bad.push(BadRow { table: "checkpoints", id, code: RowCode::BadSchema, detail });
+                }
+                Err(e) => {
+                    let code = match e.code() {
+                        Some(CheckpointCode::BadSignature) => RowCode::BadSignature,
+                        _ => RowCode::BadSchema,
+                    };
+                    bad.push(BadRow { table: "checkpoints", id, code, detail: e.to_string() });
+                }
+            }
+        }
+        bad.extend(rows::requests(&tx, &self.key)?.bad);
+        bad.extend(rows::pending_of(&tx, None, &self.key)?.bad);
+        bad.extend(rows::sent(&tx)?.bad);
+        bad.extend(rows::approval_audit(&tx)?.bad);
+        bad.extend(rows::gate_audit(&tx)?.bad);
+        tx.finish().map_err(StoreError::from)?;
+        Ok(bad)
     }
 
     /// The latest checkpoint of `run_id`, verified.

@@ -18,11 +18,11 @@
 //! edit of the file cannot forge an approval.
 //! [`Desk`] carries out the cross-process flows (park, decide, list) on top of it.
 
+mod check;
 mod desk;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -30,7 +30,8 @@ use crate::gate::{AuditEvent, PendingAction};
 use crate::human::{ApprovalRequest, AuditLine, SigningKey};
 use crate::world::SentEmail;
 
-pub use desk::{Decided, Desk, DeskAction, DeskError, RunSpec, Started};
+pub use check::{BadRow, RowCode, Rows};
+pub use desk::{Decided, Desk, DeskAction, DeskError, Listing, RunSpec, Started};
 
 /// The default store file.
 pub const DEFAULT_STORE: &str = "rolegate.db";
@@ -183,10 +184,6 @@ pub struct Store {
 
 fn to_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
-}
-
-fn from_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::BadRow { what: what.to_string(), detail: e.to_string() })
 }
 
 /// What SQLite says the open file holds.
@@ -436,29 +433,50 @@ pub fn crash_point(point: &str) {
 /// Typed reads and writes; every function works on a connection or a transaction.
 pub mod rows {
     use super::{
-        ApprovalRequest, AuditEvent, AuditLine, Connection, OptionalExtension, PendingAction, SentEmail, SigningKey,
-        StoreError, from_json, params, to_json,
+        ApprovalRequest, AuditEvent, AuditLine, BadRow, Connection, OptionalExtension, PendingAction, RowCode, Rows,
+        SentEmail, SigningKey, StoreError, params, to_json,
     };
+    use serde::de::DeserializeOwned;
 
     /// The signing domain of stored approval requests.
     pub const REQUEST_DOMAIN: &str = "rolegate-request/1";
     /// The signing domain of stored parked actions.
     pub const PENDING_DOMAIN: &str = "rolegate-pending/1";
 
-    fn verified<T: serde::de::DeserializeOwned>(
+    /// The record of a signed row, or why it is set aside: signature first, then the
+    /// schema.
+    fn verified<T: DeserializeOwned>(
         key: &SigningKey,
         domain: &str,
+        (table, id): (&'static str, &str),
         json: &str,
         sig: &str,
-        what: &str,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, BadRow> {
         if !key.verify_as(domain, json, sig) {
-            return Err(StoreError::BadRow {
-                what: what.to_string(),
-                detail: "bad_signature: edited in the file".into(),
-            });
+            let detail = "the signature does not match: edited in the file".to_string();
+            return Err(BadRow { table, id: id.to_string(), code: RowCode::BadSignature, detail });
         }
-        from_json(json, what)
+        parsed(table, id, json)
+    }
+
+    /// The record of an unsigned row, or why it is set aside.
+    fn parsed<T: DeserializeOwned>(table: &'static str, id: &str, json: &str) -> Result<T, BadRow> {
+        serde_json::from_str(json).map_err(|e| BadRow {
+            table,
+            id: id.to_string(),
+            code: RowCode::BadSchema,
+            detail: format!("does not read back: {e}"),
+        })
+    }
+
+    /// A record filed under another row's id.
+    fn misfiled(table: &'static str, id: &str, holds: &str) -> BadRow {
+        BadRow {
+            table,
+            id: id.to_string(),
+            code: RowCode::BadSchema,
+            detail: format!("the row holds the record of {holds}"),
+        }
     }
 
     /// Records a new run with the spec it can be rebuilt from and returns its id,
@@ -570,15 +588,22 @@ pub mod rows {
         Ok(())
     }
 
-    /// Every request, ordered by creation, each verified by its signature.
+    /// Every request, ordered by creation, each verified by its signature; a row that
+    /// does not verify or read back (or holds another request's record) is set aside.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not verify or read back.
-    pub fn requests(c: &Connection, key: &SigningKey) -> Result<Vec<ApprovalRequest>, StoreError> {
+    /// [`StoreError::Sql`].
+    pub fn requests(c: &Connection, key: &SigningKey) -> Result<Rows<ApprovalRequest>, StoreError> {
         let mut st = c.prepare("SELECT id, json, sig FROM requests ORDER BY seq")?;
         let raw: Vec<(String, String, String)> =
             st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(id, json, sig)| verified(key, REQUEST_DOMAIN, json, sig, &format!("request {id}"))).collect()
+        let mut rows = Rows::default();
+        for (id, json, sig) in &raw {
+            let row = verified::<ApprovalRequest>(key, REQUEST_DOMAIN, ("requests", id), json, sig)
+                .and_then(|r| if &r.id == id { Ok(r) } else { Err(misfiled("requests", id, &r.id)) });
+            rows.push(row);
+        }
+        Ok(rows)
     }
 
     /// Appends approval audit lines.
@@ -592,14 +617,22 @@ pub mod rows {
         Ok(())
     }
 
-    /// The approval audit, in order.
+    /// The approval audit, in order; a line that does not read back is set aside.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not read back.
-    pub fn approval_audit(c: &Connection) -> Result<Vec<AuditLine>, StoreError> {
-        let mut st = c.prepare("SELECT seq, json FROM approval_audit ORDER BY seq")?;
+    /// [`StoreError::Sql`].
+    pub fn approval_audit(c: &Connection) -> Result<Rows<AuditLine>, StoreError> {
+        unsigned(c, "approval_audit", "SELECT seq, json FROM approval_audit ORDER BY seq")
+    }
+
+    fn unsigned<T: DeserializeOwned>(c: &Connection, table: &'static str, sql: &str) -> Result<Rows<T>, StoreError> {
+        let mut st = c.prepare(sql)?;
         let raw: Vec<(i64, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(seq, json)| from_json(json, &format!("approval audit line {seq}"))).collect()
+        let mut rows = Rows::default();
+        for (seq, json) in &raw {
+            rows.push(parsed(table, &seq.to_string(), json));
+        }
+        Ok(rows)
     }
 
     /// Appends gate audit events of a run.
@@ -613,14 +646,12 @@ pub mod rows {
         Ok(())
     }
 
-    /// The gate audit, in order.
+    /// The gate audit, in order; a line that does not read back is set aside.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not read back.
-    pub fn gate_audit(c: &Connection) -> Result<Vec<AuditEvent>, StoreError> {
-        let mut st = c.prepare("SELECT seq, json FROM gate_audit ORDER BY seq")?;
-        let raw: Vec<(i64, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(seq, json)| from_json(json, &format!("gate audit line {seq}"))).collect()
+    /// [`StoreError::Sql`].
+    pub fn gate_audit(c: &Connection) -> Result<Rows<AuditEvent>, StoreError> {
+        unsigned(c, "gate_audit", "SELECT seq, json FROM gate_audit ORDER BY seq")
     }
 
     /// Inserts or replaces a parked action (with its status and stored result).
@@ -638,17 +669,35 @@ pub mod rows {
         Ok(())
     }
 
-    /// The parked actions of a run, each verified by its signature.
+    /// The parked actions of a run (all runs for `None`), each verified by its signature;
+    /// a row that does not verify or read back (or holds another action) is set aside.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not verify or read back.
-    pub fn pending_of(c: &Connection, run_id: &str, key: &SigningKey) -> Result<Vec<PendingAction>, StoreError> {
-        let mut st = c.prepare("SELECT pending_id, json, sig FROM pending WHERE run_id = ?1 ORDER BY rowid")?;
-        let raw: Vec<(String, String, String)> =
-            st.query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
-        raw.iter()
-            .map(|(id, json, sig)| verified(key, PENDING_DOMAIN, json, sig, &format!("pending action {run_id}/{id}")))
-            .collect()
+    /// [`StoreError::Sql`].
+    pub fn pending_of(
+        c: &Connection,
+        run_id: Option<&str>,
+        key: &SigningKey,
+    ) -> Result<Rows<PendingAction>, StoreError> {
+        let mut st = c.prepare(
+            "SELECT run_id, pending_id, json, sig FROM pending WHERE ?1 IS NULL OR run_id = ?1 ORDER BY rowid",
+        )?;
+        let raw: Vec<(String, String, String, String)> = st
+            .query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut rows = Rows::default();
+        for (run, id, json, sig) in &raw {
+            let name = format!("{run}/{id}");
+            let row = verified::<PendingAction>(key, PENDING_DOMAIN, ("pending", &name), json, sig).and_then(|p| {
+                if &p.run_id == run && &p.id == id {
+                    Ok(p)
+                } else {
+                    Err(misfiled("pending", &name, &format!("{}/{}", p.run_id, p.id)))
+                }
+            });
+            rows.push(row);
+        }
+        Ok(rows)
     }
 
     /// Records sent mail; a key already recorded is skipped (it was sent once).
@@ -666,13 +715,29 @@ pub mod rows {
         Ok(())
     }
 
-    /// Every e-mail sent, in order.
+    /// Every e-mail sent, in order; a row that does not read back is set aside.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not read back.
-    pub fn sent(c: &Connection) -> Result<Vec<SentEmail>, StoreError> {
-        let mut st = c.prepare("SELECT seq, json FROM outbox ORDER BY seq")?;
-        let raw: Vec<(i64, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(seq, json)| from_json(json, &format!("outbox row {seq}"))).collect()
+    /// [`StoreError::Sql`].
+    pub fn sent(c: &Connection) -> Result<Rows<SentEmail>, StoreError> {
+        unsigned(c, "outbox", "SELECT seq, json FROM outbox ORDER BY seq")
+    }
+
+    /// Every run with its spec, in order (for `store check`).
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub fn all_runs(c: &Connection) -> Result<Vec<(String, String)>, StoreError> {
+        let mut st = c.prepare("SELECT run_id, spec FROM runs ORDER BY seq")?;
+        Ok(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?)
+    }
+
+    /// Every sealed checkpoint as `(run, seq, text)`, in order (for `store check`).
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub fn all_checkpoints(c: &Connection) -> Result<Vec<(String, i64, String)>, StoreError> {
+        let mut st = c.prepare("SELECT run_id, seq, sealed FROM checkpoints ORDER BY run_id, seq")?;
+        Ok(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?)
     }
 }
