@@ -22,6 +22,7 @@ mod human_memory;
 mod human_resume;
 mod human_store;
 mod store_concurrency;
+mod store_effects;
 mod store_quarantine;
 
 mod hardening_corpora;

@@ -86,6 +86,9 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
     match desk.decide(&request, &actor, action).await {
         Ok(d) => {
             let ran = if d.code == DecisionCode::Ok { "" } else { " (refused: nothing ran)" };
+            if d.code == DecisionCode::Ok {
+                super::committed(format!("{request} {verb} by {actor}: ok, e-mails sent: {}", d.sent_now));
+            }
             out(&format!("{request} {verb} by {actor}: {}{ran}", d.code.as_str()));
             if let Some(run) = &d.run {
                 out(&format!(

@@ -198,6 +198,26 @@ pub const EXIT_MISMATCH: u8 = 1;
 /// Exit code: unusable input.
 pub const EXIT_USAGE: u8 = 2;
 
+/// The `--trace-json` export of this process, once installed.
+static EXPORT: std::sync::OnceLock<crate::agent::TraceExport> = std::sync::OnceLock::new();
+/// What a command already committed to the store, said when a later error ends it.
+static COMMITTED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Writes out and flushes every output sink (`--trace-json`); the desk calls it just
+/// before each commit, so a sink that cannot be written stops the command before its
+/// effect. Says why not.
+pub(crate) fn flush_sinks() -> Result<(), String> {
+    match EXPORT.get() {
+        Some(export) => export.finish().map(|_| ()).map_err(|e| format!("--trace-json: {e}")),
+        None => Ok(()),
+    }
+}
+
+/// Records what a command committed, for the message of an error that follows it.
+pub(crate) fn committed(what: String) {
+    let _ = COMMITTED.set(what);
+}
+
 /// Writes a line to stdout; a closed pipe is not an error.
 pub(crate) fn out(line: &str) -> bool {
     let mut stdout = std::io::stdout().lock();
@@ -223,7 +243,10 @@ pub fn main() -> ExitCode {
     let export = match &cli.trace_json {
         Some(path) => {
             match crate::agent::TraceExport::install_file(path, std::sync::Arc::new(crate::cost::TokioClock::new())) {
-                Ok(e) => Some(e),
+                Ok(e) => {
+                    let _ = EXPORT.set(e.clone());
+                    Some(e)
+                }
                 Err(e) => {
                     eprintln!("rolegate: {}: {e}", path.display());
                     return ExitCode::from(EXIT_USAGE);
@@ -318,6 +341,11 @@ pub fn main() -> ExitCode {
         }
     });
     if let Some(Err(e)) = export.map(|e| e.finish()) {
+        // effects last: an error after a commit says what was already done, exit 1
+        if let Some(done) = COMMITTED.get() {
+            eprintln!("rolegate: {e}; already done and kept in the store: {done}");
+            return ExitCode::from(EXIT_MISMATCH);
+        }
         eprintln!("rolegate: {e}");
         return ExitCode::from(EXIT_USAGE);
     }

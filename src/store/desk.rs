@@ -46,6 +46,10 @@ pub enum DeskError {
     /// nothing ran. Every other request and run is unaffected.
     #[error("{0}; nothing ran (see `rolegate store check`)")]
     Quarantined(BadRow),
+    /// An output sink (say the `--trace-json` file) could not be written before the
+    /// commit; the transaction was rolled back, so nothing was filed, decided or sent.
+    #[error("{0}; the store was not changed: nothing was filed, decided or sent")]
+    Sink(String),
     /// A run spec that names no known model.
     #[error("model {0:?}: use auto, scripted:research or fake:<kind>")]
     UnknownModel(String),
@@ -150,6 +154,31 @@ pub struct Listing {
     pub refused: Vec<BadRow>,
 }
 
+/// A check run just before each commit: every output sink is written and flushed
+/// (returns why not), so an error there rolls the command back instead of following an
+/// effect. Effects last.
+pub struct SinkCheck(Box<dyn Fn() -> Result<(), String> + Send + Sync>);
+
+impl SinkCheck {
+    /// A check from a function that flushes the sinks.
+    pub fn new(check: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
+        Self(Box::new(check))
+    }
+}
+
+impl std::fmt::Debug for SinkCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SinkCheck(..)")
+    }
+}
+
+fn sinks_ok(check: &Option<SinkCheck>) -> Result<(), DeskError> {
+    match check {
+        Some(SinkCheck(f)) => f().map_err(DeskError::Sink),
+        None => Ok(()),
+    }
+}
+
 /// The flows of the command line over one store.
 #[derive(Debug)]
 pub struct Desk {
@@ -161,6 +190,8 @@ pub struct Desk {
     env: Env,
     /// Time for approvals (expiry, audit).
     clock: SharedClock,
+    /// Flushes the output sinks before each commit ([`Desk::check_sinks_with`]).
+    sinks: Option<SinkCheck>,
 }
 
 /// The queue held in the store: its requests and audit lines that read back, and the
@@ -202,7 +233,15 @@ fn with_outbox(lab: &mut Lab, sent: Vec<SentEmail>) {
 impl Desk {
     /// A desk over `store`.
     pub fn new(store: Store, key: SigningKey, env: Env, clock: SharedClock) -> Self {
-        Self { store, key, env, clock }
+        Self { store, key, env, clock, sinks: None }
+    }
+
+    /// Runs `check` just before each commit: when it fails, the command's transaction is
+    /// rolled back and [`DeskError::Sink`] says nothing was done.
+    #[must_use]
+    pub fn check_sinks_with(mut self, check: SinkCheck) -> Self {
+        self.sinks = Some(check);
+        self
     }
 
     /// Runs `goal` as described by `spec`; a run that parks files an approval request.
@@ -212,7 +251,7 @@ impl Desk {
     /// # Errors
     /// [`DeskError`]; on any error nothing is written.
     pub async fn start(&mut self, spec: &RunSpec, goal: &str) -> Result<Started, DeskError> {
-        let Self { store, key, env, clock } = self;
+        let Self { store, key, env, clock, sinks } = self;
         let tx = store.begin()?;
         let sent_before = rows::sent(&tx)?.good;
         let spec_json = serde_json::to_string(spec).unwrap_or_default();
@@ -250,6 +289,7 @@ impl Desk {
         rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
         save_queue(&tx, &queue, audit_before, key)?;
         rows::push_sent(&tx, &run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]))?;
+        sinks_ok(sinks)?;
         super::crash_point("start:before_commit");
         tx.commit().map_err(StoreError::from)?;
         Ok(Started { run, request })
@@ -264,7 +304,7 @@ impl Desk {
     /// [`DeskError::Checkpoint`] for a tampered stored checkpoint, others as [`DeskError`];
     /// on any error nothing is written and nothing is sent.
     pub async fn decide(&mut self, request_id: &str, actor: &str, action: DeskAction) -> Result<Decided, DeskError> {
-        let Self { store, key, env, clock } = self;
+        let Self { store, key, env, clock, sinks } = self;
         let tx = store.begin()?;
         let (mut queue, refused) = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
@@ -320,6 +360,7 @@ impl Desk {
         rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
         let new_mail = lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]).to_vec();
         rows::push_sent(&tx, &req.run_id, &new_mail)?;
+        sinks_ok(sinks)?;
         super::crash_point("decide:before_commit");
         tx.commit().map_err(StoreError::from)?;
         super::crash_point("decide:after_commit");
@@ -341,12 +382,13 @@ impl Desk {
     /// # Errors
     /// [`DeskError::Store`].
     pub fn listing(&mut self) -> Result<Listing, DeskError> {
-        let Self { store, env, clock, key } = self;
+        let Self { store, env, clock, key, sinks } = self;
         let tx = store.begin()?;
         let (mut queue, refused) = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         queue.sweep();
         save_queue(&tx, &queue, audit_before, key)?;
+        sinks_ok(sinks)?;
         tx.commit().map_err(StoreError::from)?;
         let mut requests: Vec<ApprovalRequest> = queue.requests.into_values().collect();
         requests.sort_by(|a, b| a.created_at.total_cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));

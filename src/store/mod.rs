@@ -31,7 +31,7 @@ use crate::human::{ApprovalRequest, AuditLine, SigningKey};
 use crate::world::SentEmail;
 
 pub use check::{BadRow, RowCode, Rows};
-pub use desk::{Decided, Desk, DeskAction, DeskError, Listing, RunSpec, Started};
+pub use desk::{Decided, Desk, DeskAction, DeskError, Listing, RunSpec, SinkCheck, Started};
 
 /// The default store file.
 pub const DEFAULT_STORE: &str = "rolegate.db";
