@@ -11,7 +11,7 @@ use rolegate::store::{Desk, DeskAction, RunSpec, Store};
 
 fn desk(path: &std::path::Path, clock: &ManualClock) -> Result<Desk, rolegate::Error> {
     // an example key; a deployment reads ROLEGATE_SIGNING_KEY instead
-    let key = SigningKey::new(b"example key, not a real secret")?;
+    let key = SigningKey::new(b"example key, not a real secret, 32+ bytes")?;
     Ok(Desk::new(Store::open(path)?, key, Env::bundled()?, clock.shared()))
 }
 

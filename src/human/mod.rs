@@ -10,11 +10,12 @@ pub mod risk;
 
 pub use approvals::{
     APPROVER_ROLE, ApprovalError, ApprovalQueue, ApprovalRequest, AuditLine, DEFAULT_MAX_OPEN, DEFAULT_TTL, Decision,
-    DecisionCode, Fatigue, FatigueRule, RequestStatus, fatigue, fatigue_with, make_batches, preview,
+    DecisionCode, Fatigue, FatigueRule, MAX_CLOCK_SKEW, MAX_LIFETIME, RequestStatus, fatigue, fatigue_with,
+    make_batches, preview,
 };
 pub use checkpoint::{
-    CHECKPOINT_FORMAT, Checkpoint, CheckpointCode, CheckpointError, MIN_KEY_BYTES, SIGNING_KEY_ENV,
-    SIGNING_KEY_FILE_ENV, SigningKey,
+    CHECKPOINT_FORMAT, Checkpoint, CheckpointCode, CheckpointError, MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, SIGNING_KEY_ENV,
+    SIGNING_KEY_FILE_ENV, SigningKey, read_small_file,
 };
 pub use effects::{SagaReport, Step, order_problems, run_saga};
 pub use resume::{ResumeError, Resumed, Verdict, cancel_waiting, resume_run, resume_with_decision};

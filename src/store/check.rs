@@ -14,8 +14,6 @@ use std::fmt;
 pub enum RowCode {
     /// The row's signature does not match its contents (edited in the file).
     BadSignature,
-    /// The row verifies against no key of this store: signed with a different key.
-    OtherKey,
     /// The row does not read back as its record (malformed JSON, unknown fields, or a
     /// record filed under another row's id).
     BadSchema,
@@ -26,7 +24,6 @@ impl RowCode {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::BadSignature => "bad_signature",
-            Self::OtherKey => "other_key",
             Self::BadSchema => "bad_schema",
         }
     }

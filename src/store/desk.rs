@@ -253,6 +253,7 @@ impl Desk {
     pub async fn start(&mut self, spec: &RunSpec, goal: &str) -> Result<Started, DeskError> {
         let Self { store, key, env, clock, sinks } = self;
         let tx = store.begin()?;
+        rows::bind_key(&tx, key, true)?;
         let sent_before = rows::sent(&tx)?.good;
         let spec_json = serde_json::to_string(spec).unwrap_or_default();
         let run_id = rows::new_run(&tx, &spec_json)?;
@@ -306,6 +307,7 @@ impl Desk {
     pub async fn decide(&mut self, request_id: &str, actor: &str, action: DeskAction) -> Result<Decided, DeskError> {
         let Self { store, key, env, clock, sinks } = self;
         let tx = store.begin()?;
+        rows::bind_key(&tx, key, true)?;
         let (mut queue, refused) = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         if let Some(bad) = refused.into_iter().find(|b| b.id == request_id) {
@@ -384,6 +386,7 @@ impl Desk {
     pub fn listing(&mut self) -> Result<Listing, DeskError> {
         let Self { store, env, clock, key, sinks } = self;
         let tx = store.begin()?;
+        rows::bind_key(&tx, key, true)?;
         let (mut queue, refused) = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         queue.sweep();
@@ -400,6 +403,7 @@ impl Desk {
     /// # Errors
     /// [`DeskError::Store`].
     pub fn outbox(&self) -> Result<Vec<SentEmail>, DeskError> {
+        rows::bind_key(self.store.conn(), &self.key, false)?;
         Ok(rows::sent(self.store.conn())?.good)
     }
 
@@ -408,6 +412,7 @@ impl Desk {
     /// # Errors
     /// [`DeskError::Store`].
     pub fn audit(&self) -> Result<Vec<AuditLine>, DeskError> {
+        rows::bind_key(self.store.conn(), &self.key, false)?;
         Ok(rows::approval_audit(self.store.conn())?.good)
     }
 
@@ -419,6 +424,7 @@ impl Desk {
     /// [`DeskError::Store`] when the store cannot be read.
     pub fn check(&self) -> Result<Vec<BadRow>, DeskError> {
         let tx = self.store.conn().unchecked_transaction().map_err(StoreError::from)?;
+        rows::bind_key(&tx, &self.key, false)?;
         let mut bad = Vec::new();
         for (run_id, spec) in rows::all_runs(&tx)? {
             if let Err(e) = serde_json::from_str::<RunSpec>(&spec) {
@@ -457,6 +463,7 @@ impl Desk {
     /// # Errors
     /// [`DeskError::Checkpoint`] when it is refused.
     pub fn latest(&self, run_id: &str) -> Result<Checkpoint, DeskError> {
+        rows::bind_key(self.store.conn(), &self.key, false)?;
         let text = rows::latest_checkpoint(self.store.conn(), run_id)?;
         Checkpoint::open(&text, &self.key).map_err(|source| DeskError::Checkpoint { run_id: run_id.into(), source })
     }

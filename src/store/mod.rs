@@ -131,6 +131,17 @@ pub enum StoreError {
         /// The file.
         path: PathBuf,
     },
+    /// The signing key is not the one the store was started with (a new shell, another
+    /// machine's key): every signed row would read as edited, so nothing is read.
+    #[error(
+        "store: signed with a different key: the store's key id is {store}, this key's is {this}; use the key the store was started with (nothing was read or changed)"
+    )]
+    OtherKey {
+        /// The key id recorded in the store.
+        store: String,
+        /// The key id of the key given.
+        this: String,
+    },
     /// A row that does not read back as what was written (edited by hand?).
     #[error("store: {what} does not read back: {detail}")]
     BadRow {
@@ -476,6 +487,26 @@ pub mod rows {
             id: id.to_string(),
             code: RowCode::BadSchema,
             detail: format!("the row holds the record of {holds}"),
+        }
+    }
+
+    /// Checks that `key` is the key the store was started with, by the key id kept in
+    /// `meta`; with `record`, a store that has none yet records this key's id.
+    ///
+    /// # Errors
+    /// [`StoreError::OtherKey`] for a different key.
+    pub fn bind_key(c: &Connection, key: &SigningKey, record: bool) -> Result<(), StoreError> {
+        let this = key.key_id();
+        let stored: Option<String> =
+            c.query_row("SELECT value FROM meta WHERE key = 'key_id'", [], |r| r.get(0)).optional()?;
+        match stored {
+            Some(id) if id == this => Ok(()),
+            Some(id) => Err(StoreError::OtherKey { store: id, this }),
+            None if record => {
+                c.execute("INSERT INTO meta (key, value) VALUES ('key_id', ?1)", params![this])?;
+                Ok(())
+            }
+            None => Ok(()),
         }
     }
 
