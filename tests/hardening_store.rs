@@ -21,6 +21,7 @@ const NOBODY: u32 = 65_534;
 
 fn rolegate(store: &Path, args: &[&str], as_nobody: bool) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rolegate"));
+    cmd.current_dir(store.parent().unwrap());
     cmd.args(args).arg("--store").arg(store).env("ROLEGATE_SIGNING_KEY", KEY).env_remove("ROLEGATE_SIGNING_KEY_FILE");
     if as_nobody {
         cmd.uid(NOBODY).gid(NOBODY);
@@ -36,12 +37,12 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-const APPROVE: &[&str] = &["approvals", "approve", "req-1", "--as", "lena"];
+const APPROVE: &[&str] = &["approvals", "approve", "req-1", "--key", "lena.key"];
 
 /// Every command that reads or decides an existing store.
 const DECIDING: &[&[&str]] = &[
     APPROVE,
-    &["approvals", "deny", "req-1", "--as", "lena"],
+    &["approvals", "deny", "req-1", "--key", "lena.key"],
     &["approvals", "cancel", "req-1", "--as", "kwame"],
     &["approvals", "list"],
 ];
@@ -51,6 +52,9 @@ fn park(store: &Path) -> Vec<u8> {
     let parked = rolegate(store, &["run", "--task", "reply", "--user", "kwame", crate::util::REPLY_GOAL], false);
     assert_eq!(parked.status.code(), Some(0), "{}", stderr(&parked));
     assert!(stdout(&parked).contains("run-1 awaiting_approval needs_approval"), "{}", stdout(&parked));
+    // lena's key file: hers alone (0600), owned by the user the read-only cases run as
+    let key = crate::util::register_lena(store, KEY);
+    std::os::unix::fs::chown(&key, Some(NOBODY), Some(NOBODY)).unwrap();
     fs::read(store).unwrap()
 }
 

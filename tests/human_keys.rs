@@ -61,6 +61,7 @@ fn a_key_file_must_be_a_small_regular_file() {
 
 fn rolegate(store: &Path, key: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rolegate"))
+        .current_dir(store.parent().unwrap())
         .args(args)
         .arg("--store")
         .arg(store)
@@ -77,11 +78,12 @@ fn a_store_used_with_a_different_key_says_so_and_changes_nothing() {
     let first = "the key this store was started with, long enough";
     let parked = rolegate(&store, first, &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL]);
     assert_eq!(parked.status.code(), Some(0), "{}", String::from_utf8_lossy(&parked.stderr));
+    crate::util::register_lena(&store, first);
     let before = std::fs::read(&store).unwrap();
     let other = "a new shell's key, also long enough to be used";
     for args in [
         &["approvals", "list"][..],
-        &["approvals", "approve", "req-1", "--as", "lena"],
+        &["approvals", "approve", "req-1", "--key", "lena.key"],
         &["outbox"],
         &["store", "check"],
         &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL],
@@ -92,7 +94,7 @@ fn a_store_used_with_a_different_key_says_so_and_changes_nothing() {
         assert!(err.contains("signed with a different key") && !err.contains("edited"), "{args:?}: {err}");
     }
     assert_eq!(std::fs::read(&store).unwrap(), before, "nothing was written with the other key");
-    let ok = rolegate(&store, first, &["approvals", "approve", "req-1", "--as", "lena"]);
+    let ok = rolegate(&store, first, &["approvals", "approve", "req-1", "--key", "lena.key"]);
     assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
 }
 

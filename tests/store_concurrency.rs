@@ -13,7 +13,11 @@ use crate::util::{REPLY_GOAL, temp_dir};
 const KEY: &str = "store-concurrency test signing key, not a real secret";
 
 fn command(store: &Path, args: &[&str]) -> Command {
+    if args.contains(&"lena.key") {
+        crate::util::register_lena(store, KEY);
+    }
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rolegate"));
+    cmd.current_dir(store.parent().unwrap());
     cmd.args(args)
         .arg("--store")
         .arg(store)
@@ -130,7 +134,7 @@ fn status_of_req1(store: &Path) -> String {
     list[0]["status"].as_str().unwrap_or_default().to_string()
 }
 
-const APPROVE: &[&str] = &["approvals", "approve", "req-1", "--as", "lena"];
+const APPROVE: &[&str] = &["approvals", "approve", "req-1", "--key", "lena.key"];
 
 #[test]
 fn a_process_killed_before_its_commit_leaves_nothing_half_done_and_the_decision_can_be_taken_again() {

@@ -11,7 +11,11 @@ use crate::util::{REPLY_GOAL, temp_dir};
 const KEY: &str = "store-effects test signing key, not a real secret";
 
 fn rolegate(store: &Path, args: &[&str]) -> Output {
+    if args.contains(&"lena.key") {
+        crate::util::register_lena(store, KEY);
+    }
     Command::new(env!("CARGO_BIN_EXE_rolegate"))
+        .current_dir(store.parent().unwrap())
         .args(args)
         .arg("--store")
         .arg(store)
@@ -53,13 +57,13 @@ const REPLY: &[&str] = &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL
 fn an_approval_whose_trace_sink_cannot_be_written_sends_nothing_and_says_so() {
     let store = temp_dir("effects-approve").join("rolegate.db");
     assert_eq!(rolegate(&store, REPLY).status.code(), Some(0));
-    let out = rolegate(&store, &["approvals", "approve", "req-1", "--as", "lena", "--trace-json", "/dev/full"]);
+    let out = rolegate(&store, &["approvals", "approve", "req-1", "--key", "lena.key", "--trace-json", "/dev/full"]);
     assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("--trace-json") && err.contains("nothing was filed, decided or sent"), "{err}");
     assert_eq!(sent(&store), 0, "no e-mail left before the sink failed");
     assert_eq!(requests(&store), [("req-1".to_string(), "pending".to_string())]);
-    let ok = rolegate(&store, &["approvals", "approve", "req-1", "--as", "lena"]);
+    let ok = rolegate(&store, &["approvals", "approve", "req-1", "--key", "lena.key"]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert_eq!(sent(&store), 1, "approved once, sent once");
 }
@@ -75,7 +79,7 @@ fn a_run_whose_trace_sink_cannot_be_written_files_no_request_and_a_retry_files_o
     assert!(requests(&store).is_empty(), "no request was filed");
     assert_eq!(rolegate(&store, REPLY).status.code(), Some(0), "the retry");
     assert_eq!(requests(&store), [("req-1".to_string(), "pending".to_string())], "one request, not two");
-    let ok = rolegate(&store, &["approvals", "approve", "req-1", "--as", "lena"]);
+    let ok = rolegate(&store, &["approvals", "approve", "req-1", "--key", "lena.key"]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert_eq!(sent(&store), 1, "one e-mail, never two identical ones");
 }

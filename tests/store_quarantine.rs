@@ -11,7 +11,11 @@ use crate::util::{REPLY_GOAL, temp_dir};
 const KEY: &str = "store-quarantine test signing key, not a real secret";
 
 fn rolegate(store: &Path, args: &[&str]) -> Output {
+    if args.contains(&"lena.key") {
+        crate::util::register_lena(store, KEY);
+    }
     Command::new(env!("CARGO_BIN_EXE_rolegate"))
+        .current_dir(store.parent().unwrap())
         .args(args)
         .arg("--store")
         .arg(store)
@@ -69,7 +73,7 @@ fn a_tampered_request_row_is_refused_by_id_and_every_other_command_still_works()
     );
 
     // the tampered request decides nothing, with its code (exit 1: refused, nothing ran)
-    let bad = rolegate(&store, &["approvals", "approve", "req-2", "--as", "lena"]);
+    let bad = rolegate(&store, &["approvals", "approve", "req-2", "--key", "lena.key"]);
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
     assert!(
         stderr(&bad).contains("requests req-2: refused: bad_signature") && stderr(&bad).contains("nothing ran"),
@@ -79,10 +83,10 @@ fn a_tampered_request_row_is_refused_by_id_and_every_other_command_still_works()
     assert_eq!(sent(&store), 0);
 
     // every other request, a new run and the outbox work
-    let ok = rolegate(&store, &["approvals", "approve", "req-1", "--as", "lena"]);
+    let ok = rolegate(&store, &["approvals", "approve", "req-1", "--key", "lena.key"]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert!(stdout(&ok).contains("emails_sent=1"), "{}", stdout(&ok));
-    let denied = rolegate(&store, &["approvals", "deny", "req-3", "--as", "lena"]);
+    let denied = rolegate(&store, &["approvals", "deny", "req-3", "--key", "lena.key"]);
     assert_eq!(denied.status.code(), Some(0), "{}", stderr(&denied));
     park(&store);
     let table = stdout(&rolegate(&store, &["approvals", "list"]));
@@ -138,9 +142,9 @@ fn malformed_outbox_audit_and_copied_rows_are_named_and_runs_still_park_and_appr
         ]
     );
     park(&store);
-    let ok = rolegate(&store, &["approvals", "approve", "req-1", "--as", "lena"]);
+    let ok = rolegate(&store, &["approvals", "approve", "req-1", "--key", "lena.key"]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
-    let copied = rolegate(&store, &["approvals", "approve", "req-2", "--as", "lena"]);
+    let copied = rolegate(&store, &["approvals", "approve", "req-2", "--key", "lena.key"]);
     assert_eq!(copied.status.code(), Some(1), "{}", stderr(&copied));
     assert!(stderr(&copied).contains("holds the record of req-1"), "{}", stderr(&copied));
     assert_eq!(sent(&store), 1, "the junk row is not shown as mail");

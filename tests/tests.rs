@@ -18,6 +18,7 @@ mod http_runs;
 mod http_server;
 mod human_approvals;
 mod human_cli;
+mod human_identity;
 mod human_keys;
 mod human_memory;
 mod human_resume;

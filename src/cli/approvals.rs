@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::desk::{ListFormat, StoreArg, open_existing, request_line};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
-use crate::human::DecisionCode;
+use crate::human::{ApproverKey, DecisionCode, IdentityCode, IdentityError};
 use crate::store::{DeskAction, DeskError};
 
 /// What to do with approval requests.
@@ -23,24 +23,31 @@ pub enum ApprovalsCommand {
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Approve a request: the action runs once and the run continues.
+    /// Approve a request: the action runs once and the run continues. The decision is
+    /// signed with the approver's key (`--key`), never taken from a typed name.
     Approve {
         /// The request id, e.g. req-1.
         request: String,
-        /// Who decides (an approver other than the requester).
+        /// The approver's private key file (written by `rolegate approvers add`).
+        #[arg(long, value_name = "FILE")]
+        key: Option<std::path::PathBuf>,
+        /// Who decides; only a check against the key's owner (refused without --key).
         #[arg(long = "as", value_name = "USER")]
-        actor: String,
+        actor: Option<String>,
         /// The store.
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Deny a request: nothing runs; the run stops as denied.
+    /// Deny a request: nothing runs; the run stops as denied. Signed with `--key`.
     Deny {
         /// The request id.
         request: String,
-        /// Who decides.
+        /// The approver's private key file.
+        #[arg(long, value_name = "FILE")]
+        key: Option<std::path::PathBuf>,
+        /// Who decides; only a check against the key's owner (refused without --key).
         #[arg(long = "as", value_name = "USER")]
-        actor: String,
+        actor: Option<String>,
         /// Hand the refusal to the model instead of stopping the run.
         #[arg(long)]
         replan: bool,
@@ -48,13 +55,17 @@ pub enum ApprovalsCommand {
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Withdraw a request (the requester or an approver): the run stops as cancelled.
+    /// Withdraw a request: the run stops as cancelled; nothing runs. The requester may
+    /// withdraw their own request by name (`--as`); anyone else signs with `--key`.
     Cancel {
         /// The request id.
         request: String,
-        /// Who withdraws.
+        /// An approver's private key file.
+        #[arg(long, value_name = "FILE")]
+        key: Option<std::path::PathBuf>,
+        /// The requester withdrawing their own request.
         #[arg(long = "as", value_name = "USER")]
-        actor: String,
+        actor: Option<String>,
         /// The store.
         #[command(flatten)]
         store: StoreArg,
@@ -63,13 +74,46 @@ pub enum ApprovalsCommand {
 
 /// Runs an approvals subcommand.
 pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
-    let (path, request, actor, action) = match command {
+    let (path, request, key, actor, action) = match command {
         ApprovalsCommand::List { format, store } => return list(&store.path, format),
-        ApprovalsCommand::Approve { request, actor, store } => (store.path, request, actor, DeskAction::Approve),
-        ApprovalsCommand::Deny { request, actor, replan, store } => {
-            (store.path, request, actor, if replan { DeskAction::DenyReplan } else { DeskAction::Deny })
+        ApprovalsCommand::Approve { request, key, actor, store } => {
+            (store.path, request, key, actor, DeskAction::Approve)
         }
-        ApprovalsCommand::Cancel { request, actor, store } => (store.path, request, actor, DeskAction::Cancel),
+        ApprovalsCommand::Deny { request, key, actor, replan, store } => {
+            (store.path, request, key, actor, if replan { DeskAction::DenyReplan } else { DeskAction::Deny })
+        }
+        ApprovalsCommand::Cancel { request, key, actor, store } => {
+            (store.path, request, key, actor, DeskAction::Cancel)
+        }
+    };
+    let verb = action.verb();
+    let who = match (&key, &actor) {
+        (Some(file), _) => match ApproverKey::read(file) {
+            Ok(k) if actor.as_ref().is_some_and(|a| a != k.name()) => {
+                let e = IdentityError::new(
+                    IdentityCode::NameMismatch,
+                    format!("the key belongs to {}, not {}", k.name(), actor.unwrap_or_default()),
+                );
+                eprintln!("rolegate: {request} {verb}: refused: {e}; nothing ran");
+                return EXIT_USAGE;
+            }
+            Ok(k) => Who::Key(Box::new(k)),
+            Err(e) => {
+                eprintln!("rolegate: {request} {verb}: refused: {e}; nothing ran");
+                return EXIT_USAGE;
+            }
+        },
+        (None, Some(name)) if action == DeskAction::Cancel => Who::Name(name.clone()),
+        (None, _) => {
+            let e = IdentityError::new(
+                IdentityCode::NoKey,
+                format!(
+                    "to {verb} a request, sign with the approver's key file: --key FILE (a name alone decides nothing)"
+                ),
+            );
+            eprintln!("rolegate: {request} {verb}: refused: {e}; nothing ran");
+            return EXIT_USAGE;
+        }
     };
     let mut desk = match open_existing(&path) {
         Ok(d) => d,
@@ -78,18 +122,21 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let verb = match action {
-        DeskAction::Approve => "approve",
-        DeskAction::Deny | DeskAction::DenyReplan => "deny",
-        DeskAction::Cancel => "cancel",
+    let decided = match &who {
+        Who::Key(k) => desk.decide_signed(&request, k, action).await,
+        Who::Name(name) => desk.decide(&request, name, action).await,
     };
-    match desk.decide(&request, &actor, action).await {
+    let by = match &who {
+        Who::Key(k) => k.name().to_string(),
+        Who::Name(name) => name.clone(),
+    };
+    match decided {
         Ok(d) => {
             let ran = if d.code == DecisionCode::Ok { "" } else { " (refused: nothing ran)" };
             if d.code == DecisionCode::Ok {
-                super::committed(format!("{request} {verb} by {actor}: ok, e-mails sent: {}", d.sent_now));
+                super::committed(format!("{request} {verb} by {by}: ok, e-mails sent: {}", d.sent_now));
             }
-            out(&format!("{request} {verb} by {actor}: {}{ran}", d.code.as_str()));
+            out(&format!("{request} {verb} by {by}: {}{ran}", d.code.as_str()));
             if let Some(run) = &d.run {
                 out(&format!(
                     "{} {} {} sources={} emails_sent={}{}",
@@ -103,7 +150,7 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
             }
             if d.code == DecisionCode::Ok { EXIT_OK } else { EXIT_MISMATCH }
         }
-        Err(e @ DeskError::Quarantined(_)) => {
+        Err(e @ (DeskError::Quarantined(_) | DeskError::Identity(_))) => {
             eprintln!("rolegate: {request} {verb}: {e}");
             EXIT_MISMATCH
         }
@@ -112,6 +159,12 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
             EXIT_USAGE
         }
     }
+}
+
+/// Who decides at the command line: the owner of a key file, or (to withdraw) a name.
+enum Who {
+    Key(Box<ApproverKey>),
+    Name(String),
 }
 
 fn list(path: &std::path::Path, format: ListFormat) -> u8 {

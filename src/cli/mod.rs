@@ -2,6 +2,7 @@
 //! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
 
 mod approvals;
+mod approvers;
 mod bench;
 mod check;
 mod compare;
@@ -16,6 +17,7 @@ mod store_check;
 mod suite;
 
 pub use approvals::ApprovalsCommand;
+pub use approvers::ApproversCommand;
 pub use compare::CompareFormat;
 pub use design::CardChoice;
 pub use desk::{ListFormat, StoreArg};
@@ -154,6 +156,12 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         command: ApprovalsCommand,
+    },
+    /// The approver registry: add an approver (a key pair; the private key to a file), list.
+    Approvers {
+        /// What to do.
+        #[command(subcommand)]
+        command: ApproversCommand,
     },
     /// The e-mails really sent, from the store.
     Outbox {
@@ -338,6 +346,7 @@ pub fn main() -> ExitCode {
             Command::Approvals { command } => approvals::approvals(command).await,
             Command::Outbox { format, store } => outbox::outbox(&store, format),
             Command::Store { command } => store_check::store(&command),
+            Command::Approvers { command } => approvers::approvers(command),
         }
     });
     if let Some(Err(e)) = export.map(|e| e.finish()) {

@@ -32,7 +32,7 @@ pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &st
             if let Some(r) = &started.request {
                 out(&format!("approval needed: {}", request_line(r)));
                 out(&format!(
-                    "decide with: rolegate approvals approve {} --as <approver> --store {}",
+                    "decide with: rolegate approvals approve {} --key <approver's key file> --store {}",
                     r.id,
                     path.display()
                 ));

@@ -7,13 +7,14 @@
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{BadRow, RowCode, Store, StoreError, rows};
+use super::{BadRow, RowCode, Rows, Store, StoreError, rows};
 use crate::agent::{AgentError, Run};
 use crate::cost::SharedClock;
 use crate::eval::{DeciderSpec, Env, Lab, LabConfig};
 use crate::human::{
-    ApprovalError, ApprovalQueue, ApprovalRequest, AuditLine, Checkpoint, CheckpointCode, CheckpointError,
-    DecisionCode, ResumeError, SigningKey, Verdict, cancel_waiting, resume_with_decision,
+    ApprovalError, ApprovalQueue, ApprovalRequest, Approver, ApproverKey, AuditLine, Checkpoint, CheckpointCode,
+    CheckpointError, DecisionCode, DecisionStatement, IdentityCode, IdentityError, RequestStatus, ResumeError,
+    SigningKey, Verdict, cancel_waiting, resume_with_decision,
 };
 use crate::model::{FakeKind, ScriptedModel, research_script};
 use crate::world::{Outbox, SentEmail};
@@ -46,6 +47,9 @@ pub enum DeskError {
     /// nothing ran. Every other request and run is unaffected.
     #[error("{0}; nothing ran (see `rolegate store check`)")]
     Quarantined(BadRow),
+    /// An approver's key or a signed decision was refused (a named code); nothing ran.
+    #[error("refused: {0}; nothing ran")]
+    Identity(#[from] IdentityError),
     /// An output sink (say the `--trace-json` file) could not be written before the
     /// commit; the transaction was rolled back, so nothing was filed, decided or sent.
     #[error("{0}; the store was not changed: nothing was filed, decided or sent")]
@@ -121,6 +125,17 @@ pub enum DeskAction {
     DenyReplan,
     /// Withdraw: the run stops as cancelled.
     Cancel,
+}
+
+impl DeskAction {
+    /// The decision as signed: `approve`, `deny` (also with replanning) or `cancel`.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Deny | Self::DenyReplan => "deny",
+            Self::Cancel => "cancel",
+        }
+    }
 }
 
 /// A run started at the desk.
@@ -224,6 +239,74 @@ fn save_queue(
     rows::push_approval_audit(c, new)
 }
 
+/// A recorded decision row for `store check`: it reads back, its approver is registered,
+/// and it verifies for its request as that request stands.
+fn check_decision(
+    registry: &Rows<Approver>,
+    requests: &[ApprovalRequest],
+    request_id: &str,
+    json: &str,
+) -> Result<(), BadRow> {
+    let bad = |code, detail: String| BadRow { table: "decisions", id: request_id.to_string(), code, detail };
+    let signed: crate::human::SignedDecision =
+        serde_json::from_str(json).map_err(|e| bad(RowCode::BadSchema, format!("does not read back: {e}")))?;
+    let Some(req) = requests.iter().find(|r| r.id == request_id) else {
+        return Err(bad(RowCode::BadSchema, "no such request (or its row is set aside)".into()));
+    };
+    let statement: Option<DecisionStatement> = serde_json::from_str(&signed.statement).ok();
+    let (by, verb) = statement.map_or((String::new(), String::new()), |s| (s.approver, s.decision));
+    let approver = registered(registry, &by).map_err(|e| bad(RowCode::BadSignature, e.to_string()))?;
+    signed.verify(&approver, req, &verb).map_err(|e| {
+        let code =
+            if e.code == IdentityCode::BadDecisionSignature { RowCode::BadSignature } else { RowCode::BadSchema };
+        bad(code, e.to_string())
+    })?;
+    Ok(())
+}
+
+/// Who decides: a name the caller vouches for, or the owner of an approver's key.
+#[derive(Clone, Copy, Debug)]
+enum Actor<'a> {
+    Named(&'a str),
+    Key(&'a ApproverKey),
+}
+
+/// The registered approver `name`, from rows that verify.
+fn registered(registry: &Rows<Approver>, name: &str) -> Result<Approver, DeskError> {
+    if let Some(bad) = registry.bad.iter().find(|b| b.id == name) {
+        let detail = format!("{name}'s registry row is refused ({}: {})", bad.code, bad.detail);
+        return Err(DeskError::Identity(IdentityError::new(IdentityCode::ApproverRowRefused, detail)));
+    }
+    registry.good.iter().find(|a| a.name == name).cloned().ok_or_else(|| {
+        DeskError::Identity(IdentityError::new(IdentityCode::UnknownKey, format!("no approver {name} is registered")))
+    })
+}
+
+/// Checks the signed decision behind a recorded approval of `req`, and that the parked
+/// call is still the one it reviewed.
+fn recorded_approval(
+    c: &rusqlite::Connection,
+    registry: &Rows<Approver>,
+    req: &ApprovalRequest,
+    gate: &crate::gate::ToolGate,
+) -> Result<(), DeskError> {
+    let refuse = |code, detail: String| DeskError::Identity(IdentityError::new(code, detail));
+    let signed = match rows::decision(c, &req.id)? {
+        Some(Ok(d)) => d,
+        Some(Err(bad)) => return Err(refuse(IdentityCode::BadDecisionSignature, bad.to_string())),
+        None => return Err(refuse(IdentityCode::NoDecision, format!("{} is marked approved without one", req.id))),
+    };
+    let by = req.decided_by.as_deref().unwrap_or_default();
+    let approver = registered(registry, by)?;
+    signed.verify(&approver, req, DeskAction::Approve.verb())?;
+    let now = gate.pending.get(&req.pending_id).filter(|p| p.run_id == req.run_id).map(|p| p.call.fingerprint());
+    if now.as_deref() != Some(req.fingerprint.as_str()) {
+        let detail = format!("{}: the parked call is not the one the decision reviewed", req.id);
+        return Err(refuse(IdentityCode::ChangedSinceReview, detail));
+    }
+    Ok(())
+}
+
 fn with_outbox(lab: &mut Lab, sent: Vec<SentEmail>) {
     let outbox = Outbox::restore(sent);
     lab.world.outbox = outbox.clone();
@@ -304,7 +387,66 @@ impl Desk {
     /// # Errors
     /// [`DeskError::Checkpoint`] for a tampered stored checkpoint, others as [`DeskError`];
     /// on any error nothing is written and nothing is sent.
+    ///
+    /// The caller vouches for `actor` (library code in one process); across processes use
+    /// [`Desk::decide_signed`], where the approver is read from their key.
     pub async fn decide(&mut self, request_id: &str, actor: &str, action: DeskAction) -> Result<Decided, DeskError> {
+        self.decide_as(request_id, Actor::Named(actor), action).await
+    }
+
+    /// Applies the decision of the owner of `approver_key` on `request_id`: the key must
+    /// be the one registered for that approver (registry row verified first); the decision
+    /// is a statement over the request id, the fingerprint of the exact action, the
+    /// decision and the time, signed with the key and verified against the registered
+    /// public key before anything runs; it is recorded with the decision. Who decided,
+    /// and so self-approval and "not an approver", come from the key, never a typed name.
+    ///
+    /// # Errors
+    /// [`DeskError::Identity`] with a named code, others as [`Desk::decide`]; on any error
+    /// nothing is written and nothing is sent.
+    pub async fn decide_signed(
+        &mut self,
+        request_id: &str,
+        approver_key: &ApproverKey,
+        action: DeskAction,
+    ) -> Result<Decided, DeskError> {
+        self.decide_as(request_id, Actor::Key(approver_key), action).await
+    }
+
+    /// Registers `approver` (a user with the approver role) with their public key. A name
+    /// is registered once; its key is never replaced in place.
+    ///
+    /// # Errors
+    /// [`DeskError::Identity`] (`not_an_approver`, `already_registered`), [`DeskError::Store`].
+    pub fn add_approver(&mut self, approver: &Approver) -> Result<(), DeskError> {
+        let Self { store, key, env, sinks, .. } = self;
+        let tx = store.begin()?;
+        rows::bind_key(&tx, key, true)?;
+        if !ApprovalQueue::approvers_of(&env.world).contains(&approver.name) {
+            let detail = format!("{} does not have the approver role", approver.name);
+            return Err(DeskError::Identity(IdentityError::new(IdentityCode::NotAnApprover, detail)));
+        }
+        let registry = rows::approvers(&tx, key)?;
+        if registry.good.iter().any(|a| a.name == approver.name) || registry.bad.iter().any(|b| b.id == approver.name) {
+            let detail = format!("{} has a key already; it is never replaced in place", approver.name);
+            return Err(DeskError::Identity(IdentityError::new(IdentityCode::AlreadyRegistered, detail)));
+        }
+        rows::put_approver(&tx, approver, key)?;
+        sinks_ok(sinks)?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(())
+    }
+
+    /// The approver registry: the rows that verify and those set aside.
+    ///
+    /// # Errors
+    /// [`DeskError::Store`].
+    pub fn approvers(&self) -> Result<Rows<Approver>, DeskError> {
+        rows::bind_key(self.store.conn(), &self.key, false)?;
+        Ok(rows::approvers(self.store.conn(), &self.key)?)
+    }
+
+    async fn decide_as(&mut self, request_id: &str, who: Actor<'_>, action: DeskAction) -> Result<Decided, DeskError> {
         let Self { store, key, env, clock, sinks } = self;
         let tx = store.begin()?;
         rows::bind_key(&tx, key, true)?;
@@ -316,6 +458,23 @@ impl Desk {
         let Some(req) = queue.requests.get(request_id).cloned() else {
             return Ok(Decided { code: DecisionCode::UnknownRequest, run: None, replayed: false, sent_now: 0 });
         };
+        let registry = rows::approvers(&tx, key)?;
+        let (actor, signed) = match who {
+            Actor::Named(name) => (name.to_string(), None),
+            Actor::Key(k) => {
+                let approver = registered(&registry, k.name())?;
+                if approver.public_key != k.public_hex() {
+                    let detail = format!("this key ({}) is not the one registered for {}", k.fingerprint(), k.name());
+                    return Err(DeskError::Identity(IdentityError::new(IdentityCode::UnknownKey, detail)));
+                }
+                let statement = DecisionStatement::new(&req, action.verb(), clock.now().as_secs_f64(), k);
+                let signed = k.sign(&statement);
+                // the same check a recorded decision passes, before anything runs
+                signed.verify(&approver, &req, action.verb())?;
+                (approver.name, Some(signed))
+            }
+        };
+        let actor = actor.as_str();
         let spec: RunSpec = serde_json::from_str(&rows::run_spec(&tx, &req.run_id)?)
             .map_err(|e| StoreError::BadRow { what: format!("run {}", req.run_id), detail: e.to_string() })?;
         let checkpoint = Checkpoint::open(&rows::latest_checkpoint(&tx, &req.run_id)?, key)
@@ -335,6 +494,12 @@ impl Desk {
         if let Some(memory) = lab.agent.memory.as_mut() {
             memory.restore_facts(checkpoint.state.observations());
         }
+        let parked = checkpoint.state.run_id() == req.run_id && checkpoint.state.pending_id() == Some(&req.pending_id);
+        if req.status == RequestStatus::Approved && parked {
+            // a recorded approval about to run: it must rest on a signed decision for exactly
+            // this request and this action, by the registered key of who it names
+            recorded_approval(&tx, &registry, &req, &lab.agent.gate)?;
+        }
         let before = checkpoint.clone();
         let resumed = match action {
             DeskAction::Approve => {
@@ -351,6 +516,9 @@ impl Desk {
             DeskAction::Cancel => cancel_waiting(&mut lab.agent, &mut queue, checkpoint, request_id, actor)?,
         };
         save_queue(&tx, &queue, audit_before, key)?;
+        if let (DecisionCode::Ok, Some(signed)) = (resumed.code, &signed) {
+            rows::put_decision(&tx, request_id, signed)?;
+        }
         if resumed.run != before.into_run() {
             let sealed = Checkpoint::of(&resumed.run).seal(key);
             let state = &resumed.run.state;
@@ -449,7 +617,15 @@ impl Desk {
                 }
             }
         }
-        bad.extend(rows::requests(&tx, &self.key)?.bad);
+        let requests = rows::requests(&tx, &self.key)?;
+        let registry = rows::approvers(&tx, &self.key)?;
+        for (request_id, json) in rows::all_decisions(&tx)? {
+            if let Err(b) = check_decision(&registry, &requests.good, &request_id, &json) {
+                bad.push(b);
+            }
+        }
+        bad.extend(registry.bad);
+        bad.extend(requests.bad);
         bad.extend(rows::pending_of(&tx, None, &self.key)?.bad);
         bad.extend(rows::sent(&tx)?.bad);
         bad.extend(rows::approval_audit(&tx)?.bad);

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::gate::{AuditEvent, PendingAction};
-use crate::human::{ApprovalRequest, AuditLine, SigningKey};
+use crate::human::{ApprovalRequest, Approver, AuditLine, SignedDecision, SigningKey};
 use crate::world::SentEmail;
 
 pub use check::{BadRow, RowCode, Rows};
@@ -67,6 +67,8 @@ CREATE TABLE IF NOT EXISTS pending (
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT NOT NULL UNIQUE,
     run_id TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS approvers (name TEXT PRIMARY KEY, json TEXT NOT NULL, sig TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS decisions (request_id TEXT PRIMARY KEY, json TEXT NOT NULL);
 ";
 
 /// The tables [`SCHEMA`] creates, to tell a store that has them all from one that needs
@@ -444,8 +446,8 @@ pub fn crash_point(point: &str) {
 /// Typed reads and writes; every function works on a connection or a transaction.
 pub mod rows {
     use super::{
-        ApprovalRequest, AuditEvent, AuditLine, BadRow, Connection, OptionalExtension, PendingAction, RowCode, Rows,
-        SentEmail, SigningKey, StoreError, params, to_json,
+        ApprovalRequest, Approver, AuditEvent, AuditLine, BadRow, Connection, OptionalExtension, PendingAction,
+        RowCode, Rows, SentEmail, SignedDecision, SigningKey, StoreError, params, to_json,
     };
     use serde::de::DeserializeOwned;
 
@@ -453,6 +455,8 @@ pub mod rows {
     pub const REQUEST_DOMAIN: &str = "rolegate-request/1";
     /// The signing domain of stored parked actions.
     pub const PENDING_DOMAIN: &str = "rolegate-pending/1";
+    /// The signing domain of the approver registry's rows.
+    pub const APPROVER_DOMAIN: &str = "rolegate-approver/1";
 
     /// The record of a signed row, or why it is set aside: signature first, then the
     /// schema.
@@ -752,6 +756,67 @@ pub mod rows {
     /// [`StoreError::Sql`].
     pub fn sent(c: &Connection) -> Result<Rows<SentEmail>, StoreError> {
         unsigned(c, "outbox", "SELECT seq, json FROM outbox ORDER BY seq")
+    }
+
+    /// Registers an approver (a new row; the name must be free).
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`] (e.g. the name is taken).
+    pub fn put_approver(c: &Connection, a: &Approver, key: &SigningKey) -> Result<(), StoreError> {
+        let json = to_json(a);
+        c.execute(
+            "INSERT INTO approvers (name, json, sig) VALUES (?1, ?2, ?3)",
+            params![a.name, json, key.sign_as(APPROVER_DOMAIN, &json)],
+        )?;
+        Ok(())
+    }
+
+    /// The approver registry, each row verified by its store signature; a row that does
+    /// not verify (a public key swapped in the file) or holds another name is set aside.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub fn approvers(c: &Connection, key: &SigningKey) -> Result<Rows<Approver>, StoreError> {
+        let mut st = c.prepare("SELECT name, json, sig FROM approvers ORDER BY name")?;
+        let raw: Vec<(String, String, String)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+        let mut rows = Rows::default();
+        for (name, json, sig) in &raw {
+            let row = verified::<Approver>(key, APPROVER_DOMAIN, ("approvers", name), json, sig)
+                .and_then(|a| if &a.name == name { Ok(a) } else { Err(misfiled("approvers", name, &a.name)) });
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+
+    /// Records the signed decision that took a request out of `pending`.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`] (e.g. a request decided twice).
+    pub fn put_decision(c: &Connection, request_id: &str, d: &SignedDecision) -> Result<(), StoreError> {
+        c.execute("INSERT INTO decisions (request_id, json) VALUES (?1, ?2)", params![request_id, to_json(d)])?;
+        Ok(())
+    }
+
+    /// The signed decision recorded for a request, still to be verified; a row that does
+    /// not read back is set aside.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub fn decision(c: &Connection, request_id: &str) -> Result<Option<Result<SignedDecision, BadRow>>, StoreError> {
+        let json: Option<String> = c
+            .query_row("SELECT json FROM decisions WHERE request_id = ?1", params![request_id], |r| r.get(0))
+            .optional()?;
+        Ok(json.map(|j| parsed("decisions", request_id, &j)))
+    }
+
+    /// Every recorded decision as `(request, json)` (for `store check`).
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub fn all_decisions(c: &Connection) -> Result<Vec<(String, String)>, StoreError> {
+        let mut st = c.prepare("SELECT request_id, json FROM decisions ORDER BY request_id")?;
+        Ok(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?)
     }
 
     /// Every run with its spec, in order (for `store check`).
