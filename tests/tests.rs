@@ -8,6 +8,7 @@ mod single_parsers;
 mod single_state;
 mod single_table;
 
+mod designs_card;
 mod designs_grade;
 mod designs_plans;
 mod designs_policypal;

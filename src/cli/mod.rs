@@ -132,8 +132,14 @@ pub enum Command {
         #[arg(long)]
         grant: Vec<String>,
         /// policypal: what to do with a confirmation card (default: show it and stop).
+        /// `confirm` files the card as an approval request in the store and approves it
+        /// with the approver's key (`--key`); without a key it is refused.
         #[arg(long, value_enum)]
         card: Option<design::CardChoice>,
+        /// policypal --card confirm: the approver's private key file; the decision is
+        /// signed with it and passes every rule (not the requester, registered key).
+        #[arg(long, value_name = "FILE")]
+        key: Option<std::path::PathBuf>,
         /// Keep the run in this store (default for runs that may park: rolegate.db).
         #[arg(long, value_name = "PATH")]
         store: Option<std::path::PathBuf>,
@@ -290,6 +296,7 @@ pub fn main() -> ExitCode {
                 task,
                 grant,
                 card,
+                key,
                 store,
                 planner,
                 researcher,
@@ -308,6 +315,8 @@ pub fn main() -> ExitCode {
                         task,
                         grants: grant,
                         card,
+                        key,
+                        store,
                         roles,
                         claims,
                         role_models,
@@ -331,6 +340,8 @@ pub fn main() -> ExitCode {
                             task,
                             grants: grant,
                             card,
+                            key,
+                            store: None,
                             roles,
                             claims,
                             role_models,

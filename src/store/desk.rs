@@ -50,6 +50,12 @@ pub enum DeskError {
     /// An approver's key or a signed decision was refused (a named code); nothing ran.
     #[error("refused: {0}; nothing ran")]
     Identity(#[from] IdentityError),
+    /// A PolicyPal run: its card is decided in the process that showed it
+    /// (`rolegate run --design policypal --card confirm --key FILE`).
+    #[error(
+        "{0} is a PolicyPal run: its card is decided with `rolegate run --design policypal --card confirm --key FILE`, in the process that showed it"
+    )]
+    NotResumable(String),
     /// An output sink (say the `--trace-json` file) could not be written before the
     /// commit; the transaction was rolled back, so nothing was filed, decided or sent.
     #[error("{0}; the store was not changed: nothing was filed, decided or sent")]
@@ -145,6 +151,22 @@ pub struct Started {
     pub run: Run,
     /// The request filed for it, when it parked.
     pub request: Option<ApprovalRequest>,
+}
+
+/// The run spec model of a PolicyPal run (`policypal:KIND`).
+pub const POLICYPAL_MODEL: &str = "policypal:";
+
+/// A PolicyPal card filed and decided at the desk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CardDecision {
+    /// The request the card became (approved, or still pending after a refusal).
+    pub request: ApprovalRequest,
+    /// The queue's answer.
+    pub code: DecisionCode,
+    /// What the gate did with the card's call, when the approval ran it.
+    pub outcome: Option<crate::gate::GateOutcome>,
+    /// E-mails the approval sent (0 or 1).
+    pub sent_now: usize,
 }
 
 /// A decision taken at the desk.
@@ -437,6 +459,84 @@ impl Desk {
         Ok(())
     }
 
+    /// Records a new run of `spec` at once (its own transaction) and returns its id, for
+    /// a run carried out outside the desk (a PolicyPal run) whose card is then filed with
+    /// [`Desk::decide_card`].
+    ///
+    /// # Errors
+    /// [`DeskError::Store`].
+    pub fn reserve_run(&mut self, spec: &RunSpec) -> Result<String, DeskError> {
+        let Self { store, key, .. } = self;
+        let tx = store.begin()?;
+        rows::bind_key(&tx, key, true)?;
+        let run_id = rows::new_run(&tx, &serde_json::to_string(spec).unwrap_or_default())?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(run_id)
+    }
+
+    /// Files the card of a parked PolicyPal run as an approval request, like any parked
+    /// write, and applies the signed approval of `approver_key`'s owner, in one
+    /// transaction: the key must be the registered one; the request passes the queue's
+    /// rules (cap, expiry, not an approver, self-approval from the key's owner, the exact
+    /// call reviewed); the approval runs exactly the parked call through `gate`, once, with
+    /// the queue's token. The run's checkpoint, parked actions, both audits, the request,
+    /// the signed decision and the mail sent are written. A refusal still files the request
+    /// (pending) and runs nothing.
+    ///
+    /// # Errors
+    /// [`DeskError::Identity`] for a key that is not registered, [`DeskError::Approval`]
+    /// when the queue refuses the request, [`DeskError::Store`]; nothing is written then.
+    pub fn decide_card(
+        &mut self,
+        run: &crate::agent::Run,
+        gate: &mut crate::gate::ToolGate,
+        sent_before: usize,
+        approver_key: &ApproverKey,
+    ) -> Result<CardDecision, DeskError> {
+        let Self { store, key, env, clock, sinks } = self;
+        let tx = store.begin()?;
+        rows::bind_key(&tx, key, true)?;
+        let registry = rows::approvers(&tx, key)?;
+        let approver = registered(&registry, approver_key.name())?;
+        if approver.public_key != approver_key.public_hex() {
+            let detail =
+                format!("this key ({}) is not the one registered for {}", approver_key.fingerprint(), approver.name);
+            return Err(DeskError::Identity(IdentityError::new(IdentityCode::UnknownKey, detail)));
+        }
+        let run_id = run.state.run_id().to_string();
+        let pending_id = run.state.pending_id().unwrap_or_default().to_string();
+        let action = gate
+            .pending
+            .get(&pending_id)
+            .filter(|p| p.run_id == run_id)
+            .cloned()
+            .ok_or_else(|| ApprovalError::NotPending(pending_id.clone()))?;
+        let (mut queue, _) = queue_from(&tx, env, clock, key)?;
+        let audit_before = queue.audit.len();
+        let request = queue.submit_as(&action, rows::new_request_id(&tx)?)?;
+        let statement =
+            DecisionStatement::new(&request, DeskAction::Approve.verb(), clock.now().as_secs_f64(), approver_key);
+        let signed = approver_key.sign(&statement);
+        signed.verify(&approver, &request, DeskAction::Approve.verb())?;
+        let decision = queue.approve(&request.id, &approver.name, gate);
+        if decision.code == DecisionCode::Ok {
+            rows::put_decision(&tx, &request.id, &signed)?;
+        }
+        save_queue(&tx, &queue, audit_before, key)?;
+        let sealed = Checkpoint::of(run).seal(key);
+        rows::push_checkpoint(&tx, &run_id, run.state.step(), run.state.status().name(), &sealed)?;
+        for a in gate.pending.values().filter(|p| p.run_id == run_id) {
+            rows::put_pending(&tx, a, key)?;
+        }
+        rows::push_gate_audit(&tx, &gate.audit)?;
+        let new_mail = gate.world.outbox.sent().get(sent_before..).unwrap_or(&[]).to_vec();
+        rows::push_sent(&tx, &run_id, &new_mail)?;
+        sinks_ok(sinks)?;
+        tx.commit().map_err(StoreError::from)?;
+        let request = queue.requests.get(&request.id).cloned().unwrap_or(request);
+        Ok(CardDecision { request, code: decision.code, outcome: decision.outcome, sent_now: new_mail.len() })
+    }
+
     /// The approver registry: the rows that verify and those set aside.
     ///
     /// # Errors
@@ -477,6 +577,9 @@ impl Desk {
         let actor = actor.as_str();
         let spec: RunSpec = serde_json::from_str(&rows::run_spec(&tx, &req.run_id)?)
             .map_err(|e| StoreError::BadRow { what: format!("run {}", req.run_id), detail: e.to_string() })?;
+        if spec.model.starts_with(POLICYPAL_MODEL) {
+            return Err(DeskError::NotResumable(req.run_id.clone()));
+        }
         let checkpoint = Checkpoint::open(&rows::latest_checkpoint(&tx, &req.run_id)?, key)
             .map_err(|source| DeskError::Checkpoint { run_id: req.run_id.clone(), source })?;
         let sent_before = rows::sent(&tx)?.good;

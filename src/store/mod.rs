@@ -31,7 +31,9 @@ use crate::human::{ApprovalRequest, Approver, AuditLine, SignedDecision, Signing
 use crate::world::SentEmail;
 
 pub use check::{BadRow, RowCode, Rows};
-pub use desk::{Decided, Desk, DeskAction, DeskError, Listing, RunSpec, SinkCheck, Started};
+pub use desk::{
+    CardDecision, Decided, Desk, DeskAction, DeskError, Listing, POLICYPAL_MODEL, RunSpec, SinkCheck, Started,
+};
 
 /// The default store file.
 pub const DEFAULT_STORE: &str = "rolegate.db";

@@ -112,6 +112,28 @@ impl Pal {
         self.decided(parked, &card, "confirmed", Some(outcome.code()), ok, &text).await
     }
 
+    /// Continues the run after its card was filed as an approval request and approved:
+    /// `outcome` is what the approval queue's token ran (exactly the card's call, through
+    /// this run's gate, once); it becomes that call's result and the loop continues. The
+    /// model is not asked again in between.
+    ///
+    /// # Errors
+    /// [`DesignError::NoCard`] when the run waits on no card; otherwise as [`Pal::run`].
+    pub async fn approved(&mut self, parked: PalRun, by: &str, outcome: &GateOutcome) -> Result<PalRun, DesignError> {
+        let card = parked.card().cloned().ok_or(DesignError::NoCard)?;
+        if parked.run.state.pending_id() != Some(card.pending_id.as_str()) {
+            return Err(DesignError::NoCard);
+        }
+        let (ok, text) = match outcome {
+            GateOutcome::Ok(data) => (true, serde_json::to_string(data).unwrap_or_default()),
+            GateOutcome::Failed { code, message } => (false, format!("error {code}: {message}")),
+            GateOutcome::Refused { code, message } => (false, format!("error {}: {message}", code.as_str())),
+            GateOutcome::NeedsApproval { .. } => (false, "error needs_approval: not run".to_string()),
+        };
+        tracing::debug!(target: "rolegate::design", approver = by, pending = %card.pending_id, "card approved");
+        self.decided(parked, &card, "approved", Some(outcome.code()), ok, &text).await
+    }
+
     /// Cancels the run's card as `by`: nothing runs, "cancelled by user" becomes that
     /// call's result, and the loop continues so the model can answer without it.
     ///
