@@ -112,8 +112,11 @@ fn malformed_outbox_audit_and_copied_rows_are_named_and_runs_still_park_and_appr
     park(&store);
     {
         let conn = rusqlite::Connection::open(&store).unwrap();
-        conn.execute("INSERT INTO outbox (idempotency_key, run_id, json) VALUES ('junk', 'run-9', '{not json')", [])
-            .unwrap();
+        conn.execute(
+            "INSERT INTO outbox (idempotency_key, run_id, json, sig) VALUES ('junk', 'run-9', '{not json', '')",
+            [],
+        )
+        .unwrap();
         conn.execute("INSERT INTO approval_audit (json) VALUES ('{\"ts\": 1, \"extra\": true}')", []).unwrap();
         // req-1's signed record copied over req-2's: it verifies, but is filed under another id
         conn.execute(
@@ -137,7 +140,7 @@ fn malformed_outbox_audit_and_copied_rows_are_named_and_runs_still_park_and_appr
         named,
         [
             ("requests".into(), "req-2".into(), "bad_schema".into()),
-            ("outbox".into(), "1".into(), "bad_schema".into()),
+            ("outbox".into(), "1".into(), "bad_signature".into()),
             ("approval_audit".into(), "3".into(), "bad_schema".into()),
         ]
     );

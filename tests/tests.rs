@@ -26,6 +26,7 @@ mod human_resume;
 mod human_store;
 mod store_concurrency;
 mod store_effects;
+mod store_outbox;
 mod store_quarantine;
 
 mod hardening_corpora;

@@ -17,6 +17,9 @@ pub enum RowCode {
     /// The row does not read back as its record (malformed JSON, unknown fields, or a
     /// record filed under another row's id).
     BadSchema,
+    /// An outbox row that matches no signed parked action that ran: it never stands in
+    /// for a real send.
+    Unbound,
 }
 
 impl RowCode {
@@ -25,6 +28,7 @@ impl RowCode {
         match self {
             Self::BadSignature => "bad_signature",
             Self::BadSchema => "bad_schema",
+            Self::Unbound => "unbound",
         }
     }
 }

@@ -359,7 +359,7 @@ impl Desk {
         let Self { store, key, env, clock, sinks } = self;
         let tx = store.begin()?;
         rows::bind_key(&tx, key, true)?;
-        let sent_before = rows::sent(&tx)?.good;
+        let sent_before = rows::sent(&tx, key)?.good;
         let spec_json = serde_json::to_string(spec).unwrap_or_default();
         let run_id = rows::new_run(&tx, &spec_json)?;
         let mut lab = spec.lab_config()?.build(env);
@@ -394,7 +394,7 @@ impl Desk {
         }
         rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
         save_queue(&tx, &queue, audit_before, key)?;
-        rows::push_sent(&tx, &run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]))?;
+        rows::push_sent(&tx, &run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]), key)?;
         sinks_ok(sinks)?;
         super::crash_point("start:before_commit");
         tx.commit().map_err(StoreError::from)?;
@@ -530,7 +530,7 @@ impl Desk {
         }
         rows::push_gate_audit(&tx, &gate.audit)?;
         let new_mail = gate.world.outbox.sent().get(sent_before..).unwrap_or(&[]).to_vec();
-        rows::push_sent(&tx, &run_id, &new_mail)?;
+        rows::push_sent(&tx, &run_id, &new_mail, key)?;
         sinks_ok(sinks)?;
         tx.commit().map_err(StoreError::from)?;
         let request = queue.requests.get(&request.id).cloned().unwrap_or(request);
@@ -582,7 +582,7 @@ impl Desk {
         }
         let checkpoint = Checkpoint::open(&rows::latest_checkpoint(&tx, &req.run_id)?, key)
             .map_err(|source| DeskError::Checkpoint { run_id: req.run_id.clone(), source })?;
-        let sent_before = rows::sent(&tx)?.good;
+        let sent_before = rows::sent(&tx, key)?.good;
         let mut lab = spec.lab_config()?.build(env);
         with_outbox(&mut lab, sent_before.clone());
         let pending = rows::pending_of(&tx, Some(&req.run_id), key)?;
@@ -632,7 +632,7 @@ impl Desk {
         }
         rows::push_gate_audit(&tx, &lab.agent.gate.audit)?;
         let new_mail = lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]).to_vec();
-        rows::push_sent(&tx, &req.run_id, &new_mail)?;
+        rows::push_sent(&tx, &req.run_id, &new_mail, key)?;
         sinks_ok(sinks)?;
         super::crash_point("decide:before_commit");
         tx.commit().map_err(StoreError::from)?;
@@ -675,7 +675,7 @@ impl Desk {
     /// [`DeskError::Store`].
     pub fn outbox(&self) -> Result<Vec<SentEmail>, DeskError> {
         rows::bind_key(self.store.conn(), &self.key, false)?;
-        Ok(rows::sent(self.store.conn())?.good)
+        Ok(rows::sent(self.store.conn(), &self.key)?.good)
     }
 
     /// The approval audit lines that read back, in order.
@@ -730,7 +730,7 @@ impl Desk {
         bad.extend(registry.bad);
         bad.extend(requests.bad);
         bad.extend(rows::pending_of(&tx, None, &self.key)?.bad);
-        bad.extend(rows::sent(&tx)?.bad);
+        bad.extend(rows::sent(&tx, &self.key)?.bad);
         bad.extend(rows::approval_audit(&tx)?.bad);
         bad.extend(rows::gate_audit(&tx)?.bad);
         tx.finish().map_err(StoreError::from)?;

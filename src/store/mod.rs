@@ -67,8 +67,9 @@ CREATE TABLE IF NOT EXISTS pending (
     run_id TEXT NOT NULL, pending_id TEXT NOT NULL, status TEXT NOT NULL, json TEXT NOT NULL,
     sig TEXT NOT NULL, PRIMARY KEY (run_id, pending_id));
 CREATE TABLE IF NOT EXISTS outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT NOT NULL UNIQUE,
-    run_id TEXT NOT NULL, json TEXT NOT NULL);
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT NOT NULL,
+    run_id TEXT NOT NULL, json TEXT NOT NULL, sig TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS outbox_key ON outbox (idempotency_key);
 CREATE TABLE IF NOT EXISTS approvers (name TEXT PRIMARY KEY, json TEXT NOT NULL, sig TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS decisions (request_id TEXT PRIMARY KEY, json TEXT NOT NULL);
 ";
@@ -457,6 +458,8 @@ pub mod rows {
     pub const REQUEST_DOMAIN: &str = "rolegate-request/1";
     /// The signing domain of stored parked actions.
     pub const PENDING_DOMAIN: &str = "rolegate-pending/1";
+    /// The signing domain of outbox rows (the mail sent).
+    pub const OUTBOX_DOMAIN: &str = "rolegate-outbox/1";
     /// The signing domain of the approver registry's rows.
     pub const APPROVER_DOMAIN: &str = "rolegate-approver/1";
 
@@ -737,27 +740,62 @@ pub mod rows {
         Ok(rows)
     }
 
-    /// Records sent mail; a key already recorded is skipped (it was sent once).
+    /// Records sent mail, each row signed with the store key.
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn push_sent(c: &Connection, run_id: &str, sent: &[SentEmail]) -> Result<(), StoreError> {
+    pub fn push_sent(c: &Connection, run_id: &str, sent: &[SentEmail], key: &SigningKey) -> Result<(), StoreError> {
         for e in sent {
+            let json = to_json(e);
             c.execute(
-                "INSERT INTO outbox (idempotency_key, run_id, json) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(idempotency_key) DO NOTHING",
-                params![e.idempotency_key, run_id, to_json(e)],
+                "INSERT INTO outbox (idempotency_key, run_id, json, sig) VALUES (?1, ?2, ?3, ?4)",
+                params![e.idempotency_key, run_id, json, key.sign_as(OUTBOX_DOMAIN, &json)],
             )?;
         }
         Ok(())
     }
 
-    /// Every e-mail sent, in order; a row that does not read back is set aside.
+    /// Every e-mail sent, in order. A row stands for a real send only when it verifies
+    /// (store signature) and is bound to a signed parked action of its run that ran:
+    /// same idempotency key, recipient, subject and body. Any other row (inserted or
+    /// edited by hand) is set aside and never stands in for a send: the world is
+    /// rebuilt without it, so the approved e-mail it would have swallowed still goes out.
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub fn sent(c: &Connection) -> Result<Rows<SentEmail>, StoreError> {
-        unsigned(c, "outbox", "SELECT seq, json FROM outbox ORDER BY seq")
+    pub fn sent(c: &Connection, key: &SigningKey) -> Result<Rows<SentEmail>, StoreError> {
+        let actions = pending_of(c, None, key)?.good;
+        let mut st = c.prepare("SELECT seq, run_id, json, sig FROM outbox ORDER BY seq")?;
+        let raw: Vec<(i64, String, String, String)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<Result<_, _>>()?;
+        let mut rows = Rows::default();
+        for (seq, run_id, json, sig) in &raw {
+            let id = seq.to_string();
+            let row = verified::<SentEmail>(key, OUTBOX_DOMAIN, ("outbox", &id), json, sig).and_then(|e| {
+                let arg =
+                    |a: &PendingAction, k: &str| a.call.arguments.get(k).and_then(|v| v.as_str()).map(String::from);
+                let bound = actions.iter().any(|a| {
+                    &a.run_id == run_id
+                        && a.status == crate::gate::PendingStatus::Executed
+                        && arg(a, "idempotency_key").as_deref() == Some(e.idempotency_key.as_str())
+                        && arg(a, "to").as_deref() == Some(e.to.as_str())
+                        && arg(a, "subject").as_deref() == Some(e.subject.as_str())
+                        && arg(a, "body").as_deref() == Some(e.body.as_str())
+                });
+                if bound {
+                    Ok(e)
+                } else {
+                    Err(BadRow {
+                        table: "outbox",
+                        id,
+                        code: RowCode::Unbound,
+                        detail: format!("matches no signed parked action of {run_id} that ran"),
+                    })
+                }
+            });
+            rows.push(row);
+        }
+        Ok(rows)
     }
 
     /// Registers an approver (a new row; the name must be free).
