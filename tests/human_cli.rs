@@ -99,6 +99,10 @@ fn deny_cancel_and_self_approval_from_the_command_line() {
     assert!(stdout(&own).contains("self_approval"), "{}", stdout(&own));
     let denied = rolegate(&store, &["approvals", "deny", "req-1", "--key", "lena.key"]);
     assert!(stdout(&denied).contains("run-1 stopped denied"), "{}", stdout(&denied));
+    // an approver's name without the key withdraws nothing; the requester may, by name
+    let posed = rolegate(&store, &["approvals", "cancel", "req-2", "--as", "lena"]);
+    assert_eq!(posed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&posed.stderr).contains("no_key"), "{}", String::from_utf8_lossy(&posed.stderr));
     let cancelled = rolegate(&store, &["approvals", "cancel", "req-2", "--as", "kwame"]);
     assert!(stdout(&cancelled).contains("run-2 stopped cancelled"), "{}", stdout(&cancelled));
     let outsider = rolegate(&store, &["approvers", "add", "mallory", "--key-out", "mallory.key"]);

@@ -124,7 +124,7 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
     };
     let decided = match &who {
         Who::Key(k) => desk.decide_signed(&request, k, action).await,
-        Who::Name(name) => desk.decide(&request, name, action).await,
+        Who::Name(name) => desk.withdraw(&request, name).await,
     };
     let by = match &who {
         Who::Key(k) => k.name().to_string(),

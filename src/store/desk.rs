@@ -290,6 +290,7 @@ fn check_decision(
 #[derive(Clone, Copy, Debug)]
 enum Actor<'a> {
     Named(&'a str),
+    Requester(&'a str),
     Key(&'a ApproverKey),
 }
 
@@ -414,6 +415,17 @@ impl Desk {
     /// [`Desk::decide_signed`], where the approver is read from their key.
     pub async fn decide(&mut self, request_id: &str, actor: &str, action: DeskAction) -> Result<Decided, DeskError> {
         self.decide_as(request_id, Actor::Named(actor), action).await
+    }
+
+    /// Withdraws `request_id` as its requester `requester`, by name: requesters hold no
+    /// approver key, and a withdrawal runs nothing. Any other name is refused (`no_key`):
+    /// an approver cancels with their key ([`Desk::decide_signed`]).
+    ///
+    /// # Errors
+    /// [`DeskError::Identity`] for a name that is not the requester's, others as
+    /// [`Desk::decide`].
+    pub async fn withdraw(&mut self, request_id: &str, requester: &str) -> Result<Decided, DeskError> {
+        self.decide_as(request_id, Actor::Requester(requester), DeskAction::Cancel).await
     }
 
     /// Applies the decision of the owner of `approver_key` on `request_id`: the key must
@@ -561,6 +573,13 @@ impl Desk {
         let registry = rows::approvers(&tx, key)?;
         let (actor, signed) = match who {
             Actor::Named(name) => (name.to_string(), None),
+            Actor::Requester(name) if name == req.requested_by => (name.to_string(), None),
+            Actor::Requester(name) => {
+                let detail = format!(
+                    "{name} is not the requester of {request_id}; only the requester withdraws by name, an approver signs with --key"
+                );
+                return Err(DeskError::Identity(IdentityError::new(IdentityCode::NoKey, detail)));
+            }
             Actor::Key(k) => {
                 let approver = registered(&registry, k.name())?;
                 if approver.public_key != k.public_hex() {
