@@ -149,6 +149,22 @@ fn a_process_killed_before_its_commit_leaves_nothing_half_done_and_the_decision_
 }
 
 #[test]
+fn a_run_killed_with_uncommitted_pages_in_the_wal_is_rolled_back_by_sqlite() {
+    let store = temp_dir("store-crash-spill").join("rolegate.db");
+    park(&store);
+    crashed(&store, "start:before_commit", &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL]);
+    let mut wal = store.as_os_str().to_owned();
+    wal.push("-wal");
+    let frames = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert!(frames > 4096, "the killed run left pages in the WAL ({frames} bytes)");
+    assert_eq!(run_ids(&store), ["run-1"], "its uncommitted pages are not read");
+    let check = rolegate(&store, &["store", "check"]);
+    assert_eq!(check.status.code(), Some(0), "{}{}", text(&check.stdout), text(&check.stderr));
+    park(&store);
+    assert_eq!(run_ids(&store), ["run-1", "run-2"]);
+}
+
+#[test]
 fn a_process_killed_after_its_commit_keeps_the_decision_and_nothing_is_sent_twice() {
     let store = temp_dir("store-crash-after").join("rolegate.db");
     park(&store);

@@ -42,7 +42,9 @@ pub const DEFAULT_STORE: &str = "rolegate.db";
 pub const STORE_FORMAT: &str = "rolegate-store/2";
 /// The environment variable of the crash test hook (tests only): when it names a crash
 /// point (see [`crash_point`]), the process aborts there, inside the open
-/// transaction, as a power cut or a `kill -9` would stop it. Never set it in a deployment.
+/// transaction, as a power cut or a `kill -9` would stop it; while it is set the page cache
+/// is tiny, so a transaction's pages spill into the WAL before its commit (a crash then
+/// leaves uncommitted frames). Never set it in a deployment.
 pub const CRASH_AT_ENV: &str = "ROLEGATE_TEST_CRASH_AT";
 
 /// How long a command waits for another process's write lock before giving up.
@@ -343,6 +345,11 @@ impl Store {
                 return Err(StoreError::Open { path, detail: format!("journal mode stays {mode:?}, WAL needed") });
             }
             self.conn.execute_batch("PRAGMA synchronous = FULL;").map_err(refusal)?;
+            if std::env::var_os(CRASH_AT_ENV).is_some() {
+                // crash tests only: a tiny page cache spills a command's pages into the WAL
+                // before its commit, so a crash leaves uncommitted frames for SQLite to drop
+                self.conn.execute_batch("PRAGMA cache_size = 1;").map_err(refusal)?;
+            }
         }
         self.quick_check()?;
         if !complete {
