@@ -131,11 +131,14 @@ async fn a_signature_in_upper_case_or_with_a_plus_sign_is_refused() {
 
 /// fault test `a_store_cut_short_is_refused_untouched_and_nothing_is_lost_or_sent_twice`:
 /// a store cut inside its last page passed the open checks (SQLite reads the missing part
-/// of a page as zeros and `quick_check` found nothing); the refusal came only later, from
-/// a stored checkpoint's JSON. The open now checks the size against the header's pages.
+/// of a page as zeros and `quick_check` finds nothing). A hand-parsed header check once
+/// refused it, but it read the file without SQLite's lock and called sound stores
+/// damaged under concurrency (issue 13). Now only SQLite judges the file: a cut of whole
+/// pages is SQLite's `damaged`, and a cut inside a page spoils rows that are refused by
+/// name when they are read, never used.
 #[tokio::test]
-async fn a_store_cut_inside_a_page_is_refused_when_it_is_opened() {
-    use rolegate::store::{Desk, RunSpec, Store, StoreError};
+async fn a_store_cut_inside_a_page_is_refused_when_it_is_opened_or_its_rows_when_read() {
+    use rolegate::store::{Desk, DeskAction, DeskError, RunSpec, Store, StoreError};
     let path = crate::util::temp_dir("regression-cut-page").join("rolegate.db");
     let store = Store::open(&path).unwrap();
     let clock = rolegate::cost::ManualClock::new();
@@ -144,10 +147,16 @@ async fn a_store_cut_inside_a_page_is_refused_when_it_is_opened() {
     desk.start(&spec, crate::util::REPLY_GOAL).await.unwrap();
     drop(desk);
     let whole = std::fs::read(&path).unwrap();
-    for cut in [whole.len() - 1, whole.len() - 824, whole.len() - 4096] {
+    let cut = whole.len() - 4096;
+    std::fs::write(&path, &whole[..cut]).unwrap();
+    let refused = Store::open(&path).unwrap_err();
+    assert!(matches!(refused, StoreError::Damaged { .. }), "cut to {cut}: {refused}");
+    assert_eq!(std::fs::read(&path).unwrap(), &whole[..cut], "left untouched");
+    for cut in [whole.len() - 1, whole.len() - 824] {
         std::fs::write(&path, &whole[..cut]).unwrap();
-        let refused = Store::open(&path).unwrap_err();
-        assert!(matches!(refused, StoreError::Damaged { .. }), "cut to {cut}: {refused}");
-        assert_eq!(std::fs::read(&path).unwrap(), &whole[..cut], "left untouched");
+        let mut desk = Desk::new(Store::open(&path).unwrap(), crate::util::key(), env(), clock.shared());
+        let e = desk.decide("req-1", "lena", DeskAction::Approve).await.unwrap_err();
+        assert!(matches!(e, DeskError::Checkpoint { .. } | DeskError::Store(_)), "cut to {cut}: {e}");
+        assert!(desk.outbox().unwrap().is_empty(), "cut to {cut}: nothing ran");
     }
 }

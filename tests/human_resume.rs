@@ -170,7 +170,7 @@ async fn tampered_or_junk_checkpoints_are_refused_before_they_become_state() {
     let edited = outer.to_string();
     let mut extra: serde_json::Value = serde_json::from_str(&text).unwrap();
     extra["note"] = "hi".into();
-    let other_key = SigningKey::new(b"another key of enough length").unwrap();
+    let other_key = SigningKey::new(b"another key of enough length, 32+ bytes").unwrap();
     let cases = [
         ("edited body", edited, "bad_signature"),
         ("junk", "{}".to_string(), "not_a_checkpoint"),
@@ -197,7 +197,10 @@ fn the_signing_key_comes_from_configuration_with_a_clear_error() {
     let e = SigningKey::from_config(None, None).unwrap_err();
     assert!(matches!(e, CheckpointError::MissingKey));
     assert!(e.to_string().contains("ROLEGATE_SIGNING_KEY"), "{e}");
-    assert!(matches!(SigningKey::from_config(Some("short"), None), Err(CheckpointError::BadKey(_))));
+    assert!(matches!(
+        SigningKey::from_config(Some(std::ffi::OsStr::new("short")), None),
+        Err(CheckpointError::BadKey(_))
+    ));
     let dir = crate::util::temp_dir("key");
     let path = dir.join("key");
     std::fs::write(&path, "a key kept in a file, long enough\n").unwrap();

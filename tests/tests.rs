@@ -10,6 +10,7 @@ mod single_parsers;
 mod single_state;
 mod single_table;
 
+mod designs_card;
 mod designs_grade;
 mod designs_plans;
 mod designs_policypal;
@@ -20,9 +21,15 @@ mod http_runs;
 mod http_server;
 mod human_approvals;
 mod human_cli;
+mod human_identity;
+mod human_keys;
 mod human_memory;
 mod human_resume;
 mod human_store;
+mod store_concurrency;
+mod store_effects;
+mod store_outbox;
+mod store_quarantine;
 
 mod hardening_corpora;
 mod hardening_faults;

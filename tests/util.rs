@@ -166,3 +166,24 @@ impl SharedBuffer {
         self.text().lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
     }
 }
+
+/// Registers lena as an approver of the store at `store` (once), with the store signing
+/// key `signing_key`; her private key goes to `lena.key` beside the store (mode 0600).
+/// The CLI tests run the binary in the store's folder and approve with `--key lena.key`.
+pub fn register_lena(store: &std::path::Path, signing_key: &str) -> std::path::PathBuf {
+    let key = store.with_file_name("lena.key");
+    if !key.exists() {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
+            .args(["approvers", "add", "lena", "--key-out"])
+            .arg(&key)
+            .arg("--store")
+            .arg(store)
+            .env("ROLEGATE_SIGNING_KEY", signing_key)
+            .env_remove("ROLEGATE_SIGNING_KEY_FILE")
+            .env_remove("ROLEGATE_TEST_CRASH_AT")
+            .output()
+            .expect("the binary runs");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    key
+}

@@ -13,7 +13,8 @@ mod trace;
 
 pub use budget::RunBudget;
 pub use decider::{Decider, FixedPlan, ModelDecider};
-pub use driver::{Agent, AgentConfig};
+pub use driver::Agent;
+pub(crate) use driver::AgentConfig;
 pub use driver::{AgentError, CheckMode, Progress, Run};
 pub(crate) use driver::{CheckCode, Session};
 pub use env::Env;

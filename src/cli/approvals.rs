@@ -1,14 +1,15 @@
 //! `rolegate approvals list|approve|deny|cancel`: decide parked runs from the store, in a
-//! process of their own. Exit codes: 0 decided, 1 refused by a rule (nothing ran), 2
-//! unusable input (no key, damaged store, tampered checkpoint).
+//! process of their own. Exit codes: 0 decided, 1 refused by a rule or a request row set
+//! aside (nothing ran), 2 unusable input (no key, damaged store, tampered checkpoint).
+//! `list` shows a request row that fails its signature or schema as `refused: CODE`.
 
 use clap::Subcommand;
 use serde_json::json;
 
 use super::desk::{ListFormat, StoreArg, open_existing, request_line};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
-use rolegate::human::DecisionCode;
-use rolegate::store::DeskAction;
+use rolegate::human::{ApproverKey, DecisionCode, IdentityCode, IdentityError};
+use rolegate::store::{DeskAction, DeskError};
 
 /// What to do with approval requests.
 #[derive(Debug, Subcommand)]
@@ -22,24 +23,31 @@ pub enum ApprovalsCommand {
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Approve a request: the action runs once and the run continues.
+    /// Approve a request: the action runs once and the run continues. The decision is
+    /// signed with the approver's key (`--key`), never taken from a typed name.
     Approve {
         /// The request id, e.g. req-1.
         request: String,
-        /// Who decides (an approver other than the requester).
+        /// The approver's private key file (written by `rolegate approvers add`).
+        #[arg(long, value_name = "FILE")]
+        key: Option<std::path::PathBuf>,
+        /// Who decides; only a check against the key's owner (refused without --key).
         #[arg(long = "as", value_name = "USER")]
-        actor: String,
+        actor: Option<String>,
         /// The store.
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Deny a request: nothing runs; the run stops as denied.
+    /// Deny a request: nothing runs; the run stops as denied. Signed with `--key`.
     Deny {
         /// The request id.
         request: String,
-        /// Who decides.
+        /// The approver's private key file.
+        #[arg(long, value_name = "FILE")]
+        key: Option<std::path::PathBuf>,
+        /// Who decides; only a check against the key's owner (refused without --key).
         #[arg(long = "as", value_name = "USER")]
-        actor: String,
+        actor: Option<String>,
         /// Hand the refusal to the model instead of stopping the run.
         #[arg(long)]
         replan: bool,
@@ -47,13 +55,17 @@ pub enum ApprovalsCommand {
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Withdraw a request (the requester or an approver): the run stops as cancelled.
+    /// Withdraw a request: the run stops as cancelled; nothing runs. The requester may
+    /// withdraw their own request by name (`--as`); anyone else signs with `--key`.
     Cancel {
         /// The request id.
         request: String,
-        /// Who withdraws.
+        /// An approver's private key file.
+        #[arg(long, value_name = "FILE")]
+        key: Option<std::path::PathBuf>,
+        /// The requester withdrawing their own request.
         #[arg(long = "as", value_name = "USER")]
-        actor: String,
+        actor: Option<String>,
         /// The store.
         #[command(flatten)]
         store: StoreArg,
@@ -62,13 +74,46 @@ pub enum ApprovalsCommand {
 
 /// Runs an approvals subcommand.
 pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
-    let (path, request, actor, action) = match command {
+    let (path, request, key, actor, action) = match command {
         ApprovalsCommand::List { format, store } => return list(&store.path, format),
-        ApprovalsCommand::Approve { request, actor, store } => (store.path, request, actor, DeskAction::Approve),
-        ApprovalsCommand::Deny { request, actor, replan, store } => {
-            (store.path, request, actor, if replan { DeskAction::DenyReplan } else { DeskAction::Deny })
+        ApprovalsCommand::Approve { request, key, actor, store } => {
+            (store.path, request, key, actor, DeskAction::Approve)
         }
-        ApprovalsCommand::Cancel { request, actor, store } => (store.path, request, actor, DeskAction::Cancel),
+        ApprovalsCommand::Deny { request, key, actor, replan, store } => {
+            (store.path, request, key, actor, if replan { DeskAction::DenyReplan } else { DeskAction::Deny })
+        }
+        ApprovalsCommand::Cancel { request, key, actor, store } => {
+            (store.path, request, key, actor, DeskAction::Cancel)
+        }
+    };
+    let verb = action.verb();
+    let who = match (&key, &actor) {
+        (Some(file), _) => match ApproverKey::read(file) {
+            Ok(k) if actor.as_ref().is_some_and(|a| a != k.name()) => {
+                let e = IdentityError::new(
+                    IdentityCode::NameMismatch,
+                    format!("the key belongs to {}, not {}", k.name(), actor.unwrap_or_default()),
+                );
+                eprintln!("rolegate: {request} {verb}: refused: {e}; nothing ran");
+                return EXIT_USAGE;
+            }
+            Ok(k) => Who::Key(Box::new(k)),
+            Err(e) => {
+                eprintln!("rolegate: {request} {verb}: refused: {e}; nothing ran");
+                return EXIT_USAGE;
+            }
+        },
+        (None, Some(name)) if action == DeskAction::Cancel => Who::Name(name.clone()),
+        (None, _) => {
+            let e = IdentityError::new(
+                IdentityCode::NoKey,
+                format!(
+                    "to {verb} a request, sign with the approver's key file: --key FILE (a name alone decides nothing)"
+                ),
+            );
+            eprintln!("rolegate: {request} {verb}: refused: {e}; nothing ran");
+            return EXIT_USAGE;
+        }
     };
     let mut desk = match open_existing(&path) {
         Ok(d) => d,
@@ -77,15 +122,21 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let verb = match action {
-        DeskAction::Approve => "approve",
-        DeskAction::Deny | DeskAction::DenyReplan => "deny",
-        DeskAction::Cancel => "cancel",
+    let decided = match &who {
+        Who::Key(k) => desk.decide_signed(&request, k, action).await,
+        Who::Name(name) => desk.withdraw(&request, name).await,
     };
-    match desk.decide(&request, &actor, action).await {
+    let by = match &who {
+        Who::Key(k) => k.name().to_string(),
+        Who::Name(name) => name.clone(),
+    };
+    match decided {
         Ok(d) => {
             let ran = if d.code == DecisionCode::Ok { "" } else { " (refused: nothing ran)" };
-            out(&format!("{request} {verb} by {actor}: {}{ran}", d.code.as_str()));
+            if d.code == DecisionCode::Ok {
+                super::committed(format!("{request} {verb} by {by}: ok, e-mails sent: {}", d.sent_now));
+            }
+            out(&format!("{request} {verb} by {by}: {}{ran}", d.code.as_str()));
             if let Some(run) = &d.run {
                 out(&format!(
                     "{} {} {} sources={} emails_sent={}{}",
@@ -99,6 +150,10 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
             }
             if d.code == DecisionCode::Ok { EXIT_OK } else { EXIT_MISMATCH }
         }
+        Err(e @ (DeskError::Quarantined(_) | DeskError::Identity(_))) => {
+            eprintln!("rolegate: {request} {verb}: {e}");
+            EXIT_MISMATCH
+        }
         Err(e) => {
             eprintln!("rolegate: {e}");
             EXIT_USAGE
@@ -106,9 +161,15 @@ pub(crate) async fn approvals(command: ApprovalsCommand) -> u8 {
     }
 }
 
+/// Who decides at the command line: the owner of a key file, or (to withdraw) a name.
+enum Who {
+    Key(Box<ApproverKey>),
+    Name(String),
+}
+
 fn list(path: &std::path::Path, format: ListFormat) -> u8 {
-    let requests = match open_existing(path).and_then(|mut d| d.requests().map_err(|e| e.to_string())) {
-        Ok(r) => r,
+    let listing = match open_existing(path).and_then(|mut d| d.listing().map_err(|e| e.to_string())) {
+        Ok(l) => l,
         Err(e) => {
             eprintln!("rolegate: {e}");
             return EXIT_USAGE;
@@ -116,7 +177,8 @@ fn list(path: &std::path::Path, format: ListFormat) -> u8 {
     };
     match format {
         ListFormat::Json => {
-            let items: Vec<_> = requests
+            let mut items: Vec<_> = listing
+                .requests
                 .iter()
                 .map(|r| {
                     json!({
@@ -126,11 +188,18 @@ fn list(path: &std::path::Path, format: ListFormat) -> u8 {
                     })
                 })
                 .collect();
+            items.extend(
+                listing
+                    .refused
+                    .iter()
+                    .map(|b| json!({ "id": b.id, "status": "refused", "code": b.code.as_str(), "detail": b.detail })),
+            );
             out(&serde_json::to_string_pretty(&items).unwrap_or_default());
         }
         ListFormat::Table => {
-            for r in &requests {
-                if !out(&request_line(r)) {
+            let refused = listing.refused.iter().map(|b| format!("{:<7} refused: {} ({})", b.id, b.code, b.detail));
+            for line in listing.requests.iter().map(request_line).chain(refused) {
+                if !out(&line) {
                     break;
                 }
             }

@@ -5,12 +5,14 @@
 
 use clap::ValueEnum;
 
-use super::{EXIT_OK, EXIT_USAGE, RoleModelArgs, out, run_multi, suite};
+use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, RoleModelArgs, out, run_multi, suite};
 use rolegate::agent::Env;
 use rolegate::design::{Design, DesignConfig, DesignOutcome, PalConfig, PalKind, PalReply, PalRun, run_design};
+use rolegate::human::{ApproverKey, DecisionCode};
 use rolegate::model::http::HttpConfig;
 use rolegate::model::{FakeKind, ModelSpec};
 use rolegate::multi::{Behaviours, ClaimMode, RoleSetup};
+use rolegate::store::{DEFAULT_STORE, DeskError, POLICYPAL_MODEL, RunSpec};
 
 /// What to do with a PolicyPal confirmation card.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -32,6 +34,8 @@ pub(crate) struct RunArgs {
     pub task: Option<String>,
     pub grants: Vec<String>,
     pub card: Option<CardChoice>,
+    pub key: Option<std::path::PathBuf>,
+    pub store: Option<std::path::PathBuf>,
     /// multi: the fake behaviour of each role without a real model.
     pub roles: Behaviours,
     /// multi: strict or free claims.
@@ -182,6 +186,21 @@ async fn policypal(args: &RunArgs, fake: &str, http: Option<&HttpConfig>, env: &
         Ok(k) => k,
         Err(e) => return fail(e),
     };
+    // no blind confirmation: a card that would write is an approval request, decided with
+    // an approver's key; without one nothing runs
+    let approver = match (args.card, &args.key) {
+        (Some(CardChoice::Confirm), None) => {
+            return fail(
+                "--card confirm: refused: no_key: a card that would write is an approval request; confirm it with \
+                 the approver's key file (--key FILE); nothing ran",
+            );
+        }
+        (Some(CardChoice::Confirm), Some(file)) => match ApproverKey::read(file) {
+            Ok(k) => Some(k),
+            Err(e) => return fail(format!("--card confirm: refused: {e}; nothing ran")),
+        },
+        _ => None,
+    };
     let mut cfg = PalConfig::new(kind);
     cfg.user = args.user.clone();
     if let Some(t) = &args.task {
@@ -192,25 +211,92 @@ async fn policypal(args: &RunArgs, fake: &str, http: Option<&HttpConfig>, env: &
     if let Some(http) = http {
         lab.pal.use_model(http);
     }
-    let mut run: PalRun = match lab.pal.run(&args.goal, "run-1").await {
-        Ok(r) => r,
-        Err(e) => return fail(e),
-    };
-    if let (Some(choice), PalReply::Confirm(card)) = (args.card, &run.reply) {
-        for line in card.render() {
-            out(&line);
-        }
-        let user = lab.pal.session.user_id.clone();
-        let decided = match choice {
-            CardChoice::Confirm => lab.pal.confirm(run, &user).await,
-            CardChoice::Cancel => lab.pal.cancel_card(run, &user).await,
-        };
-        run = match decided {
+    let Some(approver) = approver else {
+        let mut run: PalRun = match lab.pal.run(&args.goal, "run-1").await {
             Ok(r) => r,
             Err(e) => return fail(e),
         };
+        if let (Some(CardChoice::Cancel), PalReply::Confirm(card)) = (args.card, &run.reply) {
+            for line in card.render() {
+                out(&line);
+            }
+            let user = lab.pal.session.user_id.clone();
+            run = match lab.pal.cancel_card(run, &user).await {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+        }
+        let outcome = run.outcome();
+        print_outcome(&rolegate::design::DesignOutcome { emails: lab.world.outbox.len(), ..outcome });
+        return EXIT_OK;
+    };
+    confirm_with_key(args, &mut lab, &cfg, &approver).await
+}
+
+/// `--card confirm --key FILE`: the run is kept in the store; its card is filed as an
+/// approval request and approved with the approver's key, through the same rules as any
+/// parked write; approving runs exactly the card's call.
+async fn confirm_with_key(
+    args: &RunArgs,
+    lab: &mut rolegate::design::PalLab,
+    cfg: &PalConfig,
+    approver: &ApproverKey,
+) -> u8 {
+    let path = args.store.clone().unwrap_or_else(|| std::path::PathBuf::from(DEFAULT_STORE));
+    let mut desk = match super::desk::open(&path) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let model = if args.model.starts_with("fake:") { args.model.replace("fake:", "") } else { args.model.clone() };
+    let spec = RunSpec {
+        model: format!("{POLICYPAL_MODEL}{model}"),
+        user: cfg.user.clone(),
+        task: cfg.task.clone(),
+        grants: cfg.grants.to_vec(),
+    };
+    let (run_id, sent) = match desk.reserve_run(&spec).and_then(|id| Ok((id, desk.outbox()?))) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let sent_before = sent.len();
+    // the lab's world is the gate's: one outbox, filled in place
+    lab.world.outbox.load(sent);
+    let mut run: PalRun = match lab.pal.run(&args.goal, &run_id).await {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let mut code = EXIT_OK;
+    if let PalReply::Confirm(card) = &run.reply {
+        for line in card.render() {
+            out(&line);
+        }
+        let decided = match desk.decide_card(&run.run, &mut lab.pal.gate, sent_before, approver) {
+            Ok(d) => d,
+            Err(e @ DeskError::Identity(_)) => {
+                eprintln!("rolegate: --card confirm: {e}");
+                return EXIT_MISMATCH;
+            }
+            Err(e) => return fail(e),
+        };
+        let id = &decided.request.id;
+        let ran = if decided.code == DecisionCode::Ok { "" } else { " (refused: nothing ran)" };
+        out(&format!("{id} approve by {}: {}{ran}", approver.name(), decided.code.as_str()));
+        match (decided.code, &decided.outcome) {
+            (DecisionCode::Ok, Some(outcome)) => {
+                super::committed(format!("{id} approved by {}, e-mails sent: {}", approver.name(), decided.sent_now));
+                run = match lab.pal.approved(run, approver.name(), outcome).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("rolegate: {id} was approved and ran (kept in the store); the run then failed: {e}");
+                        return EXIT_MISMATCH;
+                    }
+                };
+            }
+            _ => code = EXIT_MISMATCH,
+        }
     }
     let outcome = run.outcome();
-    print_outcome(&rolegate::design::DesignOutcome { emails: lab.world.outbox.len(), ..outcome });
-    EXIT_OK
+    let emails = lab.world.outbox.len().saturating_sub(sent_before);
+    print_outcome(&rolegate::design::DesignOutcome { emails, ..outcome });
+    code
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rolegate::agent::Env;
 use rolegate::cost::SystemClock;
 use rolegate::human::{ApprovalRequest, SigningKey};
-use rolegate::store::{DEFAULT_STORE, Desk, Store};
+use rolegate::store::{DEFAULT_STORE, Desk, SinkCheck, Store};
 
 /// The store file option every store-backed command takes.
 #[derive(Clone, Debug, Args)]
@@ -47,7 +47,7 @@ fn desk(
     let key = SigningKey::from_env().map_err(|e| e.to_string())?;
     let env = Env::bundled().map_err(|e| e.to_string())?;
     let store = open(path).map_err(|e| e.to_string())?;
-    Ok(Desk::new(store, key, env, Arc::new(SystemClock)))
+    Ok(Desk::new(store, key, env, Arc::new(SystemClock)).check_sinks_with(SinkCheck::new(super::flush_sinks)))
 }
 
 /// One request as a table line.

@@ -2,6 +2,7 @@
 //! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
 
 mod approvals;
+mod approvers;
 mod bench;
 mod check;
 mod compare;
@@ -12,11 +13,14 @@ mod outbox;
 mod parked;
 mod report;
 pub mod run_multi;
+mod store_check;
 mod suite;
 
 pub use approvals::ApprovalsCommand;
+pub use approvers::ApproversCommand;
 pub use desk::{ListFormat, StoreArg};
 pub use model_args::{ModelArgs, RoleModelArgs};
+pub use store_check::StoreCommand;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -126,8 +130,14 @@ pub enum Command {
         #[arg(long)]
         grant: Vec<String>,
         /// policypal: what to do with a confirmation card (default: show it and stop).
+        /// `confirm` files the card as an approval request in the store and approves it
+        /// with the approver's key (`--key`); without a key it is refused.
         #[arg(long, value_enum)]
         card: Option<design::CardChoice>,
+        /// policypal --card confirm: the approver's private key file; the decision is
+        /// signed with it and passes every rule (not the requester, registered key).
+        #[arg(long, value_name = "FILE")]
+        key: Option<std::path::PathBuf>,
         /// Keep the run in this store (default for runs that may park: rolegate.db).
         #[arg(long, value_name = "PATH")]
         store: Option<std::path::PathBuf>,
@@ -151,6 +161,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
+    /// The approver registry: add an approver (a key pair; the private key to a file), list.
+    Approvers {
+        /// What to do.
+        #[command(subcommand)]
+        command: ApproversCommand,
+    },
     /// The e-mails really sent, from the store.
     Outbox {
         /// Output format.
@@ -159,6 +175,12 @@ pub enum Command {
         /// The store.
         #[command(flatten)]
         store: StoreArg,
+    },
+    /// The store file itself: `store check` lists every row set aside.
+    Store {
+        /// What to do.
+        #[command(subcommand)]
+        command: StoreCommand,
     },
     /// Designs side by side on the same tasks.
     Compare {
@@ -188,6 +210,26 @@ pub const EXIT_MISMATCH: u8 = 1;
 /// Exit code: unusable input.
 pub const EXIT_USAGE: u8 = 2;
 
+/// The `--trace-json` export of this process, once installed.
+static EXPORT: std::sync::OnceLock<rolegate::agent::TraceExport> = std::sync::OnceLock::new();
+/// What a command already committed to the store, said when a later error ends it.
+static COMMITTED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Writes out and flushes every output sink (`--trace-json`); the desk calls it just
+/// before each commit, so a sink that cannot be written stops the command before its
+/// effect. Says why not.
+pub(crate) fn flush_sinks() -> Result<(), String> {
+    match EXPORT.get() {
+        Some(export) => export.finish().map(|_| ()).map_err(|e| format!("--trace-json: {e}")),
+        None => Ok(()),
+    }
+}
+
+/// Records what a command committed, for the message of an error that follows it.
+pub(crate) fn committed(what: String) {
+    let _ = COMMITTED.set(what);
+}
+
 /// Writes a line to stdout; a closed pipe is not an error.
 pub(crate) fn out(line: &str) -> bool {
     let mut stdout = std::io::stdout().lock();
@@ -216,7 +258,10 @@ pub fn main() -> ExitCode {
                 path,
                 std::sync::Arc::new(rolegate::cost::TokioClock::new()),
             ) {
-                Ok(e) => Some(e),
+                Ok(e) => {
+                    let _ = EXPORT.set(e.clone());
+                    Some(e)
+                }
                 Err(e) => {
                     eprintln!("rolegate: {}: {e}", path.display());
                     return ExitCode::from(EXIT_USAGE);
@@ -252,6 +297,7 @@ pub fn main() -> ExitCode {
                 task,
                 grant,
                 card,
+                key,
                 store,
                 planner,
                 researcher,
@@ -270,6 +316,8 @@ pub fn main() -> ExitCode {
                         task,
                         grants: grant,
                         card,
+                        key,
+                        store,
                         roles,
                         claims,
                         role_models,
@@ -293,6 +341,8 @@ pub fn main() -> ExitCode {
                             task,
                             grants: grant,
                             card,
+                            key,
+                            store: None,
                             roles,
                             claims,
                             role_models,
@@ -307,9 +357,16 @@ pub fn main() -> ExitCode {
             Command::Bench(args) => bench::run(args).await,
             Command::Approvals { command } => approvals::approvals(command).await,
             Command::Outbox { format, store } => outbox::outbox(&store, format),
+            Command::Store { command } => store_check::store(&command),
+            Command::Approvers { command } => approvers::approvers(command),
         }
     });
     if let Some(Err(e)) = export.map(|e| e.finish()) {
+        // effects last: an error after a commit says what was already done, exit 1
+        if let Some(done) = COMMITTED.get() {
+            eprintln!("rolegate: {e}; already done and kept in the store: {done}");
+            return ExitCode::from(EXIT_MISMATCH);
+        }
         eprintln!("rolegate: {e}");
         return ExitCode::from(EXIT_USAGE);
     }

@@ -17,6 +17,8 @@ pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &st
     match desk.start(spec, goal).await {
         Ok(started) => {
             let run = &started.run;
+            let filed = started.request.as_ref().map_or(String::new(), |r| format!(", request {} filed", r.id));
+            super::committed(format!("{} stored{filed}", run.state.run_id()));
             for l in run.trace().lines() {
                 out(&l);
             }
@@ -30,7 +32,7 @@ pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &st
             if let Some(r) = &started.request {
                 out(&format!("approval needed: {}", request_line(r)));
                 out(&format!(
-                    "decide with: rolegate approvals approve {} --as <approver> --store {}",
+                    "decide with: rolegate approvals approve {} --key <approver's key file> --store {}",
                     r.id,
                     path.display()
                 ));

@@ -335,7 +335,7 @@ impl ApprovalToken {
 
 /// Why an internal effect did not happen: a named code and a short message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InternalFailure {
+pub(crate) struct InternalFailure {
     /// Why, e.g. `instruction_like`.
     pub code: GateCode,
     /// A short message for the observation.
@@ -344,7 +344,7 @@ pub struct InternalFailure {
 
 /// Applies tools whose policy access is `internal` (they change only the application's
 /// own state, such as memory). The gate calls it after every check has passed.
-pub trait InternalEffects {
+pub(crate) trait InternalEffects {
     /// Applies a validated call for `caller`.
     ///
     /// # Errors

@@ -2,9 +2,12 @@
 //!
 //! A request carries an id, the requester, an expiry, a preview of the exact arguments
 //! that will run and their fingerprint. A decision passes fixed rules in order
-//! (`unknown_request`, `not_pending`, `expired`, `not_an_approver`, `self_approval`,
+//! (`unknown_request`, `not_pending`, `expired`, `bad_expiry`, `not_an_approver`, `self_approval`,
 //! `changed_since_review`); the first that fails decides, and a refusal mints no token and
-//! runs nothing. Expiry means no. The open queue is capped. Audit lines name who, what,
+//! runs nothing. Expiry means no, judged by the approver's clock too: a request created in
+//! the approver's future or open longer than [`MAX_LIFETIME`] is `bad_expiry`. Each
+//! requester's open requests are capped (one requester cannot fill the queue for
+//! everyone). Audit lines name who, what,
 //! when, which tool and the arguments' fingerprint, never the arguments.
 //!
 //! [`fatigue`] measures a tired approver and [`make_batches`] groups requests so that a
@@ -26,8 +29,12 @@ use crate::world::WorldData;
 
 /// How long a request stays open unless configured otherwise: 15 minutes.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(900);
-/// Most open requests unless configured otherwise.
+/// Most open requests of one requester unless configured otherwise.
 pub(crate) const DEFAULT_MAX_OPEN: usize = 20;
+/// The longest a request may stay open, whatever the requester's clock said: 24 hours.
+pub const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// How far ahead of the approver's clock a request's creation time may be: 5 minutes.
+pub(crate) const MAX_CLOCK_SKEW: Duration = Duration::from_secs(300);
 /// The role a user needs to decide requests.
 pub(crate) const APPROVER_ROLE: &str = "approver";
 
@@ -35,8 +42,9 @@ pub(crate) const APPROVER_ROLE: &str = "approver";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApprovalError {
-    /// The open queue is full; the request is refused rather than piled up.
-    #[error("queue_full: {open} requests are open (the cap is {cap}); decide some first")]
+    /// The requester's open requests are at the cap; the request is refused rather than
+    /// piled up.
+    #[error("queue_full: {open} requests of this requester are open (the cap is {cap}); decide some first")]
     QueueFull {
         /// Open requests.
         open: usize,
@@ -104,6 +112,9 @@ codes! {
         SelfApproval = "self_approval",
         /// The parked arguments are not the ones the person reviewed.
         ChangedSinceReview = "changed_since_review",
+        /// The request's time window is not believable on the approver's clock: created in
+        /// the future (beyond [`MAX_CLOCK_SKEW`]) or open longer than [`MAX_LIFETIME`].
+        BadExpiry = "bad_expiry",
     }
 }
 
@@ -215,7 +226,7 @@ impl Decision {
 /// The preview of a call as a person reads it: the tool, then its arguments as sorted
 /// JSON. The idempotency key is left out: the application sets it, not the model, and it
 /// is covered by the fingerprint.
-pub(crate) fn preview(call: &ToolCall) -> String {
+pub fn preview(call: &ToolCall) -> String {
     let args = match call.arguments.as_object() {
         Some(obj) => {
             let parts: Vec<String> = obj
@@ -276,6 +287,15 @@ impl ApprovalQueue {
         self.requests.values().filter(|r| r.status == RequestStatus::Pending && now < r.expires_at).count()
     }
 
+    /// Open (pending, unexpired) requests of `requester`.
+    pub fn open_by(&self, requester: &str) -> usize {
+        let now = self.now();
+        self.requests
+            .values()
+            .filter(|r| r.status == RequestStatus::Pending && now < r.expires_at && r.requested_by == requester)
+            .count()
+    }
+
     fn next_id(&self) -> String {
         let n = self.requests.keys().filter_map(|k| k.strip_prefix("req-")?.parse::<u64>().ok()).max().unwrap_or(0);
         format!("req-{}", n + 1)
@@ -298,20 +318,30 @@ impl ApprovalQueue {
     /// Turns a parked action into a request.
     ///
     /// # Errors
-    /// [`ApprovalError::QueueFull`] when the open queue is at its cap;
+    /// [`ApprovalError::QueueFull`] when the requester's open requests are at the cap;
     /// [`ApprovalError::NotPending`] when the action is not waiting.
     pub fn submit(&mut self, action: &PendingAction) -> Result<ApprovalRequest, ApprovalError> {
+        let id = self.next_id();
+        self.submit_as(action, id)
+    }
+
+    /// As [`ApprovalQueue::submit`], with the request id given by the caller (a store
+    /// hands out ids from its own sequence, so an id never comes round again).
+    ///
+    /// # Errors
+    /// As [`ApprovalQueue::submit`].
+    pub fn submit_as(&mut self, action: &PendingAction, id: String) -> Result<ApprovalRequest, ApprovalError> {
         if action.status != PendingStatus::Pending {
             return Err(ApprovalError::NotPending(action.id.clone()));
         }
         self.sweep();
-        let open = self.open();
+        let open = self.open_by(&action.caller);
         if open >= self.max_open {
             return Err(ApprovalError::QueueFull { open, cap: self.max_open });
         }
         let now = self.now();
         let req = ApprovalRequest {
-            id: self.next_id(),
+            id,
             run_id: action.run_id.clone(),
             pending_id: action.id.clone(),
             tool: action.call.name.clone(),
@@ -319,7 +349,7 @@ impl ApprovalQueue {
             fingerprint: action.call.fingerprint(),
             requested_by: action.caller.clone(),
             created_at: now,
-            expires_at: now + self.ttl.as_secs_f64(),
+            expires_at: now + self.ttl.min(MAX_LIFETIME).as_secs_f64(),
             status: RequestStatus::Pending,
             decided_by: None,
             decided_at: None,
@@ -360,6 +390,10 @@ impl ApprovalQueue {
         } else if self.now() >= req.expires_at {
             self.sweep();
             DecisionCode::Expired
+        } else if req.created_at > self.now() + MAX_CLOCK_SKEW.as_secs_f64()
+            || req.expires_at - req.created_at > MAX_LIFETIME.as_secs_f64()
+        {
+            DecisionCode::BadExpiry
         } else if !(self.approvers.contains(actor) || act == Act::Cancel && actor == req.requested_by) {
             DecisionCode::NotAnApprover
         } else if act == Act::Approve && actor == req.requested_by {

@@ -20,8 +20,11 @@ use crate::agent::{AgentState, Progress, Run};
 pub(crate) const SIGNING_KEY_ENV: &str = "ROLEGATE_SIGNING_KEY";
 /// The environment variable naming a file that holds the signing key.
 pub(crate) const SIGNING_KEY_FILE_ENV: &str = "ROLEGATE_SIGNING_KEY_FILE";
-/// The shortest key accepted, in bytes.
-pub(crate) const MIN_KEY_BYTES: usize = 16;
+/// The shortest key accepted, in bytes (after trimming).
+pub(crate) const MIN_KEY_BYTES: usize = 32;
+/// The largest key file read, in bytes: a key file is small, and a device such as
+/// `/dev/zero` must not be read without end.
+pub(crate) const MAX_KEY_FILE_BYTES: u64 = 4096;
 /// The format tag of a signed checkpoint.
 pub(crate) const CHECKPOINT_FORMAT: &str = "rolegate-checkpoint/1";
 
@@ -97,27 +100,51 @@ impl fmt::Debug for SigningKey {
 }
 
 impl SigningKey {
-    /// A key from raw bytes.
+    /// A key from raw bytes (taken as they are).
     ///
     /// # Errors
     /// [`CheckpointError::BadKey`] for a key shorter than [`MIN_KEY_BYTES`].
     pub fn new(bytes: &[u8]) -> Result<Self, CheckpointError> {
         if bytes.len() < MIN_KEY_BYTES {
-            return Err(CheckpointError::BadKey(format!("the key must be at least {MIN_KEY_BYTES} bytes")));
+            return Err(CheckpointError::BadKey(format!(
+                "the key is {} bytes; it must be at least {MIN_KEY_BYTES}",
+                bytes.len()
+            )));
         }
         let mac = HmacSha256::new_from_slice(bytes).map_err(|e| CheckpointError::BadKey(e.to_string()))?;
         Ok(Self { mac })
     }
 
-    /// The key from configuration: the text of `value` (the environment variable), else
-    /// the trimmed contents of `file`.
+    /// A key as configured, from the environment or a file, read the same way for both:
+    /// it must be UTF-8 text; surrounding whitespace is trimmed; what is left must not be
+    /// empty and must be at least [`MIN_KEY_BYTES`] long. `source` names where it came
+    /// from in the error.
+    ///
+    /// # Errors
+    /// [`CheckpointError::BadKey`] with the reason.
+    pub fn from_text(bytes: &[u8], source: &str) -> Result<Self, CheckpointError> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| CheckpointError::BadKey(format!("{source}: the key is not UTF-8 text")))?;
+        let key = text.trim();
+        if key.is_empty() {
+            return Err(CheckpointError::BadKey(format!("{source}: the key is empty or only whitespace")));
+        }
+        Self::new(key.as_bytes()).map_err(|e| match e {
+            CheckpointError::BadKey(why) => CheckpointError::BadKey(format!("{source}: {why}")),
+            other => other,
+        })
+    }
+
+    /// The key from configuration: `value` (the environment variable, when it is set at
+    /// all, even to something unusable), else the contents of `file`; both are read by
+    /// [`SigningKey::from_text`].
     ///
     /// # Errors
     /// [`CheckpointError::MissingKey`] when neither is set; [`CheckpointError::BadKey`]
-    /// for an unreadable file or a short key.
-    pub fn from_config(value: Option<&str>, file: Option<&Path>) -> Result<Self, CheckpointError> {
-        if let Some(v) = value.filter(|v| !v.is_empty()) {
-            return Self::new(v.as_bytes());
+    /// for an unusable key or key file.
+    pub fn from_config(value: Option<&std::ffi::OsStr>, file: Option<&Path>) -> Result<Self, CheckpointError> {
+        if let Some(v) = value {
+            return Self::from_text(v.as_encoded_bytes(), SIGNING_KEY_ENV);
         }
         if let Some(path) = file {
             return Self::from_file(path);
@@ -131,18 +158,30 @@ impl SigningKey {
     /// # Errors
     /// As [`SigningKey::from_config`].
     pub fn from_env() -> Result<Self, CheckpointError> {
-        let value = std::env::var(SIGNING_KEY_ENV).ok();
+        let value = std::env::var_os(SIGNING_KEY_ENV);
         let file = std::env::var_os(SIGNING_KEY_FILE_ENV).map(std::path::PathBuf::from);
         Self::from_config(value.as_deref(), file.as_deref())
     }
 
-    /// The key held in a file (surrounding whitespace is ignored).
+    /// The key held in a file, read by [`SigningKey::from_text`]. The file must be a
+    /// regular file (a FIFO would block, a device never end) of at most
+    /// [`MAX_KEY_FILE_BYTES`].
     ///
     /// # Errors
-    /// [`CheckpointError::BadKey`] when the file cannot be read or the key is short.
+    /// [`CheckpointError::BadKey`] when the file cannot be read, is not a regular file, is
+    /// too large, or holds an unusable key.
     pub fn from_file(path: &Path) -> Result<Self, CheckpointError> {
-        let text = std::fs::read(path).map_err(|e| CheckpointError::BadKey(format!("{}: {e}", path.display())))?;
-        Self::new(text.trim_ascii())
+        let source = path.display().to_string();
+        let bytes = read_small_file(path, MAX_KEY_FILE_BYTES)
+            .map_err(|why| CheckpointError::BadKey(format!("{source}: {why}")))?;
+        Self::from_text(&bytes, &source)
+    }
+
+    /// A short public id of this key (16 hex digits, a keyed hash of a fixed text): two
+    /// processes can tell whether they hold the same key without showing it.
+    pub fn key_id(&self) -> String {
+        let full = self.sign_as("rolegate-key-id/1", "");
+        full.get(..16).unwrap_or_default().to_string()
     }
 
     fn mac(&self, domain: &str, body: &str) -> HmacSha256 {
@@ -176,6 +215,34 @@ impl SigningKey {
             None => false,
         }
     }
+}
+
+/// The bytes of a small regular file: refused without reading when it is not a regular
+/// file (checked before it is opened, and again on the open handle) or is larger than
+/// `max` bytes (and never more than `max + 1` bytes are read). Says why not.
+///
+/// # Errors
+/// The reason, for a person.
+pub(crate) fn read_small_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > max {
+        return Err(format!("{} bytes; a key file holds at most {max}", meta.len()));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > max {
+        return Err(format!("more than {max} bytes; a key file holds at most {max}"));
+    }
+    Ok(bytes)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -2,51 +2,83 @@
 //! checkpoints, approval requests and their audit, the gate's audit, parked actions with
 //! their stored results (the idempotency records) and the e-mails sent.
 //!
-//! Opening checks the file before anything is written: a file that is not a rolegate
-//! store, or one cut short or damaged, is refused with a clear error and left untouched.
+//! Only SQLite reads the file: opening asks SQLite (under its own locks) whether the file
+//! is a rolegate store, runs its `quick_check`, and creates the schema when the file is
+//! new, in one `BEGIN IMMEDIATE` transaction with `CREATE TABLE IF NOT EXISTS`, so any
+//! number of processes may open a missing store at once. The file is in WAL mode with a
+//! busy timeout: readers never wait for a writer and never see half a commit; a crash
+//! mid-commit is recovered by SQLite itself on the next open. "Damaged, restore from a
+//! backup" is said only when SQLite reports the file corrupt, with what it found.
+//! Run and request ids come from the database's own sequences (`AUTOINCREMENT`), so a
+//! deleted row never makes an id come round again.
+//!
 //! Every change of a command is one transaction. Rows are JSON read back with unknown
 //! fields rejected; checkpoints, approval requests (the approval records) and parked
 //! actions (the idempotency records) are signed and verified before they are used, so an
 //! edit of the file cannot forge an approval.
 //! [`Desk`] carries out the cross-process flows (park, decide, list) on top of it.
 
+pub(crate) mod check;
 pub(crate) mod desk;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::gate::{AuditEvent, PendingAction};
-use crate::human::{ApprovalRequest, AuditLine, SigningKey};
+use crate::human::{ApprovalRequest, Approver, AuditLine, SignedDecision, SigningKey};
 use crate::world::SentEmail;
 
-pub use desk::{Desk, DeskAction, DeskError, RunSpec};
+pub(crate) use check::{BadRow, RowCode, Rows};
+pub use desk::{Desk, DeskAction, DeskError, POLICYPAL_MODEL, RunSpec, SinkCheck};
+pub use rows::{OUTBOX_DOMAIN, PENDING_DOMAIN, REQUEST_DOMAIN};
 
 /// The default store file.
 pub const DEFAULT_STORE: &str = "rolegate.db";
-/// The format tag kept in the store's `meta` table.
-pub(crate) const STORE_FORMAT: &str = "rolegate-store/1";
+/// The format tag kept in the store's `meta` table. `/2`: ids from `AUTOINCREMENT`
+/// sequences, WAL mode.
+pub(crate) const STORE_FORMAT: &str = "rolegate-store/2";
+/// The environment variable of the crash test hook (tests only): when it names a crash
+/// point (see [`crash_point`]), the process aborts there, inside the open
+/// transaction, as a power cut or a `kill -9` would stop it; while it is set the page cache
+/// is tiny, so a transaction's pages spill into the WAL before its commit (a crash then
+/// leaves uncommitted frames). Never set it in a deployment.
+pub(crate) const CRASH_AT_ENV: &str = "ROLEGATE_TEST_CRASH_AT";
 
-const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+/// How long a command waits for another process's write lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Every table of a store, created if missing (so a store that lacks a table added later
+/// gets it on its next open).
 const SCHEMA: &str = "
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE runs (run_id TEXT PRIMARY KEY, spec TEXT NOT NULL);
-CREATE TABLE checkpoints (
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL UNIQUE, spec TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoints (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, status TEXT NOT NULL,
     sealed TEXT NOT NULL, PRIMARY KEY (run_id, seq));
-CREATE TABLE requests (id TEXT PRIMARY KEY, run_id TEXT NOT NULL, status TEXT NOT NULL, json TEXT NOT NULL, sig TEXT NOT NULL);
-CREATE TABLE approval_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT NOT NULL);
-CREATE TABLE gate_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, json TEXT NOT NULL);
-CREATE TABLE pending (
+CREATE TABLE IF NOT EXISTS requests (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, run_id TEXT NOT NULL,
+    status TEXT NOT NULL, json TEXT NOT NULL, sig TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS approval_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS gate_audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pending (
     run_id TEXT NOT NULL, pending_id TEXT NOT NULL, status TEXT NOT NULL, json TEXT NOT NULL,
     sig TEXT NOT NULL, PRIMARY KEY (run_id, pending_id));
-CREATE TABLE outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT NOT NULL UNIQUE,
-    run_id TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT NOT NULL,
+    run_id TEXT NOT NULL, json TEXT NOT NULL, sig TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS outbox_key ON outbox (idempotency_key);
+CREATE TABLE IF NOT EXISTS approvers (name TEXT PRIMARY KEY, json TEXT NOT NULL, sig TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS decisions (request_id TEXT PRIMARY KEY, json TEXT NOT NULL);
 ";
+
+/// The tables [`SCHEMA`] creates, to tell a store that has them all from one that needs
+/// the schema transaction.
+const TABLES: &[&str] =
+    &["meta", "runs", "checkpoints", "requests", "approval_audit", "gate_audit", "pending", "outbox"];
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -68,16 +100,20 @@ pub enum StoreError {
         /// What was found.
         detail: String,
     },
-    /// The file is cut short or damaged.
+    /// SQLite reports the file damaged (`SQLITE_CORRUPT`), when it is opened.
     #[error(
-        "store {path}: the file is damaged or cut short ({detail}); it was left untouched, restore it from a backup"
+        "store {path}: SQLite reports the file damaged ({detail}); it was left untouched, restore it from a backup"
     )]
     Damaged {
         /// The file.
         path: PathBuf,
-        /// What SQLite found.
+        /// What SQLite found, and which tables it concerns.
         detail: String,
     },
+    /// SQLite reports the file damaged (`SQLITE_CORRUPT`) in the middle of a command: the
+    /// command's transaction was rolled back.
+    #[error("store: SQLite reports the file damaged ({0}); this command wrote nothing, restore the file from a backup")]
+    Corrupt(String),
     /// The file is not there. Only `Store::open` creates a store; the commands that decide
     /// or list use [`Store::open_existing`], so a moved or deleted store is not silently
     /// replaced by an empty one.
@@ -86,11 +122,31 @@ pub enum StoreError {
         /// The file.
         path: PathBuf,
     },
+    /// The file is there but empty (0 bytes): no store was ever written to it, or it was
+    /// cut to nothing. Like a missing file it is not replaced by a new store.
+    #[error(
+        "store {path}: the file is empty (0 bytes); nothing was read or created (restore the file, or start a store with `rolegate run`)"
+    )]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file can be read but not written.
     #[error("store {path}: the file is read-only; nothing was decided or written (make it writable and try again)")]
     ReadOnly {
         /// The file.
         path: PathBuf,
+    },
+    /// The signing key is not the one the store was started with (a new shell, another
+    /// machine's key): every signed row would read as edited, so nothing is read.
+    #[error(
+        "store: signed with a different key: the store's key id is {store}, this key's is {this}; use the key the store was started with (nothing was read or changed)"
+    )]
+    OtherKey {
+        /// The key id recorded in the store.
+        store: String,
+        /// The key id of the key given.
+        this: String,
     },
     /// A row that does not read back as what was written (edited by hand?).
     #[error("store: {what} does not read back: {detail}")]
@@ -115,9 +171,20 @@ impl StoreError {
     }
 }
 
+/// SQLite's primary result code of an error, if it came from SQLite.
+fn sqlite_code(e: &rusqlite::Error) -> Option<ErrorCode> {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
+        _ => None,
+    }
+}
+
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        Self::Sql(e.to_string())
+        match sqlite_code(&e) {
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Self::Corrupt(e.to_string()),
+            _ => Self::Sql(e.to_string()),
+        }
     }
 }
 
@@ -132,92 +199,52 @@ pub struct Store {
     read_only: bool,
 }
 
-/// Bytes of the SQLite file header read before the file is opened.
-const HEADER_BYTES: usize = 100;
-
-/// Why a file of `len` bytes whose header is `head` was cut short, if it was: a header
-/// cut off, a size that is not a whole number of pages, or fewer pages than the header
-/// says the database has. SQLite itself would read the missing part of a page as zeros.
-fn cut_short(head: &[u8], len: u64) -> Option<String> {
-    if head.len() < HEADER_BYTES {
-        return Some(format!("only {len} bytes"));
-    }
-    let be16 = |i: usize| u64::from(u16::from_be_bytes([head[i], head[i + 1]]));
-    let be32 = |i: usize| u64::from(u32::from_be_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]));
-    let page = match be16(16) {
-        1 => 65_536,
-        n if n >= 512 && n.is_power_of_two() => n,
-        n => return Some(format!("page size {n} in the header")),
-    };
-    if len % page != 0 {
-        return Some(format!("{len} bytes is not a whole number of {page}-byte pages"));
-    }
-    // the page count in the header is valid when it was written with the change counter
-    let pages = be32(28);
-    if pages > 0 && be32(92) == be32(24) && len < pages.saturating_mul(page) {
-        return Some(format!("{len} bytes, the header counts {} ({pages} pages)", pages.saturating_mul(page)));
-    }
-    None
-}
-
-fn damaged(path: &Path, detail: impl Into<String>) -> StoreError {
-    StoreError::Damaged { path: path.to_path_buf(), detail: detail.into() }
-}
-
 fn to_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-fn from_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::BadRow { what: what.to_string(), detail: e.to_string() })
+/// What SQLite says the open file holds.
+enum Shape {
+    /// No table at all: a new file, ours to set up.
+    Blank,
+    /// A rolegate store of this format; true when every table is there.
+    Ours(bool),
+    /// Anything else, with what was found.
+    Foreign(String),
+}
+
+/// Reads the file's shape through SQLite (call inside a transaction).
+fn shape(c: &Connection) -> Result<Shape, rusqlite::Error> {
+    let mut st = c.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")?;
+    let tables: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    if tables.is_empty() {
+        return Ok(Shape::Blank);
+    }
+    if !tables.iter().any(|t| t == "meta") {
+        return Ok(Shape::Foreign("no meta table".into()));
+    }
+    let format: Option<String> =
+        c.query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get(0)).optional()?;
+    Ok(match format.as_deref() {
+        Some(STORE_FORMAT) => Shape::Ours(TABLES.iter().all(|t| tables.iter().any(|have| have == t))),
+        other => Shape::Foreign(format!("format is {other:?}, expected {STORE_FORMAT:?}")),
+    })
 }
 
 impl Store {
     /// Opens `path`, creating a new store when the file does not exist or is empty.
     ///
     /// # Errors
-    /// [`StoreError::NotAStore`] for a file of another kind, [`StoreError::Damaged`] for a
-    /// file cut short or damaged (checked with SQLite's `quick_check` before anything is
-    /// written), [`StoreError::Open`] when it cannot be opened.
+    /// [`StoreError::NotAStore`] for a file of another kind, [`StoreError::Damaged`] when
+    /// SQLite reports it corrupt (its `quick_check` runs before anything is written),
+    /// [`StoreError::Open`] when it cannot be opened.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        let existing = len > 0;
-        if existing {
-            let mut head = Vec::with_capacity(HEADER_BYTES);
-            let read = std::fs::File::open(path)
-                .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, HEADER_BYTES as u64), &mut head));
-            if let Err(e) = read {
-                return Err(StoreError::Open { path: path.to_path_buf(), detail: e.to_string() });
-            }
-            if head.len() >= 16 && head[..16] != SQLITE_MAGIC[..] {
-                return Err(StoreError::NotAStore { path: path.to_path_buf(), detail: "no SQLite header".into() });
-            }
-            if let Some(problem) = cut_short(&head, len) {
-                return Err(damaged(path, problem));
-            }
-        }
-        let open_err = |e: rusqlite::Error| StoreError::Open { path: path.to_path_buf(), detail: e.to_string() };
-        let flags = if existing {
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        };
-        let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(open_err)?;
-        // SQLite falls back to reading when the file cannot be written
-        let read_only = conn.is_readonly(rusqlite::MAIN_DB).map_err(open_err)?;
-        let store = Self { conn, path: path.to_path_buf(), read_only };
-        if existing {
-            store.check()?;
-        } else {
-            store.create()?;
-        }
-        Ok(store)
+        Self::open_with(path, true)
     }
 
     /// Opens `path`, which must be a store already: a missing file is
-    /// [`StoreError::Missing`] and an empty one [`StoreError::Damaged`] (a store cut to
-    /// nothing), where [`Store::open`] would start a new store in their place.
+    /// [`StoreError::Missing`] and an empty one [`StoreError::Empty`], where
+    /// [`Store::open`] would start a new store in their place.
     ///
     /// # Errors
     /// As [`Store::open`], and those two.
@@ -225,8 +252,64 @@ impl Store {
         match std::fs::metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(StoreError::Missing { path: path.to_path_buf() }),
             Err(e) => Err(StoreError::Open { path: path.to_path_buf(), detail: e.to_string() }),
-            Ok(m) if m.len() == 0 => Err(damaged(path, "the file is empty")),
-            Ok(_) => Self::open(path),
+            Ok(m) if m.len() == 0 => Err(StoreError::Empty { path: path.to_path_buf() }),
+            Ok(_) => Self::open_with(path, false),
+        }
+    }
+
+    fn open_with(path: &Path, create: bool) -> Result<Self, StoreError> {
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let mut conn = Connection::open_with_flags(path, flags).map_err(|e| Self::refusal(path, &e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| Self::refusal(path, &e))?;
+        // SQLite falls back to reading when the file cannot be written
+        let read_only = conn.is_readonly(rusqlite::MAIN_DB).map_err(|e| Self::refusal(path, &e))?;
+        if read_only {
+            conn = Self::readable(conn, path)?;
+        }
+        let mut store = Self { conn, path: path.to_path_buf(), read_only };
+        store.check_and_create()?;
+        Ok(store)
+    }
+
+    /// A read-only connection that can read: a WAL file needs its `-shm` and `-wal`
+    /// beside it, which a user who may not write the folder cannot create once the last
+    /// writer removed them. With no `-wal` file there is nothing but the main file to
+    /// read, so it is opened `immutable` (read-only, without those files); a `-wal` that
+    /// is there is read the ordinary way.
+    fn readable(conn: Connection, path: &Path) -> Result<Connection, StoreError> {
+        let probe = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0));
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        match probe {
+            Err(e)
+                if matches!(sqlite_code(&e), Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly))
+                    && !Path::new(&wal).exists() =>
+            {
+                drop(conn);
+                let text = path.to_string_lossy().replace('%', "%25").replace('?', "%3f").replace('#', "%23");
+                let uri = format!("file:{text}?immutable=1");
+                let flags =
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                Connection::open_with_flags(uri, flags).map_err(|e| Self::refusal(path, &e))
+            }
+            _ => Ok(conn),
+        }
+    }
+
+    /// An error of SQLite while opening, as what it means for the file.
+    fn refusal(path: &Path, e: &rusqlite::Error) -> StoreError {
+        let path = path.to_path_buf();
+        match sqlite_code(e) {
+            Some(ErrorCode::NotADatabase) => StoreError::NotAStore {
+                path,
+                detail: format!("SQLite: {e} (another kind of file, or a store damaged in its header)"),
+            },
+            Some(ErrorCode::DatabaseCorrupt) => StoreError::Damaged { path, detail: e.to_string() },
+            Some(ErrorCode::ReadOnly) => StoreError::ReadOnly { path },
+            _ => StoreError::Open { path, detail: e.to_string() },
         }
     }
 
@@ -235,42 +318,107 @@ impl Store {
         &self.path
     }
 
-    /// Structure and format checks, read-only.
-    fn check(&self) -> Result<(), StoreError> {
-        let rows: Result<Vec<String>, rusqlite::Error> = self
-            .conn
-            .prepare("PRAGMA quick_check")
-            .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect());
-        match rows {
-            Ok(r) if r == ["ok"] => {}
-            Ok(r) => return Err(damaged(&self.path, r.join("; "))),
-            Err(e) => return Err(damaged(&self.path, e.to_string())),
-        }
-        let format: Option<String> = self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get(0))
-            .optional()
-            .map_err(|e| StoreError::NotAStore { path: self.path.clone(), detail: e.to_string() })?;
-        match format.as_deref() {
-            Some(STORE_FORMAT) => {}
-            other => {
-                return Err(StoreError::NotAStore {
-                    path: self.path.clone(),
-                    detail: format!("format is {other:?}, expected {STORE_FORMAT:?}"),
-                });
+    /// The checks of an open, all through SQLite: the file's shape (a store of this
+    /// format, a blank file, or something else), SQLite's `quick_check`, and for a blank
+    /// file or one that lacks a table, the schema in one `BEGIN IMMEDIATE` transaction.
+    fn check_and_create(&mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let refusal = |e: rusqlite::Error| Self::refusal(&path, &e);
+        let complete = {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Deferred).map_err(refusal)?;
+            let shape = shape(&tx).map_err(refusal)?;
+            tx.finish().map_err(refusal)?;
+            match shape {
+                Shape::Foreign(detail) => return Err(StoreError::NotAStore { path, detail }),
+                Shape::Blank if self.read_only => {
+                    return Err(StoreError::NotAStore { path, detail: "a database without tables".into() });
+                }
+                Shape::Blank => false,
+                Shape::Ours(complete) => complete,
+            }
+        };
+        if !self.read_only {
+            // WAL: readers never wait for a writer; a no-op once the file is in WAL mode
+            let mode: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(refusal)?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(StoreError::Open { path, detail: format!("journal mode stays {mode:?}, WAL needed") });
+            }
+            self.conn.execute_batch("PRAGMA synchronous = FULL;").map_err(refusal)?;
+            if std::env::var_os(CRASH_AT_ENV).is_some() {
+                // crash tests only: a tiny page cache spills a command's pages into the WAL
+                // before its commit, so a crash leaves uncommitted frames for SQLite to drop
+                self.conn.execute_batch("PRAGMA cache_size = 1;").map_err(refusal)?;
             }
         }
-        if !self.read_only {
-            self.conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL;")?;
+        self.quick_check()?;
+        if !complete {
+            if self.read_only {
+                return Err(StoreError::ReadOnly { path });
+            }
+            self.create()?;
         }
         Ok(())
     }
 
-    fn create(&self) -> Result<(), StoreError> {
-        self.conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL;")?;
-        self.conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {SCHEMA} INSERT INTO meta (key, value) VALUES ('format', '{STORE_FORMAT}'); COMMIT;"
-        ))?;
+    /// SQLite's `quick_check`; a finding is [`StoreError::Damaged`] with the tables it
+    /// names.
+    fn quick_check(&self) -> Result<(), StoreError> {
+        let rows: Result<Vec<String>, rusqlite::Error> = self
+            .conn
+            .prepare("PRAGMA quick_check")
+            .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect());
+        let found = match rows {
+            Ok(r) if r == ["ok"] => return Ok(()),
+            Ok(r) => r,
+            Err(e) => match sqlite_code(&e) {
+                Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => vec![e.to_string()],
+                _ => return Err(Self::refusal(&self.path, &e)),
+            },
+        };
+        let mut detail = found.join("; ");
+        let tables = self.tables_named_in(&found);
+        if !tables.is_empty() {
+            detail.push_str(&format!("; tables affected: {}", tables.join(", ")));
+        }
+        Err(StoreError::Damaged { path: self.path.clone(), detail })
+    }
+
+    /// The tables whose b-trees `quick_check` lines name (`Tree N page …`), where the
+    /// schema can still be read.
+    fn tables_named_in(&self, lines: &[String]) -> Vec<String> {
+        let mut roots: Vec<i64> =
+            lines.iter().filter_map(|l| l.strip_prefix("Tree ")?.split_whitespace().next()?.parse().ok()).collect();
+        roots.sort_unstable();
+        roots.dedup();
+        roots
+            .iter()
+            .filter_map(|root| {
+                self.conn
+                    .query_row("SELECT name FROM sqlite_schema WHERE rootpage = ?1", params![root], |r| r.get(0))
+                    .ok()
+            })
+            .collect()
+    }
+
+    /// The schema, idempotent: one `BEGIN IMMEDIATE` transaction that checks the shape
+    /// again under the write lock (another process may have just created the store, or
+    /// something else), creates what is missing and records the format.
+    fn create(&mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if let Shape::Foreign(detail) = shape(&tx)? {
+            return Err(StoreError::NotAStore { path, detail });
+        }
+        tx.execute_batch(SCHEMA)?;
+        tx.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?1)", params![STORE_FORMAT])?;
+        match shape(&tx)? {
+            Shape::Ours(true) => {}
+            Shape::Ours(false) | Shape::Blank => {
+                return Err(StoreError::Sql("the schema was not created".into()));
+            }
+            Shape::Foreign(detail) => return Err(StoreError::NotAStore { path, detail }),
+        }
+        tx.commit()?;
         Ok(())
     }
 
@@ -293,50 +441,116 @@ impl Store {
     }
 }
 
+/// The crash test hook: when [`CRASH_AT_ENV`] names `point`, the process aborts here at
+/// once (no destructor, no rollback, no commit), as a `kill -9` would stop it. The points
+/// are `start:before_commit` and `decide:before_commit` (every row of the command written,
+/// the transaction still open) and `decide:after_commit`. For tests only; unset, it does
+/// nothing.
+pub(crate) fn crash_point(point: &str) {
+    if std::env::var_os(CRASH_AT_ENV).is_some_and(|v| v == point) {
+        std::process::abort();
+    }
+}
+
 /// Typed reads and writes; every function works on a connection or a transaction.
 pub(crate) mod rows {
     use super::{
-        ApprovalRequest, AuditEvent, AuditLine, Connection, OptionalExtension, PendingAction, SentEmail, SigningKey,
-        StoreError, from_json, params, to_json,
+        ApprovalRequest, Approver, AuditEvent, AuditLine, BadRow, Connection, OptionalExtension, PendingAction,
+        RowCode, Rows, SentEmail, SignedDecision, SigningKey, StoreError, params, to_json,
     };
+    use serde::de::DeserializeOwned;
 
     /// The signing domain of stored approval requests.
-    pub(crate) const REQUEST_DOMAIN: &str = "rolegate-request/1";
+    pub const REQUEST_DOMAIN: &str = "rolegate-request/1";
     /// The signing domain of stored parked actions.
-    pub(crate) const PENDING_DOMAIN: &str = "rolegate-pending/1";
+    pub const PENDING_DOMAIN: &str = "rolegate-pending/1";
+    /// The signing domain of outbox rows (the mail sent).
+    pub const OUTBOX_DOMAIN: &str = "rolegate-outbox/1";
+    /// The signing domain of the approver registry's rows.
+    pub(crate) const APPROVER_DOMAIN: &str = "rolegate-approver/1";
 
-    fn verified<T: serde::de::DeserializeOwned>(
+    /// The record of a signed row, or why it is set aside: signature first, then the
+    /// schema.
+    fn verified<T: DeserializeOwned>(
         key: &SigningKey,
         domain: &str,
+        (table, id): (&'static str, &str),
         json: &str,
         sig: &str,
-        what: &str,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, BadRow> {
         if !key.verify_as(domain, json, sig) {
-            return Err(StoreError::BadRow {
-                what: what.to_string(),
-                detail: "bad_signature: edited in the file".into(),
-            });
+            let detail = "the signature does not match: edited in the file".to_string();
+            return Err(BadRow { table, id: id.to_string(), code: RowCode::BadSignature, detail });
         }
-        from_json(json, what)
+        parsed(table, id, json)
     }
 
-    /// The next run id, `run-N`.
+    /// The record of an unsigned row, or why it is set aside.
+    fn parsed<T: DeserializeOwned>(table: &'static str, id: &str, json: &str) -> Result<T, BadRow> {
+        serde_json::from_str(json).map_err(|e| BadRow {
+            table,
+            id: id.to_string(),
+            code: RowCode::BadSchema,
+            detail: format!("does not read back: {e}"),
+        })
+    }
+
+    /// A record filed under another row's id.
+    fn misfiled(table: &'static str, id: &str, holds: &str) -> BadRow {
+        BadRow {
+            table,
+            id: id.to_string(),
+            code: RowCode::BadSchema,
+            detail: format!("the row holds the record of {holds}"),
+        }
+    }
+
+    /// Checks that `key` is the key the store was started with, by the key id kept in
+    /// `meta`; with `record`, a store that has none yet records this key's id.
+    ///
+    /// # Errors
+    /// [`StoreError::OtherKey`] for a different key.
+    pub(crate) fn bind_key(c: &Connection, key: &SigningKey, record: bool) -> Result<(), StoreError> {
+        let this = key.key_id();
+        let stored: Option<String> =
+            c.query_row("SELECT value FROM meta WHERE key = 'key_id'", [], |r| r.get(0)).optional()?;
+        match stored {
+            Some(id) if id == this => Ok(()),
+            Some(id) => Err(StoreError::OtherKey { store: id, this }),
+            None if record => {
+                c.execute("INSERT INTO meta (key, value) VALUES ('key_id', ?1)", params![this])?;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Records a new run with the spec it can be rebuilt from and returns its id,
+    /// `run-N`, N from the table's own `AUTOINCREMENT` sequence: never reused, even after
+    /// a row was deleted, and distinct across processes (the write lock is held).
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn next_run_id(c: &Connection) -> Result<String, StoreError> {
-        let n: i64 = c.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))?;
-        Ok(format!("run-{}", n + 1))
+    pub(crate) fn new_run(c: &Connection, spec: &str) -> Result<String, StoreError> {
+        // the empty id is a placeholder inside this transaction only
+        c.execute("INSERT INTO runs (run_id, spec) VALUES ('', ?1)", params![spec])?;
+        let seq = c.last_insert_rowid();
+        let run_id = format!("run-{seq}");
+        c.execute("UPDATE runs SET run_id = ?1 WHERE seq = ?2", params![run_id, seq])?;
+        Ok(run_id)
     }
 
-    /// Records a run and the spec it can be rebuilt from.
+    /// Reserves the id of a new request, `req-N`, N from the table's own `AUTOINCREMENT`
+    /// sequence; [`put_request`] then fills the row in the same transaction.
     ///
     /// # Errors
-    /// [`StoreError::Sql`] (e.g. a run id used twice).
-    pub(crate) fn insert_run(c: &Connection, run_id: &str, spec: &str) -> Result<(), StoreError> {
-        c.execute("INSERT INTO runs (run_id, spec) VALUES (?1, ?2)", params![run_id, spec])?;
-        Ok(())
+    /// [`StoreError::Sql`].
+    pub(crate) fn new_request_id(c: &Connection) -> Result<String, StoreError> {
+        c.execute("INSERT INTO requests (id, run_id, status, json, sig) VALUES ('', '', '', '', '')", [])?;
+        let seq = c.last_insert_rowid();
+        let id = format!("req-{seq}");
+        c.execute("UPDATE requests SET id = ?1 WHERE seq = ?2", params![id, seq])?;
+        Ok(id)
     }
 
     /// The spec of a run.
@@ -388,23 +602,37 @@ pub(crate) mod rows {
     /// [`StoreError::Sql`].
     pub(crate) fn put_request(c: &Connection, r: &ApprovalRequest, key: &SigningKey) -> Result<(), StoreError> {
         let json = to_json(r);
-        c.execute(
-            "INSERT INTO requests (id, run_id, status, json, sig) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT(id) DO UPDATE SET status = excluded.status, json = excluded.json, sig = excluded.sig",
-            params![r.id, r.run_id, r.status.as_str(), json, key.sign_as(REQUEST_DOMAIN, &json)],
+        let sig = key.sign_as(REQUEST_DOMAIN, &json);
+        // an update first: an upsert would take a number of the id sequence each time
+        let updated = c.execute(
+            "UPDATE requests SET run_id = ?2, status = ?3, json = ?4, sig = ?5 WHERE id = ?1",
+            params![r.id, r.run_id, r.status.as_str(), json, sig],
         )?;
+        if updated == 0 {
+            c.execute(
+                "INSERT INTO requests (id, run_id, status, json, sig) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![r.id, r.run_id, r.status.as_str(), json, sig],
+            )?;
+        }
         Ok(())
     }
 
-    /// Every request, ordered by creation, each verified by its signature.
+    /// Every request, ordered by creation, each verified by its signature; a row that
+    /// does not verify or read back (or holds another request's record) is set aside.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not verify or read back.
-    pub(crate) fn requests(c: &Connection, key: &SigningKey) -> Result<Vec<ApprovalRequest>, StoreError> {
-        let mut st = c.prepare("SELECT id, json, sig FROM requests ORDER BY rowid")?;
+    /// [`StoreError::Sql`].
+    pub(crate) fn requests(c: &Connection, key: &SigningKey) -> Result<Rows<ApprovalRequest>, StoreError> {
+        let mut st = c.prepare("SELECT id, json, sig FROM requests ORDER BY seq")?;
         let raw: Vec<(String, String, String)> =
             st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(id, json, sig)| verified(key, REQUEST_DOMAIN, json, sig, &format!("request {id}"))).collect()
+        let mut rows = Rows::default();
+        for (id, json, sig) in &raw {
+            let row = verified::<ApprovalRequest>(key, REQUEST_DOMAIN, ("requests", id), json, sig)
+                .and_then(|r| if &r.id == id { Ok(r) } else { Err(misfiled("requests", id, &r.id)) });
+            rows.push(row);
+        }
+        Ok(rows)
     }
 
     /// Appends approval audit lines.
@@ -418,14 +646,22 @@ pub(crate) mod rows {
         Ok(())
     }
 
-    /// The approval audit, in order.
+    /// The approval audit, in order; a line that does not read back is set aside.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not read back.
-    pub(crate) fn approval_audit(c: &Connection) -> Result<Vec<AuditLine>, StoreError> {
-        let mut st = c.prepare("SELECT seq, json FROM approval_audit ORDER BY seq")?;
+    /// [`StoreError::Sql`].
+    pub(crate) fn approval_audit(c: &Connection) -> Result<Rows<AuditLine>, StoreError> {
+        unsigned(c, "approval_audit", "SELECT seq, json FROM approval_audit ORDER BY seq")
+    }
+
+    fn unsigned<T: DeserializeOwned>(c: &Connection, table: &'static str, sql: &str) -> Result<Rows<T>, StoreError> {
+        let mut st = c.prepare(sql)?;
         let raw: Vec<(i64, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(seq, json)| from_json(json, &format!("approval audit line {seq}"))).collect()
+        let mut rows = Rows::default();
+        for (seq, json) in &raw {
+            rows.push(parsed(table, &seq.to_string(), json));
+        }
+        Ok(rows)
     }
 
     /// Appends gate audit events of a run.
@@ -437,6 +673,14 @@ pub(crate) mod rows {
             c.execute("INSERT INTO gate_audit (run_id, json) VALUES (?1, ?2)", params![e.run_id, to_json(e)])?;
         }
         Ok(())
+    }
+
+    /// The gate audit, in order; a line that does not read back is set aside.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub(crate) fn gate_audit(c: &Connection) -> Result<Rows<AuditEvent>, StoreError> {
+        unsigned(c, "gate_audit", "SELECT seq, json FROM gate_audit ORDER BY seq")
     }
 
     /// Inserts or replaces a parked action (with its status and stored result).
@@ -454,41 +698,179 @@ pub(crate) mod rows {
         Ok(())
     }
 
-    /// The parked actions of a run, each verified by its signature.
-    ///
-    /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not verify or read back.
-    pub(crate) fn pending_of(c: &Connection, run_id: &str, key: &SigningKey) -> Result<Vec<PendingAction>, StoreError> {
-        let mut st = c.prepare("SELECT pending_id, json, sig FROM pending WHERE run_id = ?1 ORDER BY rowid")?;
-        let raw: Vec<(String, String, String)> =
-            st.query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
-        raw.iter()
-            .map(|(id, json, sig)| verified(key, PENDING_DOMAIN, json, sig, &format!("pending action {run_id}/{id}")))
-            .collect()
-    }
-
-    /// Records sent mail; a key already recorded is skipped (it was sent once).
+    /// The parked actions of a run (all runs for `None`), each verified by its signature;
+    /// a row that does not verify or read back (or holds another action) is set aside.
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn push_sent(c: &Connection, run_id: &str, sent: &[SentEmail]) -> Result<(), StoreError> {
+    pub(crate) fn pending_of(
+        c: &Connection,
+        run_id: Option<&str>,
+        key: &SigningKey,
+    ) -> Result<Rows<PendingAction>, StoreError> {
+        let mut st = c.prepare(
+            "SELECT run_id, pending_id, json, sig FROM pending WHERE ?1 IS NULL OR run_id = ?1 ORDER BY rowid",
+        )?;
+        let raw: Vec<(String, String, String, String)> = st
+            .query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut rows = Rows::default();
+        for (run, id, json, sig) in &raw {
+            let name = format!("{run}/{id}");
+            let row = verified::<PendingAction>(key, PENDING_DOMAIN, ("pending", &name), json, sig).and_then(|p| {
+                if &p.run_id == run && &p.id == id {
+                    Ok(p)
+                } else {
+                    Err(misfiled("pending", &name, &format!("{}/{}", p.run_id, p.id)))
+                }
+            });
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+
+    /// Records sent mail, each row signed with the store key.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub(crate) fn push_sent(
+        c: &Connection,
+        run_id: &str,
+        sent: &[SentEmail],
+        key: &SigningKey,
+    ) -> Result<(), StoreError> {
         for e in sent {
+            let json = to_json(e);
             c.execute(
-                "INSERT INTO outbox (idempotency_key, run_id, json) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(idempotency_key) DO NOTHING",
-                params![e.idempotency_key, run_id, to_json(e)],
+                "INSERT INTO outbox (idempotency_key, run_id, json, sig) VALUES (?1, ?2, ?3, ?4)",
+                params![e.idempotency_key, run_id, json, key.sign_as(OUTBOX_DOMAIN, &json)],
             )?;
         }
         Ok(())
     }
 
-    /// Every e-mail sent, in order.
+    /// Every e-mail sent, in order. A row stands for a real send only when it verifies
+    /// (store signature) and is bound to a signed parked action of its run that ran:
+    /// same idempotency key, recipient, subject and body. Any other row (inserted or
+    /// edited by hand) is set aside and never stands in for a send: the world is
+    /// rebuilt without it, so the approved e-mail it would have swallowed still goes out.
     ///
     /// # Errors
-    /// [`StoreError::BadRow`] for a row that does not read back.
-    pub(crate) fn sent(c: &Connection) -> Result<Vec<SentEmail>, StoreError> {
-        let mut st = c.prepare("SELECT seq, json FROM outbox ORDER BY seq")?;
-        let raw: Vec<(i64, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        raw.iter().map(|(seq, json)| from_json(json, &format!("outbox row {seq}"))).collect()
+    /// [`StoreError::Sql`].
+    pub(crate) fn sent(c: &Connection, key: &SigningKey) -> Result<Rows<SentEmail>, StoreError> {
+        let actions = pending_of(c, None, key)?.good;
+        let mut st = c.prepare("SELECT seq, run_id, json, sig FROM outbox ORDER BY seq")?;
+        let raw: Vec<(i64, String, String, String)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<Result<_, _>>()?;
+        let mut rows = Rows::default();
+        for (seq, run_id, json, sig) in &raw {
+            let id = seq.to_string();
+            let row = verified::<SentEmail>(key, OUTBOX_DOMAIN, ("outbox", &id), json, sig).and_then(|e| {
+                let arg =
+                    |a: &PendingAction, k: &str| a.call.arguments.get(k).and_then(|v| v.as_str()).map(String::from);
+                let bound = actions.iter().any(|a| {
+                    &a.run_id == run_id
+                        && a.status == crate::gate::PendingStatus::Executed
+                        && arg(a, "idempotency_key").as_deref() == Some(e.idempotency_key.as_str())
+                        && arg(a, "to").as_deref() == Some(e.to.as_str())
+                        && arg(a, "subject").as_deref() == Some(e.subject.as_str())
+                        && arg(a, "body").as_deref() == Some(e.body.as_str())
+                });
+                if bound {
+                    Ok(e)
+                } else {
+                    Err(BadRow {
+                        table: "outbox",
+                        id,
+                        code: RowCode::Unbound,
+                        detail: format!("matches no signed parked action of {run_id} that ran"),
+                    })
+                }
+            });
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+
+    /// Registers an approver (a new row; the name must be free).
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`] (e.g. the name is taken).
+    pub(crate) fn put_approver(c: &Connection, a: &Approver, key: &SigningKey) -> Result<(), StoreError> {
+        let json = to_json(a);
+        c.execute(
+            "INSERT INTO approvers (name, json, sig) VALUES (?1, ?2, ?3)",
+            params![a.name, json, key.sign_as(APPROVER_DOMAIN, &json)],
+        )?;
+        Ok(())
+    }
+
+    /// The approver registry, each row verified by its store signature; a row that does
+    /// not verify (a public key swapped in the file) or holds another name is set aside.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub(crate) fn approvers(c: &Connection, key: &SigningKey) -> Result<Rows<Approver>, StoreError> {
+        let mut st = c.prepare("SELECT name, json, sig FROM approvers ORDER BY name")?;
+        let raw: Vec<(String, String, String)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+        let mut rows = Rows::default();
+        for (name, json, sig) in &raw {
+            let row = verified::<Approver>(key, APPROVER_DOMAIN, ("approvers", name), json, sig)
+                .and_then(|a| if &a.name == name { Ok(a) } else { Err(misfiled("approvers", name, &a.name)) });
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+
+    /// Records the signed decision that took a request out of `pending`.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`] (e.g. a request decided twice).
+    pub(crate) fn put_decision(c: &Connection, request_id: &str, d: &SignedDecision) -> Result<(), StoreError> {
+        c.execute("INSERT INTO decisions (request_id, json) VALUES (?1, ?2)", params![request_id, to_json(d)])?;
+        Ok(())
+    }
+
+    /// The signed decision recorded for a request, still to be verified; a row that does
+    /// not read back is set aside.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub(crate) fn decision(
+        c: &Connection,
+        request_id: &str,
+    ) -> Result<Option<Result<SignedDecision, BadRow>>, StoreError> {
+        let json: Option<String> = c
+            .query_row("SELECT json FROM decisions WHERE request_id = ?1", params![request_id], |r| r.get(0))
+            .optional()?;
+        Ok(json.map(|j| parsed("decisions", request_id, &j)))
+    }
+
+    /// Every recorded decision as `(request, json)` (for `store check`).
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub(crate) fn all_decisions(c: &Connection) -> Result<Vec<(String, String)>, StoreError> {
+        let mut st = c.prepare("SELECT request_id, json FROM decisions ORDER BY request_id")?;
+        Ok(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?)
+    }
+
+    /// Every run with its spec, in order (for `store check`).
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub(crate) fn all_runs(c: &Connection) -> Result<Vec<(String, String)>, StoreError> {
+        let mut st = c.prepare("SELECT run_id, spec FROM runs ORDER BY seq")?;
+        Ok(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?)
+    }
+
+    /// Every sealed checkpoint as `(run, seq, text)`, in order (for `store check`).
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub(crate) fn all_checkpoints(c: &Connection) -> Result<Vec<(String, i64, String)>, StoreError> {
+        let mut st = c.prepare("SELECT run_id, seq, sealed FROM checkpoints ORDER BY run_id, seq")?;
+        Ok(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?)
     }
 }

@@ -24,13 +24,14 @@ use crate::tools::ToolCall;
 use crate::world::World;
 
 /// The runs parks happen in, and the user each acts for.
-pub const APPROVAL_RUNS: [(&str, &str); 3] = [("run-1", "kwame"), ("run-2", "lena"), ("run-3", "mallory")];
+pub const APPROVAL_RUNS: [(&str, &str); 4] =
+    [("run-1", "kwame"), ("run-2", "lena"), ("run-3", "mallory"), ("run-4", "lena")];
 /// Who decides: two approvers (kwame, lena), a customer who is not one, and nobody.
 pub const ACTORS: [&str; 4] = ["kwame", "lena", "mallory", ""];
 /// How long a request stays open in these checks.
 pub const APPROVAL_TTL: Duration = Duration::from_secs(60);
-/// The open-request cap in these checks (small, so a full queue happens).
-pub const APPROVAL_MAX_OPEN: usize = 4;
+/// The open-request cap of one requester in these checks (small, so a full queue happens).
+pub const APPROVAL_MAX_OPEN: usize = 2;
 
 /// One operation on the queue. Request and actor numbers pick from what exists (modulo).
 #[derive(Clone, Debug, PartialEq, Eq)]

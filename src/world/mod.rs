@@ -209,7 +209,7 @@ impl Outbox {
 
     /// Replaces what this outbox (and every clone of it) holds with `sent`, loaded from a
     /// durable store.
-    pub(crate) fn load(&self, sent: Vec<SentEmail>) {
+    pub fn load(&self, sent: Vec<SentEmail>) {
         *self.sent.lock().unwrap_or_else(PoisonError::into_inner) = sent;
     }
 

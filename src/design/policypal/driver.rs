@@ -109,6 +109,23 @@ impl Pal {
         self.decided(parked, &card, "confirmed", Some(outcome.code().as_str()), ok, &text).await
     }
 
+    /// Continues the run after its card was filed as an approval request and approved:
+    /// `outcome` is what the approval queue's token ran (exactly the card's call, through
+    /// this run's gate, once); it becomes that call's result and the loop continues. The
+    /// model is not asked again in between.
+    ///
+    /// # Errors
+    /// [`DesignError::NoCard`] when the run waits on no card; otherwise as [`Pal::run`].
+    pub async fn approved(&mut self, parked: PalRun, by: &str, outcome: &GateOutcome) -> Result<PalRun, DesignError> {
+        let card = parked.card().cloned().ok_or(DesignError::NoCard)?;
+        if parked.run.state.pending_id() != Some(card.pending_id.as_str()) {
+            return Err(DesignError::NoCard);
+        }
+        let (ok, text) = outcome.observation();
+        tracing::debug!(target: "rolegate::design", approver = by, pending = %card.pending_id, "card approved");
+        self.decided(parked, &card, "approved", Some(outcome.code().as_str()), ok, &text).await
+    }
+
     /// Cancels the run's card as `by`: nothing runs, "cancelled by user" becomes that
     /// call's result, and the loop continues so the model can answer without it.
     ///
