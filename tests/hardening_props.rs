@@ -599,7 +599,7 @@ static SEALED: LazyLock<(SigningKey, Vec<String>)> = LazyLock::new(|| {
         let parked = parked.agent.run(crate::util::REPLY_GOAL, "run-1").await.unwrap();
         let mut done = crate::util::lab(rolegate::model::FakeKind::Obey);
         let done = done.agent.run("Read T-602 and summarise it.", "run-2").await.unwrap();
-        [parked, done].iter().map(|r| Checkpoint::of(r).seal(&key)).collect()
+        [parked, done].iter().map(|r| Checkpoint::of(r).seal(&key).unwrap()).collect()
     });
     (key, sealed)
 });

@@ -109,7 +109,7 @@ async fn a_signature_in_upper_case_or_with_a_plus_sign_is_refused() {
     let key = crate::util::key();
     let mut lab = crate::util::lab_with(rolegate::lab::LabConfig::research());
     let run = lab.agent.run(crate::util::REPLY_GOAL, "run-1").await.unwrap();
-    let sealed = Checkpoint::of(&run).seal(&key);
+    let sealed = Checkpoint::of(&run).seal(&key).unwrap();
     assert!(Checkpoint::open(&sealed, &key).is_ok());
     let mut outer: serde_json::Value = serde_json::from_str(&sealed).unwrap();
     let signature = outer["signature"].as_str().unwrap().to_string();

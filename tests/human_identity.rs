@@ -142,7 +142,7 @@ fn a_forged_decision_row_or_none_at_all_is_refused() {
         // req-2: marked approved, with a decision signed by a key that is not lena's
         let req = request(&conn, "req-2");
         let mallet = ApproverKey::from_seed("lena", [9; 32]);
-        let signed = mallet.sign(&DecisionStatement::new(&req, "approve", req.created_at + 1.0, &mallet));
+        let signed = mallet.sign(&DecisionStatement::new(&req, "approve", req.created_at + 1.0, &mallet)).unwrap();
         put_decision(&conn, "req-2", &serde_json::to_string(&signed).unwrap());
         forge_approved(&conn, req);
     }
@@ -201,7 +201,7 @@ fn an_old_decision_after_the_arguments_changed_is_refused() {
         let conn = rusqlite::Connection::open(&store).unwrap();
         let mut req = request(&conn, "req-1");
         // lena's genuine decision on req-1 as it stood
-        let genuine = lena.sign(&DecisionStatement::new(&req, "approve", req.created_at + 1.0, &lena));
+        let genuine = lena.sign(&DecisionStatement::new(&req, "approve", req.created_at + 1.0, &lena)).unwrap();
         put_decision(&conn, "req-1", &serde_json::to_string(&genuine).unwrap());
         // then the parked call is redirected, and the request re-signed to match it
         let json: String = conn.query_row("SELECT json FROM pending WHERE run_id = 'run-1'", [], |r| r.get(0)).unwrap();

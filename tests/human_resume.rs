@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use crate::util::{CrashingDecider, Parked, REPLY_GOAL, env, key, lab_with, parked, restore_memory};
 
 async fn decide(p: &mut Parked, who: &str, verdict: ResumeVerdict) -> rolegate::human::Resumed {
-    let ck = Checkpoint::open(&p.checkpoint.seal(&key()), &key()).unwrap();
+    let ck = Checkpoint::open(&p.checkpoint.seal(&key()).unwrap(), &key()).unwrap();
     resume_with_decision(&mut p.lab.agent, &mut p.queue, ck, &p.request.id, who, verdict).await.unwrap()
 }
 
@@ -141,7 +141,7 @@ async fn crash_on_the_third_model_call_then_a_new_process_resumes_from_the_last_
     let disk = Arc::new(Mutex::new(String::new()));
     let written = disk.clone();
     doomed.agent.add_step_hook(Box::new(move |state, progress| {
-        *written.lock().unwrap() = Checkpoint::new(state, progress).seal(&key());
+        *written.lock().unwrap() = Checkpoint::new(state, progress).seal(&key()).unwrap();
         Ok(())
     }));
     let crash = doomed.agent.run(REPLY_GOAL, "run-1").await.unwrap_err();
@@ -163,7 +163,7 @@ async fn crash_on_the_third_model_call_then_a_new_process_resumes_from_the_last_
 #[tokio::test]
 async fn tampered_or_junk_checkpoints_are_refused_before_they_become_state() {
     let p = parked().await;
-    let text = p.checkpoint.seal(&key());
+    let text = p.checkpoint.seal(&key()).unwrap();
     let mut outer: serde_json::Value = serde_json::from_str(&text).unwrap();
     let body = outer["body"].as_str().unwrap().replace(r#""awaiting_approval""#, r#""done""#);
     outer["body"] = body.into();
@@ -176,7 +176,7 @@ async fn tampered_or_junk_checkpoints_are_refused_before_they_become_state() {
         ("junk", "{}".to_string(), "not_a_checkpoint"),
         ("not json", "checkpoint".to_string(), "not_a_checkpoint"),
         ("unknown field", extra.to_string(), "not_a_checkpoint"),
-        ("other key", p.checkpoint.seal(&other_key), "bad_signature"),
+        ("other key", p.checkpoint.seal(&other_key).unwrap(), "bad_signature"),
     ];
     for (label, bad, code) in cases {
         let e = Checkpoint::open(&bad, &key()).unwrap_err();
@@ -222,7 +222,7 @@ async fn the_resumed_loop_matches_the_plain_loop_on_all_fourteen_rows() {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         plain.agent.add_step_hook(Box::new(move |state, progress| {
-            sink.lock().unwrap().push(Checkpoint::new(state, progress).seal(&key()));
+            sink.lock().unwrap().push(Checkpoint::new(state, progress).seal(&key()).unwrap());
             Ok(())
         }));
         let expected = plain.agent.run(&row.goal, &row.run_id()).await.unwrap();

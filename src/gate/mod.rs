@@ -240,20 +240,21 @@ pub struct AuditEvent {
     pub fingerprint: String,
 }
 
-/// Where a parked action stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PendingStatus {
-    /// Waiting for a person.
-    Pending,
-    /// Approved, not yet run.
-    Approved,
-    /// Refused by a person.
-    Denied,
-    /// Withdrawn.
-    Cancelled,
-    /// Approved and run; its result is stored.
-    Executed,
+codes! {
+    /// Where a parked action stands.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum PendingStatus {
+        /// Waiting for a person.
+        Pending = "pending",
+        /// Approved, not yet run.
+        Approved = "approved",
+        /// Refused by a person.
+        Denied = "denied",
+        /// Withdrawn.
+        Cancelled = "cancelled",
+        /// Approved and run; its result is stored.
+        Executed = "executed",
+    }
 }
 
 /// A granted write waiting for a human decision. Its call carries exactly the arguments

@@ -67,6 +67,9 @@ pub enum CheckpointError {
         "no signing key: set {SIGNING_KEY_ENV} to a secret of at least {MIN_KEY_BYTES} bytes, or {SIGNING_KEY_FILE_ENV} to a file holding one"
     )]
     MissingKey,
+    /// A checkpoint could not be written as JSON; nothing was signed.
+    #[error("checkpoint could not be encoded: {0}")]
+    Encode(String),
     /// The configured key is unusable.
     #[error("signing key: {0}")]
     BadKey(String),
@@ -296,10 +299,15 @@ impl Checkpoint {
     }
 
     /// The signed JSON text to store.
-    pub fn seal(&self, key: &SigningKey) -> String {
-        let body = serde_json::to_string(self).unwrap_or_default();
+    ///
+    /// # Errors
+    /// [`CheckpointError::Encode`] when the checkpoint cannot be written as JSON: nothing
+    /// is signed then, and no empty text stands in for it.
+    pub fn seal(&self, key: &SigningKey) -> Result<String, CheckpointError> {
+        let encode = |e: serde_json::Error| CheckpointError::Encode(e.to_string());
+        let body = serde_json::to_string(self).map_err(encode)?;
         let sealed = Sealed { format: CHECKPOINT_FORMAT.into(), signature: key.sign(&body), body };
-        serde_json::to_string(&sealed).unwrap_or_default()
+        serde_json::to_string(&sealed).map_err(encode)
     }
 
     /// Loads signed JSON text: shape, then signature (constant time), then the state rules.

@@ -51,6 +51,8 @@ codes! {
         DecisionMismatch = "decision_mismatch",
         /// The signed decision reviewed other arguments than the ones parked now.
         ChangedSinceReview = "changed_since_review",
+        /// The statement to sign could not be written as JSON; nothing was signed.
+        BadStatement = "bad_statement",
     }
 }
 
@@ -188,10 +190,16 @@ impl ApproverKey {
     }
 
     /// Signs `statement` with this key.
-    pub fn sign(&self, statement: &DecisionStatement) -> SignedDecision {
-        let text = serde_json::to_string(statement).unwrap_or_default();
+    ///
+    /// # Errors
+    /// [`IdentityError`] (`bad_statement`) when the statement cannot be written as JSON:
+    /// nothing is signed then.
+    pub fn sign(&self, statement: &DecisionStatement) -> Result<SignedDecision, IdentityError> {
+        let text = serde_json::to_string(statement).map_err(|e| {
+            IdentityError::new(IdentityCode::BadStatement, format!("the statement could not be encoded: {e}"))
+        })?;
         let signature = hex(&self.secret.sign(text.as_bytes()).to_bytes());
-        SignedDecision { statement: text, signature }
+        Ok(SignedDecision { statement: text, signature })
     }
 }
 

@@ -45,6 +45,9 @@ pub enum MemoryError {
     /// Reading or writing the file failed.
     #[error("memory file: {0}")]
     Io(#[from] std::io::Error),
+    /// The memory could not be written as JSON; nothing was saved.
+    #[error("memory could not be encoded: {0}")]
+    Encode(String),
 }
 
 /// One stored fact.
@@ -179,7 +182,10 @@ impl SessionMemory {
     }
 
     /// The JSON form of this memory (live notes only).
-    pub fn to_json(&self) -> String {
+    ///
+    /// # Errors
+    /// [`MemoryError::Encode`] if serialization fails; no text stands in for it.
+    pub fn to_json(&self) -> Result<String, MemoryError> {
         let saved = Saved {
             owner: self.owner.clone(),
             ttl_s: self.ttl.as_secs_f64(),
@@ -187,7 +193,7 @@ impl SessionMemory {
             max_chars: self.max_chars,
             notes: self.notes().into_iter().cloned().collect(),
         };
-        serde_json::to_string_pretty(&saved).unwrap_or_default()
+        serde_json::to_string_pretty(&saved).map_err(|e| MemoryError::Encode(e.to_string()))
     }
 
     /// Loads a memory; every note passes the write rules again (a tampered file cannot
@@ -214,9 +220,9 @@ impl SessionMemory {
     /// Saves to a file.
     ///
     /// # Errors
-    /// [`MemoryError::Io`].
+    /// [`MemoryError::Io`], or [`MemoryError::Encode`] before anything is written.
     pub fn save(&self, path: &std::path::Path) -> Result<(), MemoryError> {
-        std::fs::write(path, self.to_json())?;
+        std::fs::write(path, self.to_json()?)?;
         Ok(())
     }
 

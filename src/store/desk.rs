@@ -360,7 +360,7 @@ impl Desk {
         let tx = store.begin()?;
         rows::bind_key(&tx, key, true)?;
         let sent_before = rows::sent(&tx, key)?.good;
-        let spec_json = serde_json::to_string(spec).unwrap_or_default();
+        let spec_json = serde_json::to_string(spec).map_err(|e| StoreError::Encode(e.to_string()))?;
         let run_id = rows::new_run(&tx, &spec_json)?;
         let mut lab = spec.lab_config()?.build(env);
         with_outbox(&mut lab, sent_before.clone());
@@ -368,7 +368,7 @@ impl Desk {
         let sink = sealed.clone();
         let hook_key = key.clone();
         lab.agent.on_step.push(Box::new(move |state, progress| {
-            let text = Checkpoint::new(state, progress).seal(&hook_key);
+            let text = Checkpoint::new(state, progress).seal(&hook_key).map_err(|e| e.to_string())?;
             sink.lock().unwrap_or_else(PoisonError::into_inner).push((
                 state.step(),
                 state.status().name().to_string(),
@@ -387,7 +387,9 @@ impl Desk {
         for (step, status, text) in steps {
             rows::push_checkpoint(&tx, &run_id, step, &status, &text)?;
         }
-        let last = Checkpoint::of(&run).seal(key);
+        let last = Checkpoint::of(&run)
+            .seal(key)
+            .map_err(|source| DeskError::Checkpoint { run_id: run.state.run_id().to_string(), source })?;
         rows::push_checkpoint(&tx, &run_id, run.state.step(), run.state.status().name(), &last)?;
         for action in lab.agent.gate.pending().values() {
             rows::put_pending(&tx, action, key)?;
@@ -480,7 +482,8 @@ impl Desk {
         let Self { store, key, .. } = self;
         let tx = store.begin()?;
         rows::bind_key(&tx, key, true)?;
-        let run_id = rows::new_run(&tx, &serde_json::to_string(spec).unwrap_or_default())?;
+        let spec_json = serde_json::to_string(spec).map_err(|e| StoreError::Encode(e.to_string()))?;
+        let run_id = rows::new_run(&tx, &spec_json)?;
         tx.commit().map_err(StoreError::from)?;
         Ok(run_id)
     }
@@ -527,14 +530,16 @@ impl Desk {
         let request = queue.submit_as(&action, rows::new_request_id(&tx)?)?;
         let statement =
             DecisionStatement::new(&request, DeskAction::Approve.verb(), clock.now().as_secs_f64(), approver_key);
-        let signed = approver_key.sign(&statement);
+        let signed = approver_key.sign(&statement)?;
         signed.verify(&approver, &request, DeskAction::Approve.verb())?;
         let decision = queue.approve(&request.id, &approver.name, gate);
         if decision.code == DecisionCode::Ok {
             rows::put_decision(&tx, &request.id, &signed)?;
         }
         save_queue(&tx, &queue, audit_before, key)?;
-        let sealed = Checkpoint::of(run).seal(key);
+        let sealed = Checkpoint::of(run)
+            .seal(key)
+            .map_err(|source| DeskError::Checkpoint { run_id: run.state.run_id().to_string(), source })?;
         rows::push_checkpoint(&tx, &run_id, run.state.step(), run.state.status().name(), &sealed)?;
         for a in gate.pending().values().filter(|p| p.run_id == run_id) {
             rows::put_pending(&tx, a, key)?;
@@ -586,7 +591,7 @@ impl Desk {
                     return Err(DeskError::Identity(IdentityError::new(IdentityCode::UnknownKey, detail)));
                 }
                 let statement = DecisionStatement::new(&req, action.verb(), clock.now().as_secs_f64(), k);
-                let signed = k.sign(&statement);
+                let signed = k.sign(&statement)?;
                 // the same check a recorded decision passes, before anything runs
                 signed.verify(&approver, &req, action.verb())?;
                 (approver.name, Some(signed))
@@ -649,7 +654,9 @@ impl Desk {
             rows::put_decision(&tx, request_id, signed)?;
         }
         if resumed.run != before.into_run() {
-            let sealed = Checkpoint::of(&resumed.run).seal(key);
+            let sealed = Checkpoint::of(&resumed.run)
+                .seal(key)
+                .map_err(|source| DeskError::Checkpoint { run_id: resumed.run.state.run_id().to_string(), source })?;
             let state = &resumed.run.state;
             rows::push_checkpoint(&tx, &req.run_id, state.step(), state.status().name(), &sealed)?;
         }

@@ -84,6 +84,9 @@ const TABLES: &[&str] =
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
+    /// A value could not be written as JSON; nothing was stored.
+    #[error("store: a row could not be encoded: {0}")]
+    Encode(String),
     /// The file could not be opened or created.
     #[error("store {path}: cannot open: {detail}")]
     Open {
@@ -199,8 +202,10 @@ pub struct Store {
     read_only: bool,
 }
 
-fn to_json<T: Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+/// The JSON text of a row; a value that cannot be written is an error that stops the
+/// write (no empty text is ever stored or signed in its place).
+fn to_json<T: Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Encode(e.to_string()))
 }
 
 /// What SQLite says the open file holds.
@@ -601,7 +606,7 @@ pub(crate) mod rows {
     /// # Errors
     /// [`StoreError::Sql`].
     pub(crate) fn put_request(c: &Connection, r: &ApprovalRequest, key: &SigningKey) -> Result<(), StoreError> {
-        let json = to_json(r);
+        let json = to_json(r)?;
         let sig = key.sign_as(REQUEST_DOMAIN, &json);
         // an update first: an upsert would take a number of the id sequence each time
         let updated = c.execute(
@@ -641,7 +646,7 @@ pub(crate) mod rows {
     /// [`StoreError::Sql`].
     pub(crate) fn push_approval_audit(c: &Connection, lines: &[AuditLine]) -> Result<(), StoreError> {
         for l in lines {
-            c.execute("INSERT INTO approval_audit (json) VALUES (?1)", params![to_json(l)])?;
+            c.execute("INSERT INTO approval_audit (json) VALUES (?1)", params![to_json(l)?])?;
         }
         Ok(())
     }
@@ -670,7 +675,7 @@ pub(crate) mod rows {
     /// [`StoreError::Sql`].
     pub(crate) fn push_gate_audit(c: &Connection, events: &[AuditEvent]) -> Result<(), StoreError> {
         for e in events {
-            c.execute("INSERT INTO gate_audit (run_id, json) VALUES (?1, ?2)", params![e.run_id, to_json(e)])?;
+            c.execute("INSERT INTO gate_audit (run_id, json) VALUES (?1, ?2)", params![e.run_id, to_json(e)?])?;
         }
         Ok(())
     }
@@ -688,8 +693,8 @@ pub(crate) mod rows {
     /// # Errors
     /// [`StoreError::Sql`].
     pub(crate) fn put_pending(c: &Connection, p: &PendingAction, key: &SigningKey) -> Result<(), StoreError> {
-        let status = serde_json::to_value(p.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-        let json = to_json(p);
+        let status = p.status.as_str();
+        let json = to_json(p)?;
         c.execute(
             "INSERT INTO pending (run_id, pending_id, status, json, sig) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT(run_id, pending_id) DO UPDATE SET status = excluded.status, json = excluded.json, sig = excluded.sig",
@@ -740,7 +745,7 @@ pub(crate) mod rows {
         key: &SigningKey,
     ) -> Result<(), StoreError> {
         for e in sent {
-            let json = to_json(e);
+            let json = to_json(e)?;
             c.execute(
                 "INSERT INTO outbox (idempotency_key, run_id, json, sig) VALUES (?1, ?2, ?3, ?4)",
                 params![e.idempotency_key, run_id, json, key.sign_as(OUTBOX_DOMAIN, &json)],
@@ -797,7 +802,7 @@ pub(crate) mod rows {
     /// # Errors
     /// [`StoreError::Sql`] (e.g. the name is taken).
     pub(crate) fn put_approver(c: &Connection, a: &Approver, key: &SigningKey) -> Result<(), StoreError> {
-        let json = to_json(a);
+        let json = to_json(a)?;
         c.execute(
             "INSERT INTO approvers (name, json, sig) VALUES (?1, ?2, ?3)",
             params![a.name, json, key.sign_as(APPROVER_DOMAIN, &json)],
@@ -828,7 +833,7 @@ pub(crate) mod rows {
     /// # Errors
     /// [`StoreError::Sql`] (e.g. a request decided twice).
     pub(crate) fn put_decision(c: &Connection, request_id: &str, d: &SignedDecision) -> Result<(), StoreError> {
-        c.execute("INSERT INTO decisions (request_id, json) VALUES (?1, ?2)", params![request_id, to_json(d)])?;
+        c.execute("INSERT INTO decisions (request_id, json) VALUES (?1, ?2)", params![request_id, to_json(d)?])?;
         Ok(())
     }
 

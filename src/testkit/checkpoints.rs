@@ -126,7 +126,10 @@ pub fn check_checkpoint_text(
             ensure(reloaded.as_ref().ok() == Some(&cp.state), "a_loaded_state_passes_the_state_rules", || {
                 format!("{:?}", reloaded.err())
             })?;
-            let resealed = Checkpoint::open(&cp.seal(key), key);
+            let resealed = Checkpoint::open(
+                &cp.seal(key).map_err(|e| Broken { rule: "checkpoint_reseal", detail: e.to_string() })?,
+                key,
+            );
             ensure(resealed.as_ref().ok() == Some(&cp), "checkpoint_round_trip", || format!("{:?}", resealed.err()))?;
             Ok(Ok(cp))
         }

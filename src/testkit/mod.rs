@@ -380,8 +380,11 @@ pub fn check_memory_writes(writes: &[MemoryWrite]) -> Result<Vec<WriteCode>, Bro
         ensure(after.len() <= 4, "memory_limit_holds", || format!("{} live notes", after.len()))?;
         codes.push(code);
     }
-    let reloaded = SessionMemory::from_json(&memory.to_json(), clock.shared())
-        .map_err(|e| Broken { rule: "memory_reloads", detail: e.to_string() })?;
+    let reloaded = SessionMemory::from_json(
+        &memory.to_json().map_err(|e| Broken { rule: "memory_round_trip", detail: e.to_string() })?,
+        clock.shared(),
+    )
+    .map_err(|e| Broken { rule: "memory_reloads", detail: e.to_string() })?;
     ensure(snapshot(&reloaded) == snapshot(&memory), "memory_round_trip", || {
         format!("{:?} vs {:?}", snapshot(&reloaded), snapshot(&memory))
     })?;
@@ -407,8 +410,11 @@ pub fn check_memory_json(text: &str) -> Result<Option<usize>, Broken> {
         ensure(clean, "a_loaded_note_passes_the_rules", || format!("{n:?}"))?;
     }
     ensure(notes.len() <= 64, "memory_limit_holds", || format!("{} notes", notes.len()))?;
-    let again = SessionMemory::from_json(&memory.to_json(), clock.shared())
-        .map_err(|e| Broken { rule: "memory_reloads", detail: e.to_string() })?;
+    let again = SessionMemory::from_json(
+        &memory.to_json().map_err(|e| Broken { rule: "memory_round_trip", detail: e.to_string() })?,
+        clock.shared(),
+    )
+    .map_err(|e| Broken { rule: "memory_reloads", detail: e.to_string() })?;
     ensure(snapshot(&again) == notes, "memory_round_trip", || format!("{:?} vs {notes:?}", snapshot(&again)))?;
     Ok(Some(notes.len()))
 }
