@@ -45,9 +45,7 @@ impl fmt::Display for TraceKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TraceLine {
-    /// The step.
     pub step: u32,
-    /// The kind.
     pub kind: TraceKind,
     /// The code (`ok` or a named rejection).
     pub code: Cow<'static, str>,
@@ -71,7 +69,6 @@ pub struct Trace {
     /// The role that made them, for multi-agent runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
-    /// The lines.
     pub lines: Vec<TraceLine>,
 }
 

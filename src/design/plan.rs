@@ -31,7 +31,6 @@ pub(crate) const MAX_PLAN_BYTES: usize = 8 * 1024;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanStep {
-    /// The tool.
     pub tool: String,
     /// Its arguments (an object).
     pub arguments: Value,

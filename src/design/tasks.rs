@@ -30,7 +30,6 @@ pub struct DesignTask {
     /// What the task shows.
     #[serde(default)]
     pub note: String,
-    /// The goal.
     pub goal: String,
     /// Tools the task needs called.
     pub needs: Vec<String>,

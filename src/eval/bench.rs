@@ -40,7 +40,6 @@ pub enum BenchError {
     /// A run ended other than `done`: the figure would measure something else.
     #[error("run {run_id} ended {reason}, not done")]
     WrongOutcome {
-        /// The run.
         run_id: String,
         /// How it ended.
         reason: MultiReason,

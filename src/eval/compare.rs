@@ -81,7 +81,6 @@ pub async fn plan_checks(env: &Env, goal: &str) -> Result<Vec<PlanCheckRow>, Des
 pub struct DesignRow {
     /// Task id.
     pub task: String,
-    /// The design.
     pub design: Design,
     /// How it ended.
     pub code: DesignCode,

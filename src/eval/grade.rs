@@ -61,7 +61,6 @@ impl ProblemCode {
 /// One problem: a code and what it is about (a tool, or the run's status).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Problem {
-    /// The code.
     pub code: ProblemCode,
     /// The tool or status it is about.
     pub about: String,

@@ -47,7 +47,6 @@ pub struct Limits {
 pub struct SingleExpect {
     /// `running`, `awaiting_approval`, `done` or `stopped`.
     pub status: String,
-    /// The reason.
     pub reason: StopReason,
     /// Tool names sent to the gate, in order.
     pub calls: Vec<String>,

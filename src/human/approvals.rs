@@ -174,9 +174,7 @@ pub struct AuditLine {
     pub actor: String,
     /// `submit`, `approve`, `deny`, `cancel` or `expire`.
     pub action: String,
-    /// The request.
     pub request_id: String,
-    /// The tool.
     pub tool: String,
     /// Fingerprint of the call.
     pub fingerprint: String,

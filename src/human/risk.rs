@@ -40,7 +40,6 @@ codes! {
 /// A tool's classification.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Risk {
-    /// Its effect.
     pub effect: Effect,
     /// The review it needs.
     pub level: Level,

@@ -69,7 +69,6 @@ pub enum AttackStyle {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Effect {
-    /// The tool.
     pub tool: String,
     /// Its arguments; they must pass the tool's schema.
     pub arguments: Value,

@@ -148,7 +148,6 @@ pub fn parse_blocks(text: &str) -> Vec<Block> {
 /// asked for. [`parse_blocks`] is these, made owned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct BlockRef<'a> {
-    /// The tag.
     pub tag: &'a str,
     /// The attributes, escaped, as written in the head.
     attrs: &'a str,

@@ -138,11 +138,8 @@ pub struct Verdict {
 /// A parsed, checked message body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
-    /// A brief.
     Brief(Brief),
-    /// A finding.
     Finding(Finding),
-    /// A verdict.
     Verdict(Verdict),
 }
 

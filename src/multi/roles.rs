@@ -139,7 +139,6 @@ pub(crate) struct Assigned {
 /// the inbox and ends the actor.
 #[derive(Debug)]
 pub(crate) struct RoleHandle {
-    /// The role.
     pub role: Role,
     tx: mpsc::Sender<RoleMsg>,
 }
@@ -276,11 +275,9 @@ pub(crate) struct CallRole {
     pub prices: Arc<PriceTable>,
     /// The user the run acts for.
     pub user: String,
-    /// The run.
     pub run_id: String,
     /// The trusted system prompt.
     pub prompt: &'static str,
-    /// Its trace.
     pub trace: Trace,
 }
 
@@ -462,7 +459,6 @@ fn is_ticket_id(s: &str) -> bool {
 pub(crate) struct ResearchRole {
     /// The loop; its gate is the researcher's scoped gate, its cancel token the role's.
     pub agent: Agent,
-    /// The run.
     pub run_id: String,
     /// The loop's own step limit (the run's remaining calls may lower it).
     pub max_steps: u32,

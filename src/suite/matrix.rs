@@ -290,7 +290,6 @@ impl MatrixSpec {
 pub struct VariantRun {
     /// Index into [`MatrixSpec::configs`].
     pub config: usize,
-    /// The task.
     pub task: String,
     /// The planted payload, or `None` for the benign run.
     pub attack: Option<String>,

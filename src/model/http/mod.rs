@@ -90,7 +90,6 @@ impl fmt::Display for HttpCode {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub(crate) struct HttpFailure {
-    /// The code.
     pub code: HttpCode,
     /// Details.
     pub message: String,
