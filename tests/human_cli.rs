@@ -6,6 +6,7 @@ use rolegate::store::{Desk, Store};
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::util::stdout;
 use crate::util::{env, temp_dir};
 
 const KEY: &str = "cli-test signing key, not a real secret";
@@ -14,19 +15,7 @@ fn rolegate(store: &Path, args: &[&str]) -> Output {
     if args.contains(&"lena.key") {
         crate::util::register_lena(store, KEY);
     }
-    Command::new(env!("CARGO_BIN_EXE_rolegate"))
-        .current_dir(store.parent().unwrap())
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .env("ROLEGATE_SIGNING_KEY", KEY)
-        .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    crate::util::run_binary(store, KEY, args)
 }
 
 fn park(store: &Path) -> Output {

@@ -9,31 +9,15 @@ use rolegate::gate::PendingAction;
 use rolegate::human::{ApprovalRequest, ApproverKey, DecisionStatement, RequestStatus, SigningKey};
 use rolegate::store::{PENDING_DOMAIN, REQUEST_DOMAIN};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::util::{REPLY_GOAL, register_lena, temp_dir};
+use crate::util::{stderr, stdout};
 
 const KEY: &str = "identity test signing key, held by requesters too";
 
 fn rolegate(store: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rolegate"))
-        .current_dir(store.parent().unwrap())
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .env("ROLEGATE_SIGNING_KEY", KEY)
-        .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-        .env_remove("ROLEGATE_TEST_CRASH_AT")
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    crate::util::run_binary(store, KEY, args)
 }
 
 /// A store with `n` runs parked by kwame (req-1…) and lena registered (`lena.key`).

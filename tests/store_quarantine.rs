@@ -4,9 +4,10 @@
 //! `rolegate store check` names every such row (exit 1); nothing is deleted.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::util::{REPLY_GOAL, temp_dir};
+use crate::util::{stderr, stdout};
 
 const KEY: &str = "store-quarantine test signing key, not a real secret";
 
@@ -14,24 +15,7 @@ fn rolegate(store: &Path, args: &[&str]) -> Output {
     if args.contains(&"lena.key") {
         crate::util::register_lena(store, KEY);
     }
-    Command::new(env!("CARGO_BIN_EXE_rolegate"))
-        .current_dir(store.parent().unwrap())
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .env("ROLEGATE_SIGNING_KEY", KEY)
-        .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-        .env_remove("ROLEGATE_TEST_CRASH_AT")
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    crate::util::run_binary(store, KEY, args)
 }
 
 fn park(store: &Path) {

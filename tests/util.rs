@@ -187,3 +187,28 @@ pub fn register_lena(store: &std::path::Path, signing_key: &str) -> std::path::P
     }
     key
 }
+
+/// Runs the `rolegate` binary on `store` (in its folder) with `args`, signing with `key`;
+/// a key file or a crash point set in the environment is removed.
+pub fn run_binary(store: &std::path::Path, key: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
+        .current_dir(store.parent().unwrap())
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .env("ROLEGATE_SIGNING_KEY", key)
+        .env_remove("ROLEGATE_SIGNING_KEY_FILE")
+        .env_remove("ROLEGATE_TEST_CRASH_AT")
+        .output()
+        .expect("the binary runs")
+}
+
+/// What a process printed on standard output.
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What a process printed on standard error.
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
