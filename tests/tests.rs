@@ -27,6 +27,7 @@ mod hardening_faults;
 mod hardening_props;
 mod hardening_regressions;
 mod hardening_roles;
+mod hardening_secrets;
 mod hardening_store;
 mod hardening_trace;
 mod multi_actors;

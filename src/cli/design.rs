@@ -41,7 +41,7 @@ pub(crate) struct RunArgs {
 }
 
 fn fail(message: impl std::fmt::Display) -> u8 {
-    eprintln!("rolegate: {message}");
+    eprintln!("rolegate: {}", crate::security::redact(&message.to_string()));
     EXIT_USAGE
 }
 
@@ -173,7 +173,7 @@ fn print_outcome(o: &DesignOutcome) {
         o.design, o.code, o.calls, o.model_calls, o.input_tokens, o.emails
     ));
     if let Some(a) = &o.answer {
-        out(a);
+        out(&crate::security::redact(a));
     }
 }
 

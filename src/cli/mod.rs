@@ -190,8 +190,10 @@ pub const EXIT_MISMATCH: u8 = 1;
 /// Exit code: unusable input.
 pub const EXIT_USAGE: u8 = 2;
 
-/// Writes a line to stdout; a closed pipe is not an error.
+/// Writes a line to stdout; a closed pipe is not an error. A secret the process was given
+/// (the API key, the signing key) is replaced whatever line it is in.
 pub(crate) fn out(line: &str) -> bool {
+    let line = crate::security::hide_secrets(line);
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{line}").is_ok()
 }

@@ -56,10 +56,16 @@ pub enum ConfigError {
 pub struct ApiKey(String);
 
 impl ApiKey {
-    /// A key; `None` for an empty or blank value.
+    /// A key; `None` for an empty or blank value. The key is registered with the
+    /// redactor ([`crate::security::register_secret`]): from now on its exact value is
+    /// replaced in every trace, report and error message, whatever its shape.
     pub fn new(key: impl Into<String>) -> Option<Self> {
         let key = key.into();
-        if key.trim().is_empty() { None } else { Some(Self(key.trim().to_string())) }
+        if key.trim().is_empty() {
+            return None;
+        }
+        crate::security::register_secret(key.trim());
+        Some(Self(key.trim().to_string()))
     }
 
     /// The key itself, for the `Authorization` header only.

@@ -359,11 +359,12 @@ fn classify(status: StatusCode, retry_after: Option<Duration>, bytes: Vec<u8>) -
     }
 }
 
-/// The start of an error body, on one line.
+/// The start of an error body, on one line, redacted: a server may echo the key it was
+/// sent (`{"error": "bad key …"}`), which is then hidden before the message exists.
 fn quote(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    one_line.chars().take(BODY_QUOTE_CHARS).collect()
+    crate::security::redact(&one_line).chars().take(BODY_QUOTE_CHARS).collect()
 }
 
 async fn read_limited(resp: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, HttpFailure> {
