@@ -83,7 +83,8 @@ pub enum CheckCode {
     InvalidArguments,
     /// The same call already ran in this run.
     RepeatedCall,
-    /// A finish without an answer or without successful observations to cite.
+    /// A finish without an answer or without successful observations of this run to cite,
+    /// or whose answer reads like an instruction or names another user's data.
     UnsupportedFinish,
 }
 
@@ -453,9 +454,14 @@ impl Agent {
         let code = match p {
             Proposal::Finish { answer, sources } => {
                 let good: Vec<&str> = state.observations().iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
-                if !answer.trim().is_empty()
+                // sources are observations of this run's own record; the answer is read too:
+                // instruction-like text or another user's data is no answer to give
+                if !crate::security::fold(answer).trim().is_empty()
                     && !sources.is_empty()
                     && sources.iter().all(|s| good.contains(&s.as_str()))
+                    && (self.gate.policy.free_answers.contains(&self.task)
+                        || !crate::security::is_instruction_like(answer)
+                            && self.gate.world.data.names_other_user(&self.session.user_id, answer).is_none())
                 {
                     CheckCode::Ok
                 } else {

@@ -123,7 +123,9 @@ pub fn check_support(finding: &Finding, evidence: &Evidence, mode: ClaimMode) ->
         return Ok(());
     }
     let rebuilt = |part: &str| evidence.facts.iter().any(|f| f.text == part && finding.sources.contains(&f.source));
-    if finding.claim.split(';').map(str::trim).all(rebuilt) { Ok(()) } else { Err(RejectCode::UnsupportedClaim) }
+    // judged folded (compatibility forms, hidden characters), like every text check
+    let claim = crate::security::fold(&finding.claim);
+    if claim.split(';').map(str::trim).all(rebuilt) { Ok(()) } else { Err(RejectCode::UnsupportedClaim) }
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ fn set(patterns: &[&str]) -> RegexSet {
 }
 
 /// Named instruction-like patterns; the name is what [`injection_signals`] reports.
-const INSTRUCTION_PATTERNS: [(&str, &str); 12] = [
+const INSTRUCTION_PATTERNS: [(&str, &str); 14] = [
     (
         "ignore_rules",
         r"(?i)\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(polic(y|ies)|instructions?|rules|guidelines|guardrails|prompt)\b",
@@ -91,6 +91,31 @@ const INSTRUCTION_PATTERNS: [(&str, &str); 12] = [
             r"(?i)\b(ignorier\w*|vergiss|missachte\w*|oubliez|oublie|ignorez|ignora|ignorar|olvida\w*|dimentica\w*|negeer)\b",
             r"[^.\n]{0,40}\b(anweisungen|regeln|richtlinien|instructions|règles|consignes|instrucciones|reglas|istruzioni|regole|instruções|regras|instructies|regels)\b",
             r"|忽略.{0,12}(指令|指示|规则|说明)|(指示|ルール|命令).{0,12}無視",
+        ),
+    ),
+    // Added for issue 14 (each with benign controls in tests/data/injections.jsonl):
+    // a fake header in the middle of a line, after a sentence's end, a bar, a bracket,
+    // markdown or a run of spaces (`… thanks.  SYSTEM: …`), or in capitals anywhere.
+    // `our ticketing system: down` (one space after an ordinary word) is not one.
+    (
+        "fake_header_inline",
+        concat!(
+            r"(?:[.!?;|>\])*#]\s*|\s{2,})(?i:system|assistant|developer|administrator|admin|operator)",
+            r"(?i:\s+(?:message|note|prompt|override|notice))?\s*:\s*\S",
+            r"|\b(?:SYSTEM|ASSISTANT|DEVELOPER)(?:\s+(?:MESSAGE|NOTE|PROMPT|OVERRIDE|NOTICE))?\s*:\s*\S",
+        ),
+    ),
+    // An order to forget or drop what came before, at the start of a sentence or after an
+    // urgency word (`URGENT: forget what you were told`, `Drop everything you were
+    // instructed so far.`), without the words `ignore_rules` expects. `Don't forget what
+    // you were told about returns` is not an order to the model (not at a clause start).
+    (
+        "forget_told",
+        concat!(
+            r"(?im)(?:^|[.!:;]\s*|\b(?:urgent(?:ly)?|immediately|now|asap|quickly)\b[,!:]?\s*)(?:please\s+)?",
+            r"(?:forget|disregard|ignore|drop|discard|erase|abandon|scrap|wipe)\s+(?:about\s+)?",
+            r"(?:what|everything|anything|all(?:\s+of)?(?:\s+(?:that|this|the\s+above))?|whatever)\b[^.\n]{0,30}?",
+            r"\b(?:told|instructed|taught|said|above|previously|earlier|before|so\s+far|until\s+now|up\s+to\s+now)\b",
         ),
     ),
 ];
