@@ -24,6 +24,7 @@ mod human_store;
 
 mod hardening_corpora;
 mod hardening_faults;
+mod hardening_limits;
 mod hardening_props;
 mod hardening_regressions;
 mod hardening_roles;

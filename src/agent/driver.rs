@@ -309,6 +309,10 @@ impl Agent {
         // gate awaits a tool below (the loop's future stays small)
         let (proposal, code, fingerprint) = {
             let cancel = self.cancel.clone();
+            // the time left is a deadline the model client keeps: a call, its retries and
+            // their waits end there (`time_budget`), not only the next step's check
+            let left = self.budget.max_seconds.saturating_sub(progress.worked);
+            self.decider.set_deadline(tokio::time::Instant::now().checked_add(left));
             let answer = tokio::select! {
                 biased;
                 () = cancel.cancelled() => None,
@@ -321,7 +325,8 @@ impl Agent {
                 }
                 Some(Err(ModelError::Failed { code, message })) => {
                     progress.trace.add(step, TraceKind::Model, code, &message);
-                    return Ok(Step::End(state.into_stopped(StopReason::ModelError)?));
+                    let reason = if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError };
+                    return Ok(Step::End(state.into_stopped(reason)?));
                 }
                 Some(Err(crash)) => return Err(AgentError::Model(crash)),
                 Some(Ok(r)) => r,
@@ -500,7 +505,7 @@ impl Agent {
         if !self.decider.is_free() {
             let price = self.prices.price(&request.model)?;
             let worst = price.cost(input_tokens, u64::from(request.max_tokens));
-            if progress.ledger.summary().cost + worst > b.max_cost {
+            if progress.ledger.summary().cost.saturating_add(worst) > b.max_cost {
                 return Ok(Some(StopReason::CostBudget));
             }
         }

@@ -7,6 +7,7 @@ mod check;
 mod compare;
 mod design;
 mod desk;
+mod input;
 mod model_args;
 mod outbox;
 mod parked;
@@ -216,6 +217,10 @@ pub fn main() -> ExitCode {
     };
     let export = match &cli.trace_json {
         Some(path) => {
+            if let Err(e) = input::output_path(path) {
+                eprintln!("rolegate: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
             match crate::agent::TraceExport::install_file(path, std::sync::Arc::new(crate::cost::TokioClock::new())) {
                 Ok(e) => Some(e),
                 Err(e) => {

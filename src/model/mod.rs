@@ -194,6 +194,10 @@ pub trait LlmClient: Send {
     /// a client that can abandon its own work in flight stops when it fires. Callers still
     /// race every call against their token; the default does nothing more.
     fn bind_cancel(&mut self, _token: CancellationToken) {}
+    /// Hands the client the run's deadline: a call, its retries and its waits end there
+    /// (the HTTP client answers `time_budget`); `None` lifts it. The default ignores it (a
+    /// fake answers at once).
+    fn set_deadline(&mut self, _deadline: Option<tokio::time::Instant>) {}
 }
 
 /// What the agent loop asks for the next proposal.
@@ -213,6 +217,9 @@ pub trait Decider: Send {
     /// Ties the decider's model client to a cancellation token (see
     /// [`LlmClient::bind_cancel`]); the default does nothing.
     fn bind_cancel(&mut self, _token: CancellationToken) {}
+    /// Hands the decider's model client the run's deadline (see
+    /// [`LlmClient::set_deadline`]); the default does nothing.
+    fn set_deadline(&mut self, _deadline: Option<tokio::time::Instant>) {}
 }
 
 /// A decider that asks a model client.
@@ -250,6 +257,10 @@ impl Decider for ModelDecider {
     fn bind_cancel(&mut self, token: CancellationToken) {
         self.client.bind_cancel(token);
     }
+
+    fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
+        self.client.set_deadline(deadline);
+    }
 }
 
 /// A client wrapper that makes every call take simulated time on a [`ManualClock`], so a
@@ -281,6 +292,10 @@ impl<C: LlmClient> LlmClient for SlowClient<C> {
     fn bind_cancel(&mut self, token: CancellationToken) {
         self.inner.bind_cancel(token);
     }
+
+    fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
+        self.inner.set_deadline(deadline);
+    }
 }
 
 impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
@@ -298,5 +313,9 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
 
     fn bind_cancel(&mut self, token: CancellationToken) {
         (**self).bind_cancel(token);
+    }
+
+    fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
+        (**self).set_deadline(deadline);
     }
 }
