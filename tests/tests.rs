@@ -23,6 +23,7 @@ mod human_resume;
 mod human_store;
 
 mod hardening_corpora;
+mod hardening_exit;
 mod hardening_faults;
 mod hardening_limits;
 mod hardening_props;

@@ -83,7 +83,7 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
     match run_design(design, &args.goal, &env, &cfg).await {
         Ok(outcome) => {
             print_outcome(&outcome);
-            EXIT_OK
+            super::run_checks::exit_for(outcome.code.as_str())
         }
         Err(e) => fail(e),
     }
@@ -151,11 +151,11 @@ async fn multi(args: &RunArgs) -> u8 {
                     break;
                 }
             }
-            EXIT_OK
+            super::run_checks::exit_for(run.reason.as_str())
         }
         Ok(other) => {
             print_outcome(&other);
-            EXIT_OK
+            super::run_checks::exit_for(other.code.as_str())
         }
         Err(e) => fail(e),
     }
@@ -211,6 +211,11 @@ async fn policypal(args: &RunArgs, fake: &str, http: Option<&HttpConfig>, env: &
         };
     }
     let outcome = run.outcome();
+    // a card shown for the user's decision is a parked run, like an approval
+    let code = match &run.reply {
+        PalReply::Confirm(_) => EXIT_OK,
+        _ => super::run_checks::exit_for(outcome.code.as_str()),
+    };
     print_outcome(&crate::design::DesignOutcome { emails: lab.world.outbox.len(), ..outcome });
-    EXIT_OK
+    code
 }

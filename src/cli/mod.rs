@@ -1,5 +1,6 @@
 //! The command line. Subcommands only parse arguments and call the library; exit codes
-//! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
+//! are 0 (all as expected), 1 (a row or check did not match; for `run`: the run stopped
+//! for any reason but `done` or a parked approval) and 2 (unusable input).
 
 mod approvals;
 mod bench;
@@ -12,6 +13,7 @@ mod model_args;
 mod outbox;
 mod parked;
 mod report;
+mod run_checks;
 pub mod run_multi;
 mod suite;
 
@@ -264,6 +266,11 @@ pub fn main() -> ExitCode {
                 reviewer,
                 claims,
             } => {
+                // unknown names are unusable input: refused before anything runs
+                if let Err(e) = run_checks::known_names(&user, task.as_deref(), &grant) {
+                    eprintln!("rolegate: {e}");
+                    return EXIT_USAGE;
+                }
                 let roles = crate::multi::Behaviours { planner, researcher, reviewer };
                 if design != "single" {
                     let model = if model == "auto" { "fake:sensible".to_string() } else { model };

@@ -264,7 +264,7 @@ pub(crate) async fn run_one(
                 run.calls(),
                 lab.world.outbox.len()
             ));
-            EXIT_OK
+            super::run_checks::exit_for(run.state.status().name())
         }
         Err(e) => {
             eprintln!("rolegate: {e}");
