@@ -32,22 +32,25 @@ fn rolegate(store: &Path, args: &[&str], as_nobody: bool) -> Output {
     cmd.output().expect("the binary runs")
 }
 
+/// Where [`nobody_binary`] copied the binary, once it did.
+static NOBODY_COPY: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
+
 /// The binary copied where `nobody` can reach it: the build's own copy may sit in a
 /// checkout under a private (0700) directory, which `nobody` cannot enter. The copy lives
 /// in a fresh world-readable directory under `/tmp`, made once per test process.
 fn nobody_binary() -> Result<std::path::PathBuf, String> {
-    static COPY: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
-    COPY.get_or_init(|| {
-        let dir = Path::new("/tmp").join(format!("rolegate-nobody-bin-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
-        let bin = dir.join("rolegate");
-        fs::copy(env!("CARGO_BIN_EXE_rolegate"), &bin).map_err(|e| format!("copying the binary: {e}"))?;
-        fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
-        Ok(bin)
-    })
-    .clone()
+    NOBODY_COPY
+        .get_or_init(|| {
+            let dir = Path::new("/tmp").join(format!("rolegate-nobody-bin-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+            let bin = dir.join("rolegate");
+            fs::copy(env!("CARGO_BIN_EXE_rolegate"), &bin).map_err(|e| format!("copying the binary: {e}"))?;
+            fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+            Ok(bin)
+        })
+        .clone()
 }
 
 /// Whether a command run as `nobody` can run the binary and reach `store` (its
@@ -157,6 +160,7 @@ fn a_read_only_store_decides_nothing_and_the_approval_runs_once_when_it_is_writa
             // a read-only file to a user who cannot reach it at all
             println!("skipped: this test needs another user (nobody) to reach the store: {why}");
             make_writable(&store);
+            remove_nobody_binary();
             return;
         }
     }
@@ -178,6 +182,16 @@ fn a_read_only_store_decides_nothing_and_the_approval_runs_once_when_it_is_writa
     assert_eq!(fs::read(&store).unwrap(), approved);
     make_writable(&store);
     approve_again_sends_nothing(&store);
+    remove_nobody_binary();
+}
+
+/// Removes the copy [`nobody_binary`] made, if it made one.
+fn remove_nobody_binary() {
+    if let Some(Ok(bin)) = NOBODY_COPY.get() {
+        if let Some(dir) = bin.parent() {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
 }
 
 #[test]
