@@ -671,6 +671,15 @@ async fn the_fuzz_seeds_hold_every_invariant() {
         let (channel, claims, text) = envelope_input(&data).unwrap();
         let _verdict = check_envelope(&ctx, channel, text, claims).unwrap_or_else(|b| panic!("{name}: {b}"));
     }
+    for (name, data) in seeds("fold") {
+        let text = std::str::from_utf8(&data).unwrap();
+        rolegate::eval::invariants::check_fold(text).unwrap_or_else(|b| panic!("{name}: {b}"));
+    }
+    for (name, data) in seeds("redact") {
+        let text = std::str::from_utf8(&data).unwrap();
+        let red = rolegate::eval::invariants::check_redact(text).unwrap_or_else(|b| panic!("{name}: {b}"));
+        assert!(!red.contains(rolegate::eval::invariants::FUZZ_SECRET), "{name}");
+    }
     let (key, other) = keys().unwrap();
     for (name, data) in seeds("checkpoint") {
         let (mode, text) = checkpoint_input(&data).unwrap();

@@ -28,12 +28,16 @@
 //! - no e-mail leaves without an approved, unexpired, non-self decision, and a decision
 //!   applies at most once ([`approvals`]);
 //! - a `check` command's line reader gives every line one known verdict that depends on
-//!   that line alone ([`check_lines`], for the `check` command's reader).
+//!   that line alone ([`check_lines`], for the `check` command's reader);
+//! - folding is idempotent and every text check judges a text and its fold alike;
+//!   redaction never shows a registered secret and leaves nothing its checks would still
+//!   call sensitive ([`text`]).
 
 pub mod approvals;
 pub mod check_lines;
 pub mod checkpoints;
 pub mod envelopes;
+pub mod text;
 
 pub use approvals::{ApprovalOp, ApprovalVerdict, check_approval_ops};
 pub use check_lines::{LineKind, check_checker_line, check_line_reader, check_lines_input};
@@ -42,6 +46,7 @@ pub use checkpoints::{
     checkpoint_input,
 };
 pub use envelopes::{CHANNELS, EnvelopeContext, EnvelopeVerdict, check_envelope, envelope_input, verdict_code};
+pub use text::{FUZZ_SECRET, check_fold, check_redact};
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
