@@ -191,3 +191,11 @@ fn each_redaction_class_is_hidden_and_its_benign_control_is_not() {
     assert!(has_personal_data("ｋｗａｍｅ＠ｇｍａｉｌ．ｃｏｍ"));
     assert!(has_secret("api key 9f8e7d6c5b4a39281706xyz"));
 }
+
+#[test]
+fn a_secret_glued_to_a_number_and_one_uncovered_by_another_placeholder_are_hidden() {
+    // found by the fold/redact property test: a placeholder can start a new match
+    assert_eq!(redact("＋４４ ２０ ７９４６ ０９５８password: hunter2"), "[phone][secret]");
+    assert_eq!(redact("0958password: hunter2"), "0958[secret]");
+    assert!(has_secret("0958password: hunter2"));
+}

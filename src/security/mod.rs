@@ -126,7 +126,9 @@ static INSTRUCTION_SET: LazyLock<RegexSet> = LazyLock::new(|| {
     set(&patterns)
 });
 
-const SECRET_PATTERN: &str = r"(?i)\b(api[_-]?key|secret|passw(or)?d|access[_-]?token|bearer)\b\s*[:=]\s*\S+";
+/// An assignment of a secret (`password: …`, `api_key=…`), also when the word is glued to
+/// what comes before it (`0958password: …`).
+const SECRET_PATTERN: &str = r"(?i)(api[_-]?key|secret|passw(or)?d|access[_-]?token|bearer)\b\s*[:=]\s*\S+";
 const KEY_SHAPE_PATTERN: &str = concat!(
     r"\bsk-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b",
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----",
@@ -274,7 +276,9 @@ pub fn has_personal_data(text: &str) -> bool {
 /// and spelled out), IBANs, card and phone numbers, all judged on the [`fold`]ed text.
 /// Returns the input unchanged (borrowed) when there is nothing to hide; a text whose only
 /// secret is a registered one keeps its other characters as they were; otherwise the
-/// result is the folded text with placeholders.
+/// result is the folded text with placeholders, the patterns applied again until they
+/// find nothing (a placeholder can start a new match), and `[redacted]` for a text that
+/// still holds something after four passes.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let unsecret = secrets::hide_registered(text);
     let base: &str = unsecret.as_deref().unwrap_or(text);
@@ -292,7 +296,24 @@ pub fn redact(text: &str) -> Cow<'_, str> {
             None => Cow::Borrowed(text),
         };
     }
-    let out = KEY_SHAPE.replace_all(judged, "[secret]");
+    // a replacement can make a new match (a placeholder ends a word the text ran on:
+    // `0958password: x` becomes `[phone]password: x`), so the pass runs until nothing
+    // sensitive is left, a few times at most; a text still sensitive then is hidden whole
+    let mut out = hide_pass(judged);
+    for _ in 0..3 {
+        let left = sensitive(&out);
+        if !left.secret && !left.personal {
+            return Cow::Owned(out);
+        }
+        out = hide_pass(&out);
+    }
+    let left = sensitive(&out);
+    if left.secret || left.personal { Cow::Borrowed("[redacted]") } else { Cow::Owned(out) }
+}
+
+/// One pass of every pattern over `text`, in a fixed order.
+fn hide_pass(text: &str) -> String {
+    let out = KEY_SHAPE.replace_all(text, "[secret]");
     let out = SECRET.replace_all(&out, "[secret]").into_owned();
     let out = KEY_AFTER_WORD
         .replace_all(&out, |c: &regex::Captures<'_>| {
@@ -315,13 +336,12 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         })
         .into_owned();
     let out = CARD.replace_all(&out, "[card]").into_owned();
-    let out = PHONE
+    PHONE
         .replace_all(&out, |c: &regex::Captures<'_>| {
             let m = c.get(0).map_or("", |m| m.as_str());
             if m.chars().filter(char::is_ascii_digit).count() >= 9 { "[phone]".to_string() } else { m.to_string() }
         })
-        .into_owned();
-    Cow::Owned(out)
+        .into_owned()
 }
 
 /// Clips `text` to at most `max` characters (not bytes), never splitting a character.
