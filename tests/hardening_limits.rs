@@ -306,3 +306,21 @@ async fn seeded_clients_repeat_their_waits_and_different_seeds_differ() {
     // each is between its half and its whole
     assert!(one < Duration::from_millis(7500) && one >= Duration::from_millis(3750), "{one:?}");
 }
+
+#[tokio::test]
+async fn a_role_call_ends_at_the_multi_runs_deadline_with_time_budget() {
+    use rolegate::multi::{MultiConfig, MultiEnv, MultiReason, RoleSetup};
+    // every role on a server that answers 429 with Retry-After: 5; the run has 2 s
+    let server = Server::start(vec![], Some(Reply::Status(429, "slow down", Some("5")))).await;
+    let mut cfg = http_cfg(&server, "local-model", ToolMode::Native);
+    cfg.endpoint.retry.max_retries = 10;
+    let menv = MultiEnv::new(&http_env()).unwrap();
+    let mut config = MultiConfig { user: "kwame".into(), ..MultiConfig::default() };
+    config.budget.max_seconds = Duration::from_secs(2);
+    let started = tokio::time::Instant::now();
+    let run =
+        rolegate::multi::run(&menv, config, RoleSetup::http(&cfg).models(), "Status of T-601?", "run-1").await.unwrap();
+    assert_eq!(run.reason, MultiReason::TimeBudget, "{:?}", run.traces);
+    assert_eq!(server.seen().len(), 1, "the planner's one attempt; no retry ends past the deadline");
+    assert!(started.elapsed() < Duration::from_secs(2), "nothing waited for the 5 s");
+}
