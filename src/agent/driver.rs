@@ -84,7 +84,8 @@ pub enum CheckCode {
     /// The same call already ran in this run.
     RepeatedCall,
     /// A finish without an answer or without successful observations of this run to cite,
-    /// or whose answer reads like an instruction or names another user's data.
+    /// or whose answer, read ([`crate::agent::answer_problem`]), is an instruction, names
+    /// another user's data, or names a ticket or status no cited read gave.
     UnsupportedFinish,
 }
 
@@ -465,8 +466,14 @@ impl Agent {
                     && !sources.is_empty()
                     && sources.iter().all(|s| good.contains(&s.as_str()))
                     && (self.gate.policy.free_answers.contains(&self.task)
-                        || !crate::security::is_instruction_like(answer)
-                            && self.gate.world.data.names_other_user(&self.session.user_id, answer).is_none())
+                        || super::answer_problem(
+                            answer,
+                            sources,
+                            state.observations(),
+                            &self.session.user_id,
+                            &self.gate.world.data,
+                        )
+                        .is_none())
                 {
                     CheckCode::Ok
                 } else {
