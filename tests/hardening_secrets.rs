@@ -199,3 +199,27 @@ fn a_secret_glued_to_a_number_and_one_uncovered_by_another_placeholder_are_hidde
     assert_eq!(redact("0958password: hunter2"), "0958[secret]");
     assert!(has_secret("0958password: hunter2"));
 }
+
+#[test]
+fn a_mismatch_quoting_the_rows_expectation_is_redacted_in_every_format() {
+    let row = std::fs::read_to_string(format!("{}/data/scenarios.jsonl", env!("CARGO_MANIFEST_DIR")))
+        .unwrap()
+        .lines()
+        .find(|l| l.contains(r#""id": "s01""#))
+        .unwrap()
+        .replace(r#""calls": ["get_ticket", "lookup_document"]"#, r#""calls": ["get_ticket", "mail kwame@gmail.com"]"#);
+    assert!(row.contains("kwame@gmail.com"), "{row}");
+    let dir = crate::util::temp_dir("secrets-mismatch");
+    let file = dir.join("rows.jsonl");
+    std::fs::write(&file, format!("{row}\n")).unwrap();
+    for format in ["table", "jsonl", "junit"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
+            .args(["suite", "--format", format])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{format}: {stdout}");
+        assert!(!stdout.contains("kwame@gmail.com") && stdout.contains("[email]"), "{format}: {stdout}");
+    }
+}

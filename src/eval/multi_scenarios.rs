@@ -399,7 +399,8 @@ impl MultiOutcome {
             role_calls: run.role_calls,
             attack,
             matches: mismatches.is_empty(),
-            mismatches,
+            // a mismatch quotes what the row expected: redacted like a trace line
+            mismatches: mismatches.iter().map(|m| crate::security::redact(m).into_owned()).collect(),
         }
     }
 

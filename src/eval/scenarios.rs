@@ -394,7 +394,8 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         steps: run.state.step(),
         attack,
         matches: mismatches.is_empty(),
-        mismatches,
+        // a mismatch quotes what the row expected: redacted like a trace line
+        mismatches: mismatches.iter().map(|m| crate::security::redact(m).into_owned()).collect(),
     })
 }
 
