@@ -18,7 +18,7 @@ cd "$here"
 
 seconds="${1:-60}"
 shift || true
-all_targets=(proposal plan scenario_row memory_write memory_load tool_arguments policypal_replies envelope checkpoint check_line)
+all_targets=(proposal plan scenario_row memory_write memory_load tool_arguments policypal_replies envelope checkpoint check_line fold redact)
 targets=("${@:-${all_targets[@]}}")
 sanitizer="${FUZZ_SANITIZER:-address}"
 

@@ -20,13 +20,58 @@ const KEY: &str = "store-fault test signing key, not a real secret";
 const NOBODY: u32 = 65_534;
 
 fn rolegate(store: &Path, args: &[&str], as_nobody: bool) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rolegate"));
+    let bin = if as_nobody {
+        nobody_binary().unwrap_or_else(|e| panic!("checked by nobody_can_run: {e}"))
+    } else {
+        std::path::PathBuf::from(env!("CARGO_BIN_EXE_rolegate"))
+    };
+    let mut cmd = Command::new(bin);
     cmd.current_dir(store.parent().unwrap());
     cmd.args(args).arg("--store").arg(store).env("ROLEGATE_SIGNING_KEY", KEY).env_remove("ROLEGATE_SIGNING_KEY_FILE");
     if as_nobody {
         cmd.uid(NOBODY).gid(NOBODY);
     }
     cmd.output().expect("the binary runs")
+}
+
+/// Where [`nobody_binary`] copied the binary, once it did.
+static NOBODY_COPY: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
+
+/// The binary copied where `nobody` can reach it: the build's own copy may sit in a
+/// checkout under a private (0700) directory, which `nobody` cannot enter. The copy lives
+/// in a fresh world-readable directory under `/tmp`, made once per test process.
+fn nobody_binary() -> Result<std::path::PathBuf, String> {
+    NOBODY_COPY
+        .get_or_init(|| {
+            let dir = Path::new("/tmp").join(format!("rolegate-nobody-bin-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+            let bin = dir.join("rolegate");
+            fs::copy(env!("CARGO_BIN_EXE_rolegate"), &bin).map_err(|e| format!("copying the binary: {e}"))?;
+            fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+            Ok(bin)
+        })
+        .clone()
+}
+
+/// Whether a command run as `nobody` can run the binary and reach `store` (its
+/// directories must be enterable by others); the reason when it cannot.
+fn nobody_can_run(store: &Path) -> Result<(), String> {
+    let bin = nobody_binary()?;
+    let probe = Command::new(&bin)
+        .args(["outbox", "--store"])
+        .arg(store)
+        .env("ROLEGATE_SIGNING_KEY", KEY)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .map_err(|e| format!("running {} as nobody: {e}", bin.display()))?;
+    if probe.status.code() == Some(0) {
+        Ok(())
+    } else {
+        Err(format!("nobody cannot read {}: {}", store.display(), String::from_utf8_lossy(&probe.stderr).trim()))
+    }
 }
 
 fn stdout(o: &Output) -> String {
@@ -114,6 +159,16 @@ fn a_read_only_store_decides_nothing_and_the_approval_runs_once_when_it_is_writa
     let store = temp_dir("store-read-only").join("rolegate.db");
     let saved = park(&store);
     let as_nobody = make_read_only(&store);
+    if as_nobody {
+        if let Err(why) = nobody_can_run(&store) {
+            // e.g. a temporary directory only this user may enter: the test cannot show
+            // a read-only file to a user who cannot reach it at all
+            println!("skipped: this test needs another user (nobody) to reach the store: {why}");
+            make_writable(&store);
+            remove_nobody_binary();
+            return;
+        }
+    }
     for args in DECIDING {
         let out = rolegate(&store, args, as_nobody);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}{}", stdout(&out), stderr(&out));
@@ -132,6 +187,16 @@ fn a_read_only_store_decides_nothing_and_the_approval_runs_once_when_it_is_writa
     assert_eq!(fs::read(&store).unwrap(), approved);
     make_writable(&store);
     approve_again_sends_nothing(&store);
+    remove_nobody_binary();
+}
+
+/// Removes the copy [`nobody_binary`] made, if it made one.
+fn remove_nobody_binary() {
+    if let Some(Ok(bin)) = NOBODY_COPY.get() {
+        if let Some(dir) = bin.parent() {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
 }
 
 #[test]

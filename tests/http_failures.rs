@@ -56,6 +56,8 @@ const HOUR: Duration = Duration::from_secs(3600);
 fn cfg(server: &Server) -> HttpConfig {
     let mut c = http_cfg(server, "local-model", ToolMode::Native);
     c.endpoint.timeout = HOUR;
+    // these tests assert exact waits (tests/hardening_limits.rs covers the jitter)
+    c.endpoint.retry.jitter = rolegate::model::http::Jitter::Off;
     c
 }
 

@@ -52,7 +52,9 @@ fn seven_attempts_honest_and_hostile() {
             ("o2", "no_fact"),
             ("o3", "failed_observation"),
             ("o9", "unknown_observation"),
-            ("o5", "instruction_like"),
+            // T-603 is lena's: the text names another user's ticket (issue 14), which is
+            // read before the instruction filter
+            ("o5", "other_user"),
             ("o4", "ok"),
             ("o1", "write_budget"),
         ]

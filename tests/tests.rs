@@ -32,10 +32,13 @@ mod store_outbox;
 mod store_quarantine;
 
 mod hardening_corpora;
+mod hardening_exit;
 mod hardening_faults;
+mod hardening_limits;
 mod hardening_props;
 mod hardening_regressions;
 mod hardening_roles;
+mod hardening_secrets;
 mod hardening_store;
 mod hardening_trace;
 mod multi_actors;

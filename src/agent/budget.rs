@@ -11,7 +11,10 @@ use std::time::Duration;
 pub struct RunBudget {
     /// Most model calls (steps).
     pub max_steps: u32,
-    /// Most working time; checked between steps, so one slow step can overrun it.
+    /// Most working time; checked between steps, and handed to the model client as a
+    /// deadline before each call (the HTTP client ends a call, its retries and their waits
+    /// there with `time_budget`); a decider that keeps no deadline (a fake) can overrun it
+    /// by one step.
     #[serde(with = "secs_f64")]
     pub max_seconds: Duration,
     /// Most credits, checked against the worst case of the next call.

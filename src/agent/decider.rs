@@ -28,6 +28,9 @@ pub trait Decider: Send {
     /// Ties the decider's model client to a cancellation token (see
     /// [`LlmClient::bind_cancel`]); the default does nothing.
     fn bind_cancel(&mut self, _token: CancellationToken) {}
+    /// Hands the decider's model client the run's deadline (see
+    /// [`LlmClient::set_deadline`]); the default does nothing.
+    fn set_deadline(&mut self, _deadline: Option<tokio::time::Instant>) {}
 }
 
 /// A decider that asks a model client.
@@ -64,6 +67,10 @@ impl Decider for ModelDecider {
 
     fn bind_cancel(&mut self, token: CancellationToken) {
         self.client.bind_cancel(token);
+    }
+
+    fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
+        self.client.set_deadline(deadline);
     }
 }
 

@@ -83,7 +83,9 @@ codes! {
         InvalidArguments = "invalid_arguments",
         /// The same call already ran in this run.
         RepeatedCall = "repeated_call",
-        /// A finish without an answer or without successful observations to cite.
+        /// A finish without an answer or without successful observations of this run to
+        /// cite, or whose answer, read by `agent::finish`, is an instruction, names another
+        /// user's data, or names a ticket or status no cited read gave.
         UnsupportedFinish = "unsupported_finish",
     }
 }
@@ -374,6 +376,10 @@ impl Agent {
         // gate awaits a tool below (the loop's future stays small)
         let (proposal, verdict, fingerprint) = {
             let cancel = self.cancel.clone();
+            // the time left is a deadline the model client keeps: a call, its retries and
+            // their waits end there (`time_budget`), not only the next step's check
+            let left = self.budget.max_seconds.saturating_sub(progress.worked);
+            self.decider.set_deadline(tokio::time::Instant::now().checked_add(left));
             let answer = tokio::select! {
                 biased;
                 () = cancel.cancelled() => None,
@@ -386,7 +392,8 @@ impl Agent {
                 }
                 Some(Err(ModelError::Failed { code, message })) => {
                     progress.trace.add(step, TraceKind::Model, code, &message);
-                    return Ok(Step::End(state.into_stopped(StopReason::ModelError)?));
+                    let reason = if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError };
+                    return Ok(Step::End(state.into_stopped(reason)?));
                 }
                 Some(Err(crash)) => return Err(AgentError::Model(crash)),
                 Some(Ok(r)) => r,
@@ -512,9 +519,20 @@ impl Agent {
         let code = match p {
             Proposal::Finish { answer, sources } => {
                 let good: Vec<&str> = state.observations().iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
-                if !answer.trim().is_empty()
+                // sources are observations of this run's own record; the answer is read too:
+                // instruction-like text or another user's data is no answer to give
+                if !crate::security::fold(answer).trim().is_empty()
                     && !sources.is_empty()
                     && sources.iter().all(|s| good.contains(&s.as_str()))
+                    && (self.gate.policy().free_answers.contains(&self.task)
+                        || super::answer_problem(
+                            answer,
+                            sources,
+                            state.observations(),
+                            &self.session.user_id,
+                            &self.gate.world().data,
+                        )
+                        .is_none())
                 {
                     CheckCode::Ok
                 } else {
@@ -553,7 +571,7 @@ impl Agent {
         if !self.decider.is_free() {
             let price = self.prices.price(&request.model)?;
             let worst = price.cost(input_tokens, u64::from(request.max_tokens));
-            if progress.ledger.summary().cost + worst > b.max_cost {
+            if progress.ledger.summary().cost.saturating_add(worst) > b.max_cost {
                 return Ok(Some(StopReason::CostBudget));
             }
         }

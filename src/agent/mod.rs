@@ -7,6 +7,7 @@ mod decider;
 mod driver;
 mod env;
 mod export;
+mod finish;
 mod proposal;
 mod state;
 mod trace;
@@ -21,6 +22,7 @@ pub use env::Env;
 pub(crate) use env::EnvError;
 pub(crate) use export::TraceExportError;
 pub use export::{EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
+pub(crate) use finish::answer_problem;
 #[cfg(feature = "testkit")]
 pub(crate) use proposal::MAX_PROPOSAL_BYTES;
 pub use proposal::{Proposal, ProposalError, parse_proposal};

@@ -248,7 +248,7 @@ impl TryFrom<RawState> for AgentState {
             }
             "done" => {
                 if raw.reason != "done"
-                    || raw.answer.trim().is_empty()
+                    || crate::security::fold(&raw.answer).trim().is_empty()
                     || raw.sources.is_empty()
                     || !raw.pending_id.is_empty()
                 {
@@ -431,7 +431,12 @@ impl AgentState {
             Status::Done { answer, sources } => {
                 // a move that finishes adds no observation
                 check_sources(sources, &self.observations)?;
-                if answer.trim().is_empty() || sources.is_empty() { invalid(DONE_NEEDS_SUPPORT) } else { Ok(()) }
+                // judged folded: an answer of zero-width characters is no answer
+                if crate::security::fold(answer).trim().is_empty() || sources.is_empty() {
+                    invalid(DONE_NEEDS_SUPPORT)
+                } else {
+                    Ok(())
+                }
             }
             Status::Stopped { reason } => {
                 if matches!(reason, StopReason::Done | StopReason::NeedsApproval) {

@@ -45,7 +45,7 @@ pub(crate) struct RunArgs {
 }
 
 fn fail(message: impl std::fmt::Display) -> u8 {
-    eprintln!("rolegate: {message}");
+    eprintln!("rolegate: {}", rolegate::security::redact(&message.to_string()));
     EXIT_USAGE
 }
 
@@ -87,7 +87,7 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
     match run_design(design, &args.goal, &env, &cfg).await {
         Ok(outcome) => {
             print_outcome(&outcome);
-            EXIT_OK
+            super::run_checks::exit_for(outcome.code.as_str())
         }
         Err(e) => fail(e),
     }
@@ -155,11 +155,11 @@ async fn multi(args: &RunArgs) -> u8 {
                     break;
                 }
             }
-            EXIT_OK
+            super::run_checks::exit_for(run.reason.as_str())
         }
         Ok(other) => {
             print_outcome(&other);
-            EXIT_OK
+            super::run_checks::exit_for(other.code.as_str())
         }
         Err(e) => fail(e),
     }
@@ -177,7 +177,7 @@ fn print_outcome(o: &DesignOutcome) {
         o.design, o.code, o.calls, o.model_calls, o.input_tokens, o.emails
     ));
     if let Some(a) = &o.answer {
-        out(a);
+        out(&rolegate::security::redact(a));
     }
 }
 
@@ -296,6 +296,10 @@ async fn confirm_with_key(
         }
     }
     let outcome = run.outcome();
+    // a card shown for the user's decision is a parked run, like an approval
+    if code == EXIT_OK && !matches!(run.reply, PalReply::Confirm(_)) {
+        code = super::run_checks::exit_for(outcome.code.as_str());
+    }
     let emails = lab.world.outbox.len().saturating_sub(sent_before);
     print_outcome(&rolegate::design::DesignOutcome { emails, ..outcome });
     code

@@ -1,5 +1,6 @@
 //! The command line. Subcommands only parse arguments and call the library; exit codes
-//! are 0 (all as expected), 1 (a row or check did not match) and 2 (unusable input).
+//! are 0 (all as expected), 1 (a row or check did not match; for `run`: the run stopped
+//! for any reason but `done` or a parked approval) and 2 (unusable input).
 
 mod approvals;
 mod approvers;
@@ -8,10 +9,12 @@ mod check;
 mod compare;
 mod design;
 mod desk;
+mod input;
 mod model_args;
 mod outbox;
 mod parked;
 mod report;
+mod run_checks;
 pub mod run_multi;
 mod store_check;
 mod suite;
@@ -230,8 +233,10 @@ pub(crate) fn committed(what: String) {
     let _ = COMMITTED.set(what);
 }
 
-/// Writes a line to stdout; a closed pipe is not an error.
+/// Writes a line to stdout; a closed pipe is not an error. A secret the process was given
+/// (the API key, the signing key) is replaced whatever line it is in.
 pub(crate) fn out(line: &str) -> bool {
+    let line = rolegate::security::hide_secrets(line);
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{line}").is_ok()
 }
@@ -254,6 +259,10 @@ pub fn main() -> ExitCode {
     };
     let export = match &cli.trace_json {
         Some(path) => {
+            if let Err(e) = input::output_path(path) {
+                eprintln!("rolegate: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
             match rolegate::agent::TraceExport::install_file(
                 path,
                 std::sync::Arc::new(rolegate::cost::TokioClock::new()),
@@ -304,6 +313,11 @@ pub fn main() -> ExitCode {
                 reviewer,
                 claims,
             } => {
+                // unknown names are unusable input: refused before anything runs
+                if let Err(e) = run_checks::known_names(&user, task.as_deref(), &grant) {
+                    eprintln!("rolegate: {e}");
+                    return EXIT_USAGE;
+                }
                 let roles = rolegate::multi::Behaviours { planner, researcher, reviewer };
                 if design != "single" {
                     let model = if model == "auto" { "fake:sensible".to_string() } else { model };

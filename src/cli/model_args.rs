@@ -67,7 +67,7 @@ impl ModelArgs {
         let mut env = Env::bundled().map_err(|e| e.to_string())?;
         let mut prices = match &self.prices {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let text = super::input::read_text(path, super::input::MAX_INPUT_BYTES)?;
                 PriceTable::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?
             }
             None => (*env.prices).clone(),

@@ -2,7 +2,7 @@
 //! granted (the reply task by default), so a parked run can be decided by another process.
 
 use super::desk::{open, request_line};
-use super::{EXIT_OK, EXIT_USAGE, out};
+use super::{EXIT_USAGE, out};
 use rolegate::store::RunSpec;
 
 /// Runs `goal` through the desk and prints the trace, the outcome and any request.
@@ -37,7 +37,7 @@ pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &st
                     path.display()
                 ));
             }
-            EXIT_OK
+            super::run_checks::exit_for(run.state.status().name())
         }
         Err(e) => {
             eprintln!("rolegate: {e}");

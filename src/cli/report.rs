@@ -44,6 +44,10 @@ pub(crate) async fn run(args: ReportArgs) -> u8 {
         let ok = rows.iter().all(|r| r.matches()) && matrix.holds();
         Ok::<_, String>((rolegate::report::html(&rows, &matrix), ok))
     };
+    if let Err(e) = super::input::output_path(&args.out) {
+        eprintln!("rolegate: {e}");
+        return EXIT_USAGE;
+    }
     let (html, ok) = match page.await {
         Ok(p) => p,
         Err(e) => {

@@ -22,7 +22,7 @@ pub(crate) fn catalog(file: Option<&Path>) -> Result<Arc<[Attack]>, String> {
         None => bundled_attacks().map_err(|e| e.to_string()),
         Some(f) => {
             let name = f.display().to_string();
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{name}: {e}"))?;
+            let text = super::input::read_text(f, super::input::MAX_INPUT_BYTES)?;
             parse_catalog(&text, &name).map(Arc::from).map_err(|e| e.to_string())
         }
     }
@@ -41,7 +41,7 @@ pub(crate) fn load(files: &[PathBuf], catalog: &[Attack]) -> Result<Vec<AnyRow>,
     let mut rows = Vec::new();
     for f in files {
         let name = f.display().to_string();
-        let text = std::fs::read_to_string(f).map_err(|e| format!("{name}: {e}"))?;
+        let text = super::input::read_text(f, super::input::MAX_INPUT_BYTES)?;
         rows.extend(parse_any_table_with(&text, &name, catalog).map_err(|e| e.to_string())?);
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -57,7 +57,7 @@ pub(crate) fn matrix_spec(tasks: Option<&Path>, attacks: Option<&Path>) -> Resul
         None => bundled_benign_tasks().map_err(|e| e.to_string())?,
         Some(f) => {
             let name = f.display().to_string();
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{name}: {e}"))?;
+            let text = super::input::read_text(f, super::input::MAX_INPUT_BYTES)?;
             parse_benign_tasks(&text, &name).map_err(|e| e.to_string())?
         }
     };
@@ -266,7 +266,7 @@ pub(crate) async fn run_one(
                 run.calls(),
                 lab.world.outbox.len()
             ));
-            EXIT_OK
+            super::run_checks::exit_for(run.state.status().name())
         }
         Err(e) => {
             eprintln!("rolegate: {e}");

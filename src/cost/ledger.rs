@@ -63,13 +63,14 @@ impl Ledger {
     }
 
     /// The totals. Token counts come from model servers and may be absurd: they saturate
-    /// at `u64::MAX` (which any token budget refuses) instead of overflowing.
+    /// at `u64::MAX` (which any token budget refuses) instead of overflowing; so does the
+    /// cost, at `Decimal::MAX`.
     pub fn summary(&self) -> Summary {
         self.records.iter().fold(Summary::default(), |mut s, r| {
             s.calls += 1;
             s.input_tokens = s.input_tokens.saturating_add(r.input_tokens);
             s.output_tokens = s.output_tokens.saturating_add(r.output_tokens);
-            s.cost += r.cost;
+            s.cost = s.cost.saturating_add(r.cost);
             s
         })
     }

@@ -9,7 +9,7 @@ pub(crate) use clock::SharedClock;
 pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
 pub(crate) use ledger::Summary;
 pub use ledger::{Ledger, UsageRecord};
-pub use prices::{Price, PriceTable};
+pub use prices::{MAX_PRICE_PER_1K, Price, PriceTable};
 
 /// Errors of the cost module.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -21,6 +21,16 @@ pub enum CostError {
     /// The price table did not parse.
     #[error("price table: {0}")]
     BadPriceTable(String),
+    /// A price below zero or above [`MAX_PRICE_PER_1K`].
+    #[error("price table: {model}.{field} = {price} is out of range (0 to 1000000000 credits per 1k tokens)")]
+    PriceOutOfRange {
+        /// The model.
+        model: String,
+        /// `input_per_1k` or `output_per_1k`.
+        field: &'static str,
+        /// The price as written.
+        price: String,
+    },
 }
 
 /// Estimated tokens for a text: about four characters a token, at least one for any

@@ -20,12 +20,26 @@ impl Price {
     /// The price of nothing: used only when a caller says so explicitly.
     pub const ZERO: Price = Price { input_per_1k: Decimal::ZERO, output_per_1k: Decimal::ZERO };
 
-    /// The cost of a call with these token counts.
+    /// The cost of a call with these token counts. Checked arithmetic: a product or sum
+    /// beyond `Decimal`'s range is [`Decimal::MAX`], a cost every budget refuses, never a
+    /// panic. (A loaded table's prices are at most [`MAX_PRICE_PER_1K`], where any token
+    /// counts fit.)
     pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> Decimal {
+        self.checked_cost(input_tokens, output_tokens).unwrap_or(Decimal::MAX)
+    }
+
+    /// The cost of a call, `None` when it does not fit a `Decimal`.
+    pub fn checked_cost(&self, input_tokens: u64, output_tokens: u64) -> Option<Decimal> {
         let k = Decimal::from(1000);
-        self.input_per_1k * Decimal::from(input_tokens) / k + self.output_per_1k * Decimal::from(output_tokens) / k
+        let input = self.input_per_1k.checked_mul(Decimal::from(input_tokens))?.checked_div(k)?;
+        let output = self.output_per_1k.checked_mul(Decimal::from(output_tokens))?.checked_div(k)?;
+        input.checked_add(output)
     }
 }
+
+/// The highest price per 1,000 tokens a table may hold: a billion credits. With it the
+/// cost of any token counts (up to `u64::MAX` each) fits a `Decimal`.
+pub const MAX_PRICE_PER_1K: Decimal = Decimal::from_parts(1_000_000_000, 0, 0, false, 0);
 
 /// The whole table, as stored in `data/prices.json`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,13 +53,23 @@ pub struct PriceTable {
 }
 
 impl PriceTable {
-    /// Parses the JSON form.
+    /// Parses the JSON form; every price must be between 0 and [`MAX_PRICE_PER_1K`].
     ///
     /// # Errors
     /// [`CostError::BadPriceTable`] when the text is not a valid table (unknown fields
-    /// included).
+    /// included); [`CostError::PriceOutOfRange`] naming the model, the field and the
+    /// price for a negative price (which would switch the cost budget off) or one too
+    /// large to compute with.
     pub fn from_json(text: &str) -> Result<Self, CostError> {
-        serde_json::from_str(text).map_err(|e| CostError::BadPriceTable(e.to_string()))
+        let table: Self = serde_json::from_str(text).map_err(|e| CostError::BadPriceTable(e.to_string()))?;
+        for (model, p) in &table.models {
+            for (field, value) in [("input_per_1k", p.input_per_1k), ("output_per_1k", p.output_per_1k)] {
+                if value.is_sign_negative() && !value.is_zero() || value > MAX_PRICE_PER_1K {
+                    return Err(CostError::PriceOutOfRange { model: model.clone(), field, price: value.to_string() });
+                }
+            }
+        }
+        Ok(table)
     }
 
     /// The price of `model`.

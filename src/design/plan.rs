@@ -191,6 +191,9 @@ pub async fn plan_then_execute(
     let request = plan_request(agent, planner.model(), goal);
     let mut trace = Trace::new(run_id);
     let mut ledger = Ledger::default();
+    // the run's time budget is the planner call's deadline too (its retries and waits end
+    // there; the failure is the plan's model_error, with the code in the trace)
+    planner.set_deadline(tokio::time::Instant::now().checked_add(agent.budget.max_seconds));
     let response = match planner.complete(&request).await {
         Ok(r) => r,
         Err(ModelError::Failed { code, message }) => {

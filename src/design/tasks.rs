@@ -49,6 +49,8 @@ impl DesignTask {
 /// id, a goal of the wrong length, no needed tool.
 pub fn parse_tasks(text: &str, file: &str) -> Result<Vec<DesignTask>, DesignError> {
     let mut tasks: Vec<DesignTask> = Vec::new();
+    // ids seen so far: one hash lookup a row, so a long table is checked in linear time
+    let mut ids = std::collections::HashSet::new();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
         let err = |message: String| DesignError::Tasks { file: file.to_string(), line: line_no, message };
@@ -63,7 +65,7 @@ pub fn parse_tasks(text: &str, file: &str) -> Result<Vec<DesignTask>, DesignErro
         if task.id.is_empty() || task.id.len() > 16 || !task.id.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Err(err("id must be 1 to 16 letters or digits".into()));
         }
-        if tasks.iter().any(|t| t.id == task.id) {
+        if !ids.insert(task.id.clone()) {
             return Err(err(format!("id {} is used twice", task.id)));
         }
         if task.goal.trim().is_empty() || task.goal.chars().count() > crate::agent::MAX_GOAL_CHARS {

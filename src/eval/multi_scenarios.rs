@@ -242,6 +242,8 @@ pub fn parse_any_table(text: &str, file: &str) -> Result<Vec<AnyRow>, ScenarioEr
 /// The first bad row, or a repeated id.
 pub fn parse_any_table_with(text: &str, file: &str, catalog: &[Attack]) -> Result<Vec<AnyRow>, ScenarioError> {
     let mut rows: Vec<AnyRow> = Vec::new();
+    // ids seen so far: one hash lookup a row, so a long table is checked in linear time
+    let mut ids = std::collections::HashSet::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -252,7 +254,7 @@ pub fn parse_any_table_with(text: &str, file: &str, catalog: &[Attack]) -> Resul
         } else {
             AnyRow::Single(parse_single_row_with(trimmed, file, i + 1, catalog)?)
         };
-        if rows.iter().any(|r| r.id() == row.id()) {
+        if !ids.insert(row.id().to_string()) {
             return Err(row_error(file, i + 1, "id", format!("{} is used twice", row.id())));
         }
         rows.push(row);
@@ -267,6 +269,8 @@ pub fn parse_any_table_with(text: &str, file: &str, catalog: &[Attack]) -> Resul
 pub fn parse_multi_table(text: &str, file: &str) -> Result<Vec<MultiRow>, ScenarioError> {
     let catalog = bundled_attacks()?;
     let mut out = Vec::new();
+    // ids seen so far: one hash lookup a row, so a long table is checked in linear time
+    let mut ids = std::collections::HashSet::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -277,7 +281,7 @@ pub fn parse_multi_table(text: &str, file: &str) -> Result<Vec<MultiRow>, Scenar
             return Err(row_error(file, i + 1, "design", message));
         }
         let row = parse_multi_row_with(trimmed, file, i + 1, &catalog)?;
-        if out.iter().any(|r: &MultiRow| r.id == row.id) {
+        if !ids.insert(row.id.clone()) {
             return Err(row_error(file, i + 1, "id", format!("{} is used twice", row.id)));
         }
         out.push(row);
@@ -388,7 +392,8 @@ impl MultiOutcome {
             role_calls: run.role_calls,
             attack,
             matches: mismatches.is_empty(),
-            mismatches,
+            // a mismatch quotes what the row expected: redacted like a trace line
+            mismatches: mismatches.iter().map(|m| crate::security::redact(m).into_owned()).collect(),
         }
     }
 

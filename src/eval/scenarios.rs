@@ -157,6 +157,9 @@ pub(crate) fn parse_single_row_with(
             return Err(err("limits.max_seconds", "must be a finite, non-negative number".into()));
         }
     }
+    if row.limits.max_cost.is_some_and(|c| c < Decimal::ZERO) {
+        return Err(err("limits.max_cost", "must not be negative".into()));
+    }
     if !STATUSES.contains(&row.expect.status.as_str()) {
         return Err(err("expect.status", format!("must be one of {}", STATUSES.join(", "))));
     }
@@ -177,13 +180,15 @@ pub(crate) fn parse_single_row_with(
 pub fn parse_single_table(text: &str, file: &str) -> Result<Vec<SingleRow>, ScenarioError> {
     let catalog = bundled_attacks()?;
     let mut rows: Vec<SingleRow> = Vec::new();
+    // ids seen so far: one hash lookup a row, so a long table is checked in linear time
+    let mut ids = std::collections::HashSet::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
         let row = parse_single_row_with(trimmed, file, i + 1, &catalog)?;
-        if rows.iter().any(|r| r.id == row.id) {
+        if !ids.insert(row.id.clone()) {
             return Err(ScenarioError::Row {
                 file: file.into(),
                 line: i + 1,
@@ -344,7 +349,8 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         steps: run.state.step(),
         attack,
         matches: mismatches.is_empty(),
-        mismatches,
+        // a mismatch quotes what the row expected: redacted like a trace line
+        mismatches: mismatches.iter().map(|m| crate::security::redact(m).into_owned()).collect(),
     })
 }
 

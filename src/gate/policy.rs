@@ -54,6 +54,13 @@ pub struct Policy {
     /// Tool → most calls per run.
     #[serde(default)]
     pub call_limits: BTreeMap<String, u32>,
+    /// Tasks whose finish answer is free text: it must still cite successful observations
+    /// of the run, but it is not read for instruction-like text or another user's data.
+    /// Explicit, and meant for a role whose answer another check reads (the researcher's
+    /// finding passes the coordinator's filter and claim support); every other task's
+    /// answer is read.
+    #[serde(default)]
+    pub free_answers: BTreeSet<String>,
 }
 
 impl Policy {

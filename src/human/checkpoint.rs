@@ -115,6 +115,8 @@ impl SigningKey {
             )));
         }
         let mac = HmacSha256::new_from_slice(bytes).map_err(|e| CheckpointError::BadKey(e.to_string()))?;
+        // its value is hidden from every output from now on, whatever its shape
+        crate::security::register_secret_bytes(bytes);
         Ok(Self { mac })
     }
 

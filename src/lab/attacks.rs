@@ -160,13 +160,14 @@ pub(crate) fn parse_attack(text: &str, file: &str, line: usize) -> Result<Attack
 /// The first bad row, a repeated id, or an empty catalog.
 pub fn parse_catalog(text: &str, file: &str) -> Result<Vec<Attack>, ScenarioError> {
     let mut out: Vec<Attack> = Vec::new();
+    let mut ids = std::collections::HashSet::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
         let attack = parse_attack(trimmed, file, i + 1)?;
-        if out.iter().any(|a| a.id == attack.id) {
+        if !ids.insert(attack.id.clone()) {
             return Err(row_error(file, i + 1, "id", format!("{} is used twice", attack.id)));
         }
         out.push(attack);

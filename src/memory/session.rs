@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::cost::SharedClock;
-use crate::security::{has_personal_data, has_secret, is_instruction_like};
+use crate::security::{fold, has_personal_data, has_secret, is_instruction_like};
 
 codes! {
     /// The outcome of a write.
@@ -99,12 +99,15 @@ pub struct SessionMemory {
     /// Most characters of a note.
     max_chars: usize,
     notes: BTreeMap<String, Note>,
+    /// Whose data is whose, for the other-user rule's reading of the text (`None`: the
+    /// bundled world).
+    world: Option<std::sync::Arc<crate::world::WorldData>>,
 }
 
 impl SessionMemory {
     /// An empty memory for `owner`: 4 notes of at most 120 characters, each living `ttl`.
     pub fn new(owner: &str, clock: SharedClock, ttl: Duration) -> Self {
-        Self { owner: owner.to_string(), clock, ttl, max_notes: 4, max_chars: 120, notes: BTreeMap::new() }
+        Self { owner: owner.to_string(), clock, ttl, max_notes: 4, max_chars: 120, notes: BTreeMap::new(), world: None }
     }
 
     /// The owner.
@@ -126,9 +129,12 @@ impl SessionMemory {
         let key_live = self.notes.get(key).is_some_and(|n| n.expires_at > now);
         let code = if !KEY.is_match(key) || !SOURCE.is_match(source) {
             WriteCode::BadKeyOrSource
-        } else if about.unwrap_or(&self.owner) != self.owner {
+        } else if about.unwrap_or(&self.owner) != self.owner || self.names_other_user(text) {
+            // the text is read too: a ticket or user of someone else is `other_user`
+            // whatever `about` says
             WriteCode::OtherUser
-        } else if text.is_empty() {
+        } else if fold(text).trim().is_empty() {
+            // judged folded: zero-width characters alone are nothing to store
             WriteCode::Empty
         } else if text.chars().count() > self.max_chars {
             WriteCode::TooLong
@@ -156,6 +162,22 @@ impl SessionMemory {
             );
         }
         code
+    }
+
+    /// True when `text` names another user's data (their id, name, address or a ticket
+    /// of theirs), read against this memory's world (the bundled one unless
+    /// [`SessionMemory::with_world`] gave another).
+    fn names_other_user(&self, text: &str) -> bool {
+        match &self.world {
+            Some(w) => w.names_other_user(&self.owner, text).is_some(),
+            None => crate::world::bundled_names_other_user(&self.owner, text).is_some(),
+        }
+    }
+
+    /// The same memory reading other users' data from `world` (a row's patched world).
+    pub fn with_world(mut self, world: std::sync::Arc<crate::world::WorldData>) -> Self {
+        self.world = Some(world);
+        self
     }
 
     /// Writes the facts the loop keeps from `observations` (ticket id and status of each

@@ -188,6 +188,10 @@ pub trait LlmClient: Send {
     /// a client that can abandon its own work in flight stops when it fires. Callers still
     /// race every call against their token; the default does nothing more.
     fn bind_cancel(&mut self, _token: CancellationToken) {}
+    /// Hands the client the run's deadline: a call, its retries and its waits end there
+    /// (the HTTP client answers `time_budget`); `None` lifts it. The default ignores it (a
+    /// fake answers at once).
+    fn set_deadline(&mut self, _deadline: Option<tokio::time::Instant>) {}
 }
 
 /// A client wrapper that makes every call take simulated time on a [`ManualClock`], so a
@@ -219,6 +223,10 @@ impl<C: LlmClient> LlmClient for SlowClient<C> {
     fn bind_cancel(&mut self, token: CancellationToken) {
         self.inner.bind_cancel(token);
     }
+
+    fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
+        self.inner.set_deadline(deadline);
+    }
 }
 
 impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
@@ -236,5 +244,9 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
 
     fn bind_cancel(&mut self, token: CancellationToken) {
         (**self).bind_cancel(token);
+    }
+
+    fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
+        (**self).set_deadline(deadline);
     }
 }

@@ -86,7 +86,7 @@ impl MultiBudget {
     pub fn remaining(&self, used: &Usage, elapsed: Duration) -> Remaining {
         Remaining {
             calls: self.max_role_calls.saturating_sub(used.role_calls),
-            cost: (self.max_cost - used.cost).max(Decimal::ZERO),
+            cost: self.max_cost.saturating_sub(used.cost).max(Decimal::ZERO),
             time: self.max_seconds.saturating_sub(elapsed),
         }
     }

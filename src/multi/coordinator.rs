@@ -621,14 +621,14 @@ impl Coordinator {
         tools: Vec<String>,
     ) {
         self.used.role_calls += calls;
-        self.used.cost += cost;
+        self.used.cost = self.used.cost.saturating_add(cost);
         self.denied.extend(denied);
         self.tools[slot(role)].extend(tools);
         let usage = &mut self.usage[slot(role)];
         usage.calls += paid.calls;
         usage.input_tokens = usage.input_tokens.saturating_add(paid.input_tokens);
         usage.output_tokens = usage.output_tokens.saturating_add(paid.output_tokens);
-        usage.cost += paid.cost;
+        usage.cost = usage.cost.saturating_add(paid.cost);
     }
 
     /// Ends the run: cancels the token (no role keeps working), closes the inboxes, joins

@@ -403,6 +403,9 @@ impl CallRole {
             reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
             return reply;
         }
+        // the run's time left is the call's deadline: the call, its retries and their
+        // waits end there (`time_budget`)
+        self.client.set_deadline(tokio::time::Instant::now().checked_add(work.remaining.time));
         // the answer is a message, not a proposal: a client that rewrites native tool
         // calls into proposal text keeps the reply's own text here
         let answer = tokio::select! {
@@ -419,7 +422,11 @@ impl CallRole {
             Some(Err(ModelError::Failed { code, message })) => {
                 self.trace.add(step, TraceKind::Model, code, &message);
                 reply.calls = 1;
-                reply.stop = Some(RoleStop::Own(StopReason::ModelError));
+                reply.stop = Some(if code == "time_budget" {
+                    RoleStop::Budget(MultiReason::TimeBudget)
+                } else {
+                    RoleStop::Own(StopReason::ModelError)
+                });
                 return reply;
             }
             Some(Err(crash)) => {

@@ -62,7 +62,8 @@ impl Scopes {
             tasks.insert(role.as_str().to_string(), tools.clone());
             let access = tools.iter().map(|t| (t.clone(), policy.access_of(t))).collect();
             let call_limits = tools.iter().map(|t| (t.clone(), policy.limit_of(t))).collect();
-            Ok(Policy { tasks, access, grants: BTreeSet::new(), call_limits })
+            let free_answers = policy.free_answers.iter().filter(|t| *t == role.as_str()).cloned().collect();
+            Ok(Policy { tasks, access, grants: BTreeSet::new(), call_limits, free_answers })
         };
         Ok(Self { policies: [one(Role::Planner)?, one(Role::Researcher)?, one(Role::Reviewer)?].map(Arc::new) })
     }

@@ -115,7 +115,9 @@ pub(crate) fn check_support(finding: &Finding, evidence: &Evidence, mode: ClaimM
         return Ok(());
     }
     let rebuilt = |part: &str| evidence.facts.iter().any(|f| f.text == part && finding.sources.contains(&f.source));
-    if finding.claim.split(';').map(str::trim).all(rebuilt) { Ok(()) } else { Err(RejectCode::UnsupportedClaim) }
+    // judged folded (compatibility forms, hidden characters), like every text check
+    let claim = crate::security::fold(&finding.claim);
+    if claim.split(';').map(str::trim).all(rebuilt) { Ok(()) } else { Err(RejectCode::UnsupportedClaim) }
 }
 
 #[cfg(test)]

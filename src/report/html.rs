@@ -312,7 +312,7 @@ fn rows_table(h: &mut String, rows: &[RowResult]) {
             escape(&outcome),
             attack,
             r.emails(),
-            escape(&r.mismatches().join("; ")),
+            escape(&crate::security::redact(&r.mismatches().join("; "))),
             t = r.table(),
         );
     }

@@ -22,10 +22,13 @@ fn document(suite: &str, cases: &[Case]) -> String {
     let _ = writeln!(x, r#"<testsuites name="rolegate" tests="{}" failures="{failures}">"#, cases.len());
     let _ = writeln!(x, r#"  <testsuite name="{}" tests="{}" failures="{failures}">"#, escape(suite), cases.len());
     for Case { class, name, failure, out } in cases {
+        // a mismatch quotes what the row expected and what ran: redacted like a trace
+        let out = &crate::security::redact(out);
         let _ = write!(x, r#"    <testcase classname="{}" name="{}">"#, escape(class), escape(name));
         if let Some((message, details)) = failure {
+            let (message, details) = (crate::security::redact(message), crate::security::redact(details));
             let _ =
-                write!(x, r#"<failure message="{}" type="mismatch">{}</failure>"#, escape(message), escape(details));
+                write!(x, r#"<failure message="{}" type="mismatch">{}</failure>"#, escape(&message), escape(&details));
         }
         let _ = writeln!(x, "<system-out>{}</system-out></testcase>", escape(out));
     }

@@ -4,6 +4,20 @@
 //! Every pattern is compiled once (`LazyLock`). These are filters, not guarantees: a
 //! paraphrase with no trigger words passes them, which is why scopes and gates are the
 //! controls that hold.
+//!
+//! Every check judges the [`fold`]ed text (NFKC, hidden characters dropped), so a
+//! fullwidth or zero-width-split trigger word is the trigger word. Redaction also hides
+//! the exact value of every secret the process was given ([`register_secret`]), whatever
+//! its shape.
+
+mod fold;
+mod secrets;
+
+pub use fold::{fold, is_hidden};
+pub use secrets::{
+    MAX_SECRETS, MIN_SECRET_CHARS, SECRET_PLACEHOLDER, hide_secrets, holds_registered, register_secret,
+    register_secret_bytes,
+};
 
 use regex::{Regex, RegexSet};
 use std::borrow::Cow;
@@ -25,7 +39,7 @@ fn set(patterns: &[&str]) -> RegexSet {
 }
 
 /// Named instruction-like patterns; the name is what [`injection_signals`] reports.
-const INSTRUCTION_PATTERNS: [(&str, &str); 12] = [
+const INSTRUCTION_PATTERNS: [(&str, &str); 14] = [
     (
         "ignore_rules",
         r"(?i)\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(polic(y|ies)|instructions?|rules|guidelines|guardrails|prompt)\b",
@@ -79,6 +93,31 @@ const INSTRUCTION_PATTERNS: [(&str, &str); 12] = [
             r"|忽略.{0,12}(指令|指示|规则|说明)|(指示|ルール|命令).{0,12}無視",
         ),
     ),
+    // Added for issue 14 (each with benign controls in tests/data/injections.jsonl):
+    // a fake header in the middle of a line, after a sentence's end, a bar, a bracket,
+    // markdown or a run of spaces (`… thanks.  SYSTEM: …`), or in capitals anywhere.
+    // `our ticketing system: down` (one space after an ordinary word) is not one.
+    (
+        "fake_header_inline",
+        concat!(
+            r"(?:[.!?;|>\])*#]\s*|\s{2,})(?i:system|assistant|developer|administrator|admin|operator)",
+            r"(?i:\s+(?:message|note|prompt|override|notice))?\s*:\s*\S",
+            r"|\b(?:SYSTEM|ASSISTANT|DEVELOPER)(?:\s+(?:MESSAGE|NOTE|PROMPT|OVERRIDE|NOTICE))?\s*:\s*\S",
+        ),
+    ),
+    // An order to forget or drop what came before, at the start of a sentence or after an
+    // urgency word (`URGENT: forget what you were told`, `Drop everything you were
+    // instructed so far.`), without the words `ignore_rules` expects. `Don't forget what
+    // you were told about returns` is not an order to the model (not at a clause start).
+    (
+        "forget_told",
+        concat!(
+            r"(?im)(?:^|[.!:;]\s*|\b(?:urgent(?:ly)?|immediately|now|asap|quickly)\b[,!:]?\s*)(?:please\s+)?",
+            r"(?:forget|disregard|ignore|drop|discard|erase|abandon|scrap|wipe)\s+(?:about\s+)?",
+            r"(?:what|everything|anything|all(?:\s+of)?(?:\s+(?:that|this|the\s+above))?|whatever)\b[^.\n]{0,30}?",
+            r"\b(?:told|instructed|taught|said|above|previously|earlier|before|so\s+far|until\s+now|up\s+to\s+now)\b",
+        ),
+    ),
 ];
 
 /// Every instruction-like pattern in one set: one pass over the text answers which match.
@@ -87,29 +126,66 @@ static INSTRUCTION_SET: LazyLock<RegexSet> = LazyLock::new(|| {
     set(&patterns)
 });
 
-const SECRET_PATTERN: &str = r"(?i)\b(api[_-]?key|secret|passw(or)?d|access[_-]?token|bearer)\b\s*[:=]\s*\S+";
+/// An assignment of a secret (`password: …`, `api_key=…`), also when the word is glued to
+/// what comes before it (`0958password: …`).
+const SECRET_PATTERN: &str = r"(?i)(api[_-]?key|secret|passw(or)?d|access[_-]?token|bearer)\b\s*[:=]\s*\S+";
 const KEY_SHAPE_PATTERN: &str = concat!(
     r"\bsk-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b",
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----",
     r"|\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}",
     r"|\b[Bb]earer\s+[A-Za-z0-9._~+/-]{16,}=*"
 );
-const EMAIL_PATTERN: &str = r"(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\b";
+/// A key-like value (group 1) after a word that names a secret, with or without `:`/`=`:
+/// `the api key is 9f8e7d6c5b4a39281706`. Only a value of 16 or more characters with at
+/// least three digits and three letters counts ([`key_like`]), so `key ticket-t-601` and
+/// `token budget exceeded` stay as they are.
+const KEY_AFTER_WORD_PATTERN: &str = concat!(
+    r"(?i)\b(?:api[\s_-]?keys?|keys?|tokens?|secrets?|passw(?:or)?ds?|passphrases?|credentials?)\b",
+    r"(?:\s+(?:is|was|are))?\s*[:=]?\s*[\x22'`]?([A-Za-z0-9_./+=~-]{16,})"
+);
+/// An e-mail address, internationalised too (letters and digits of any script in the
+/// local part and the domain).
+const EMAIL_PATTERN: &str = r"(?i)\b[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(\.[\p{L}\p{N}-]+)*\.\p{L}{2,}\b";
+/// An e-mail address spelled out in words: `kwame at gmail dot com`, `kwame (at) mail
+/// [dot] example [dot] org`. It must end in `dot` and a common top-level domain, so
+/// `meet at the office` is not one.
+const SPELLED_EMAIL_PATTERN: &str = concat!(
+    r"(?i)\b[\p{L}\p{N}._%+-]+\s*[\[(<{]?\s*(?:at|@)\s*[\])>}]?\s*[\p{L}\p{N}-]+",
+    r"(?:\s*[\[(<{]?\s*(?:dot|\.)\s*[\])>}]?\s*[\p{L}\p{N}-]+)*",
+    r"\s*[\[(<{]?\s*dot\s*[\])>}]?\s*(?:com|org|net|edu|gov|io|co|de|uk|fr|es|it|nl|eu|info|biz|example|invalid)\b"
+);
 const PHONE_PATTERN: &str = r"(\+\d{1,3}[\s.-]?)?(\(\d{2,4}\)[\s.-]?)?\d{2,4}([\s.-]?\d{2,4}){2,4}";
+/// An IBAN-like account number in capitals: the shape is enough.
 const IBAN_PATTERN: &str = r"\b[A-Z]{2}\d{2}(\s?[A-Z0-9]{4}){2,7}(\s?[A-Z0-9]{1,4})?\b";
+/// An IBAN written in lower case: it counts only when its check digits are right
+/// ([`iban_ok`]), so a short lower-case hex id does not.
+const IBAN_LOWER_PATTERN: &str = r"\b[a-z]{2}\d{2}(\s?[a-z0-9]{4}){2,7}(\s?[a-z0-9]{1,4})?\b";
 const CARD_PATTERN: &str = r"\b\d{4}([\s-]?\d{4}){3}\b";
 
 static SECRET: LazyLock<Regex> = LazyLock::new(|| re(SECRET_PATTERN));
 static KEY_SHAPE: LazyLock<Regex> = LazyLock::new(|| re(KEY_SHAPE_PATTERN));
+static KEY_AFTER_WORD: LazyLock<Regex> = LazyLock::new(|| re(KEY_AFTER_WORD_PATTERN));
 static EMAIL: LazyLock<Regex> = LazyLock::new(|| re(EMAIL_PATTERN));
+static SPELLED_EMAIL: LazyLock<Regex> = LazyLock::new(|| re(SPELLED_EMAIL_PATTERN));
 static PHONE: LazyLock<Regex> = LazyLock::new(|| re(PHONE_PATTERN));
 static IBAN: LazyLock<Regex> = LazyLock::new(|| re(IBAN_PATTERN));
+static IBAN_LOWER: LazyLock<Regex> = LazyLock::new(|| re(IBAN_LOWER_PATTERN));
 static CARD: LazyLock<Regex> = LazyLock::new(|| re(CARD_PATTERN));
 
 /// The secret and personal-data patterns in one set, so one pass over a text tells
 /// whether there may be anything to hide (most trace details have nothing).
 static SENSITIVE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
-    set(&[SECRET_PATTERN, KEY_SHAPE_PATTERN, EMAIL_PATTERN, PHONE_PATTERN, IBAN_PATTERN, CARD_PATTERN])
+    set(&[
+        SECRET_PATTERN,
+        KEY_SHAPE_PATTERN,
+        KEY_AFTER_WORD_PATTERN,
+        EMAIL_PATTERN,
+        SPELLED_EMAIL_PATTERN,
+        PHONE_PATTERN,
+        IBAN_PATTERN,
+        IBAN_LOWER_PATTERN,
+        CARD_PATTERN,
+    ])
 });
 
 /// Which kinds of sensitive text one pass found.
@@ -118,49 +194,69 @@ struct Sensitive {
     personal: bool,
 }
 
+/// Judges a folded text.
 fn sensitive(text: &str) -> Sensitive {
     // one pass answers the common case (nothing to hide); only then the single patterns
     if !SENSITIVE_SET.is_match(text) {
         return Sensitive { secret: false, personal: false };
     }
     Sensitive {
-        secret: SECRET.is_match(text) || KEY_SHAPE.is_match(text),
-        personal: EMAIL.is_match(text) || IBAN.is_match(text) || CARD.is_match(text) || phone_like(text),
+        secret: SECRET.is_match(text) || KEY_SHAPE.is_match(text) || key_after_word(text),
+        personal: EMAIL.is_match(text)
+            || SPELLED_EMAIL.is_match(text)
+            || IBAN.is_match(text)
+            || IBAN_LOWER.find_iter(text).any(|m| iban_ok(m.as_str()))
+            || CARD.is_match(text)
+            || phone_like(text),
     }
 }
 
-/// Characters that render as nothing (zero-width spaces and joiners, the word joiner,
-/// the byte-order mark, the soft hyphen): hidden inside a trigger word or an address they
-/// would split it for the patterns and not for a reader, so every check drops them first.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}')
+/// True when a value after a secret word looks like a key: 16 or more characters, at
+/// least three of them digits and three letters.
+fn key_like(value: &str) -> bool {
+    value.len() >= 16
+        && value.bytes().filter(u8::is_ascii_digit).count() >= 3
+        && value.bytes().filter(u8::is_ascii_alphabetic).count() >= 3
 }
 
-/// `text` without invisible characters (borrowed when it has none).
-fn visible(text: &str) -> Cow<'_, str> {
-    // every invisible character is outside ASCII: a pure-ASCII text (most trace details,
-    // JSON messages) is answered by one fast pass over its bytes
-    if !text.is_ascii() && text.chars().any(is_invisible) {
-        Cow::Owned(text.chars().filter(|c| !is_invisible(*c)).collect())
-    } else {
-        Cow::Borrowed(text)
+fn key_after_word(text: &str) -> bool {
+    KEY_AFTER_WORD.captures_iter(text).any(|c| c.get(1).is_some_and(|v| key_like(v.as_str())))
+}
+
+/// True when an IBAN's check digits are right (ISO 13616 mod 97).
+fn iban_ok(m: &str) -> bool {
+    let compact: Vec<u8> = m.bytes().filter(|b| !b.is_ascii_whitespace()).map(|b| b.to_ascii_uppercase()).collect();
+    if compact.len() < 15 {
+        return false;
     }
+    let (head, tail) = compact.split_at(4);
+    let mut rem: u32 = 0;
+    for b in tail.iter().chain(head) {
+        let v = match b {
+            b'0'..=b'9' => u32::from(b - b'0'),
+            b'A'..=b'Z' => u32::from(b - b'A') + 10,
+            _ => return false,
+        };
+        rem = if v >= 10 { (rem * 100 + v) % 97 } else { (rem * 10 + v) % 97 };
+    }
+    rem == 1
 }
 
 /// The names of the instruction-like patterns that match `text`, in a fixed order.
 /// Empty when the text reads like data.
 pub fn injection_signals(text: &str) -> Vec<&'static str> {
-    INSTRUCTION_SET.matches(&visible(text)).iter().map(|i| INSTRUCTION_PATTERNS[i].0).collect()
+    INSTRUCTION_SET.matches(&fold(text)).iter().map(|i| INSTRUCTION_PATTERNS[i].0).collect()
 }
 
 /// True when `text` reads like an instruction to the model (any signal matches).
 pub fn is_instruction_like(text: &str) -> bool {
-    INSTRUCTION_SET.is_match(&visible(text))
+    INSTRUCTION_SET.is_match(&fold(text))
 }
 
 /// True when `text` holds a secret: an assignment such as `password: …` or a known key shape.
-pub(crate) fn has_secret(text: &str) -> bool {
-    sensitive(&visible(text)).secret
+pub fn has_secret(text: &str) -> bool {
+    let folded = fold(text);
+    sensitive(&folded).secret || holds_registered(&folded) || holds_registered(text)
 }
 
 /// True when a phone-like match has enough digits to be a phone number.
@@ -170,31 +266,82 @@ fn phone_like(text: &str) -> bool {
 
 /// True when `text` holds personal data: an e-mail address, a phone number, an IBAN-like
 /// account number or a card number.
-pub(crate) fn has_personal_data(text: &str) -> bool {
-    sensitive(&visible(text)).personal
+pub fn has_personal_data(text: &str) -> bool {
+    sensitive(&fold(text)).personal
 }
 
-/// Replaces secrets and personal data with placeholders, for logs, traces and audit lines.
-/// Returns the input unchanged (borrowed) when there is nothing to hide; otherwise the
-/// result has no invisible characters either.
+/// Replaces secrets and personal data with placeholders, for logs, traces, reports and
+/// error messages: every registered secret ([`register_secret`]) by its exact value, then
+/// secret shapes, key-like values after secret words, e-mail addresses (internationalised
+/// and spelled out), IBANs, card and phone numbers, all judged on the [`fold`]ed text.
+/// Returns the input unchanged (borrowed) when there is nothing to hide; a text whose only
+/// secret is a registered one keeps its other characters as they were; otherwise the
+/// result is the folded text with placeholders, the patterns applied again until they
+/// find nothing (a placeholder can start a new match), and `[redacted]` for a text that
+/// still holds something after four passes.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let shown = visible(text);
-    let found = sensitive(&shown);
+    let unsecret = secrets::hide_registered(text);
+    let base: &str = unsecret.as_deref().unwrap_or(text);
+    let folded = fold(base);
+    // a secret written in compatibility forms is the secret too
+    let refolded = secrets::hide_registered(&folded);
+    let judged: &str = refolded.as_deref().unwrap_or(&folded);
+    let found = sensitive(judged);
     if !found.secret && !found.personal {
-        return Cow::Borrowed(text);
+        if let Some(r) = refolded {
+            return Cow::Owned(r);
+        }
+        return match unsecret {
+            Some(u) => Cow::Owned(u),
+            None => Cow::Borrowed(text),
+        };
     }
-    let out = KEY_SHAPE.replace_all(&shown, "[secret]");
+    // a replacement can make a new match (a placeholder ends a word the text ran on:
+    // `0958password: x` becomes `[phone]password: x`), so the pass runs until nothing
+    // sensitive is left, a few times at most; a text still sensitive then is hidden whole
+    let mut out = hide_pass(judged);
+    for _ in 0..3 {
+        let left = sensitive(&out);
+        if !left.secret && !left.personal {
+            return Cow::Owned(out);
+        }
+        out = hide_pass(&out);
+    }
+    let left = sensitive(&out);
+    if left.secret || left.personal { Cow::Borrowed("[redacted]") } else { Cow::Owned(out) }
+}
+
+/// One pass of every pattern over `text`, in a fixed order.
+fn hide_pass(text: &str) -> String {
+    let out = KEY_SHAPE.replace_all(text, "[secret]");
     let out = SECRET.replace_all(&out, "[secret]").into_owned();
+    let out = KEY_AFTER_WORD
+        .replace_all(&out, |c: &regex::Captures<'_>| {
+            let all = c.get(0).map_or("", |m| m.as_str());
+            match (c.get(0), c.get(1)) {
+                (Some(whole), Some(v)) if key_like(v.as_str()) => {
+                    format!("{}[secret]", &all[..v.start() - whole.start()])
+                }
+                _ => all.to_string(),
+            }
+        })
+        .into_owned();
     let out = EMAIL.replace_all(&out, "[email]").into_owned();
+    let out = SPELLED_EMAIL.replace_all(&out, "[email]").into_owned();
     let out = IBAN.replace_all(&out, "[iban]").into_owned();
+    let out = IBAN_LOWER
+        .replace_all(&out, |c: &regex::Captures<'_>| {
+            let m = c.get(0).map_or("", |m| m.as_str());
+            if iban_ok(m) { "[iban]".to_string() } else { m.to_string() }
+        })
+        .into_owned();
     let out = CARD.replace_all(&out, "[card]").into_owned();
-    let out = PHONE
+    PHONE
         .replace_all(&out, |c: &regex::Captures<'_>| {
             let m = c.get(0).map_or("", |m| m.as_str());
             if m.chars().filter(char::is_ascii_digit).count() >= 9 { "[phone]".to_string() } else { m.to_string() }
         })
-        .into_owned();
-    Cow::Owned(out)
+        .into_owned()
 }
 
 /// Clips `text` to at most `max` characters (not bytes), never splitting a character.

@@ -70,6 +70,56 @@ impl LineVerdict {
 /// The code of a line that could not be checked.
 pub(crate) const BAD_LINE: &str = "bad_line";
 
+/// The code of a line longer than [`MAX_LINE_BYTES`]: it is skipped unread (its bytes are
+/// never held), and the next line is checked all the same.
+pub(crate) const LINE_TOO_LONG: &str = "line_too_long";
+
+/// The longest line a checker reads, in bytes without its newline (1 MiB).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Counts of a checked stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Verdicts given (blank and `#` lines have none).
+    pub verdicts: usize,
+    /// Verdicts that were not accepted.
+    pub refused: usize,
+}
+
+/// Reads the next line of `input` into `buf` (without its newline), holding at most
+/// `max` bytes: a longer line is consumed to its end and dropped. `None` at the end of
+/// the input; `Some(true)` for a line that was too long.
+fn next_line<R: std::io::BufRead>(input: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let (mut any, mut too_long) = (false, false);
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(any.then_some(too_long));
+        }
+        any = true;
+        let newline = chunk.iter().position(|b| *b == b'\n');
+        let part = &chunk[..newline.unwrap_or(chunk.len())];
+        if !too_long {
+            if buf.len() + part.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(part);
+            }
+        }
+        let used = newline.map_or(chunk.len(), |i| i + 1);
+        input.consume(used);
+        if newline.is_some() {
+            return Ok(Some(too_long));
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SeenLine {
@@ -159,22 +209,55 @@ impl Checker {
     /// line that is not UTF-8, not JSON or not of the schema gets a `bad_line` verdict.
     pub fn check_all(&mut self, input: &[u8]) -> Vec<LineVerdict> {
         let mut out = Vec::new();
-        for (i, raw) in input.split(|b| *b == b'\n').enumerate() {
-            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-            let line = i + 1;
-            let text = match std::str::from_utf8(raw) {
-                Ok(t) => t.trim(),
-                Err(e) => {
-                    out.push(bad(line, format!("not UTF-8: {e}")));
-                    continue;
+        // reading a byte slice cannot fail
+        let _ = self.check_stream(input, MAX_LINE_BYTES, |v| {
+            out.push(v.clone());
+            true
+        });
+        out
+    }
+
+    /// Checks `input` as it comes: one line read, one verdict handed to `emit`, in
+    /// constant memory (a line is held only up to `max_line` bytes; a longer one gets
+    /// [`LINE_TOO_LONG`] without being kept). Stops early when `emit` returns false (a
+    /// closed pipe).
+    ///
+    /// # Errors
+    /// A read error of the input; the verdicts before it were emitted.
+    pub fn check_stream<R: std::io::BufRead>(
+        &mut self,
+        mut input: R,
+        max_line: usize,
+        mut emit: impl FnMut(&LineVerdict) -> bool,
+    ) -> std::io::Result<Tally> {
+        let mut tally = Tally::default();
+        let mut buf = Vec::new();
+        let mut line = 0usize;
+        while let Some(too_long) = next_line(&mut input, &mut buf, max_line)? {
+            line += 1;
+            let raw = buf.strip_suffix(b"\r").unwrap_or(&buf);
+            let verdict = if too_long {
+                LineVerdict {
+                    line,
+                    id: None,
+                    code: LINE_TOO_LONG.into(),
+                    kind: None,
+                    error: Some(format!("longer than {max_line} bytes")),
+                }
+            } else {
+                match std::str::from_utf8(raw) {
+                    Err(e) => bad(line, format!("not UTF-8: {e}")),
+                    Ok(t) if t.trim().is_empty() || t.trim().starts_with('#') => continue,
+                    Ok(t) => self.check_line(line, t.trim()),
                 }
             };
-            if text.is_empty() || text.starts_with('#') {
-                continue;
+            tally.verdicts += 1;
+            tally.refused += usize::from(!verdict.accepted());
+            if !emit(&verdict) {
+                break;
             }
-            out.push(self.check_line(line, text));
         }
-        out
+        Ok(tally)
     }
 
     /// Checks one line of text (`line` is its number, for the verdict).

@@ -78,6 +78,8 @@ fn row_error(file: &str, line: usize, field: &str, message: String) -> ScenarioE
 pub fn parse_benign_tasks(text: &str, file: &str) -> Result<Vec<BenignTask>, ScenarioError> {
     let world = WorldData::bundled().map_err(|e| ScenarioError::Io { file: file.into(), message: e.to_string() })?;
     let mut out: Vec<BenignTask> = Vec::new();
+    // ids seen so far: one hash lookup a row, so a long table is checked in linear time
+    let mut ids = std::collections::HashSet::new();
     for (i, line) in text.lines().enumerate() {
         let (trimmed, line) = (line.trim(), i + 1);
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -108,7 +110,7 @@ pub fn parse_benign_tasks(text: &str, file: &str) -> Result<Vec<BenignTask>, Sce
         if let Some((n, t)) = task.needs.iter().enumerate().find(|(_, t)| !Registry.has(t)) {
             return Err(err(&format!("needs[{n}]"), format!("no tool {t:?}")));
         }
-        if out.iter().any(|t| t.id == task.id) {
+        if !ids.insert(task.id.clone()) {
             return Err(err("id", format!("{} is used twice", task.id)));
         }
         out.push(task);

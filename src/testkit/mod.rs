@@ -28,12 +28,16 @@
 //! - no e-mail leaves without an approved, unexpired, non-self decision, and a decision
 //!   applies at most once ([`approvals`]);
 //! - a `check` command's line reader gives every line one known verdict that depends on
-//!   that line alone ([`check_lines`], for the `check` command's reader).
+//!   that line alone ([`check_lines`], for the `check` command's reader);
+//! - folding is idempotent and every text check judges a text and its fold alike;
+//!   redaction never shows a registered secret and leaves nothing its checks would still
+//!   call sensitive ([`text`]).
 
 pub mod approvals;
 pub mod check_lines;
 pub mod checkpoints;
 pub mod envelopes;
+mod text;
 
 pub use approvals::{ApprovalOp, ApprovalVerdict, check_approval_ops};
 pub use check_lines::{LineKind, check_checker_line, check_line_reader, check_lines_input};
@@ -42,6 +46,7 @@ pub use checkpoints::{
     checkpoint_input,
 };
 pub use envelopes::{CHANNELS, EnvelopeContext, EnvelopeVerdict, check_envelope, envelope_input, verdict_code};
+pub use text::{FUZZ_SECRET, check_fold, check_redact};
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -185,8 +190,20 @@ pub fn check_proposal(fx: &Fixture, task: &str, text: &str) -> Result<ProposalVe
     match &p {
         Proposal::Finish { answer, sources } => {
             let finished = ctx.state.finish(answer, sources);
-            ensure((check == CheckCode::Ok) == finished.is_ok(), "check_agrees_with_state", || {
-                format!("check {} but the state says {finished:?}", check.as_str())
+            // the state checks the answer's form; the loop's check also reads it (unless
+            // the policy lists the task's answers as free): no instruction, no other
+            // user's data
+            let read_ok = lab.agent.gate.policy().free_answers.contains(task)
+                || crate::agent::answer_problem(
+                    answer,
+                    sources,
+                    ctx.state.observations(),
+                    USER,
+                    &lab.agent.gate.world().data,
+                )
+                .is_none();
+            ensure((check == CheckCode::Ok) == (finished.is_ok() && read_ok), "check_agrees_with_state", || {
+                format!("check {} but the state says {finished:?} and the reading {read_ok}", check.as_str())
             })?;
         }
         Proposal::Call { tool, arguments } => {

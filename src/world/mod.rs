@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+mod others;
+pub use others::bundled_names_other_user;
+
 /// The bundled world, `data/world.json`.
 pub(crate) const BUNDLED_WORLD: &str = include_str!("../../data/world.json");
 

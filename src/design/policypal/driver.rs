@@ -196,6 +196,10 @@ impl Pal {
             // a cancel abandons a model call in flight, and a reply that arrives after a
             // cancel runs none of its calls
             let cancel = self.cancel.clone();
+            // the time left is the call's deadline: the call, its retries and their waits
+            // end there (`time_budget`)
+            let left = self.budget.deadline.saturating_sub(progress.worked);
+            self.client.set_deadline(tokio::time::Instant::now().checked_add(left));
             let answer = tokio::select! {
                 biased;
                 () = cancel.cancelled() => None,
@@ -219,7 +223,8 @@ impl Pal {
                 Some(Ok(r)) => r,
                 Some(Err(ModelError::Failed { code, message })) => {
                     progress.trace.add(step, TraceKind::Model, code, &message);
-                    return self.give_up(state, progress, turns, StopReason::ModelError);
+                    let reason = if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError };
+                    return self.give_up(state, progress, turns, reason);
                 }
                 Some(Err(crash)) => return Err(AgentError::Model(crash)),
             };

@@ -56,10 +56,16 @@ pub enum ConfigError {
 pub struct ApiKey(String);
 
 impl ApiKey {
-    /// A key; `None` for an empty or blank value.
+    /// A key; `None` for an empty or blank value. The key is registered with the
+    /// redactor ([`crate::security::register_secret`]): from now on its exact value is
+    /// replaced in every trace, report and error message, whatever its shape.
     pub fn new(key: impl Into<String>) -> Option<Self> {
         let key = key.into();
-        if key.trim().is_empty() { None } else { Some(Self(key.trim().to_string())) }
+        if key.trim().is_empty() {
+            return None;
+        }
+        crate::security::register_secret(key.trim());
+        Some(Self(key.trim().to_string()))
     }
 
     /// The key itself, for the `Authorization` header only.
@@ -110,7 +116,22 @@ impl FromStr for ToolMode {
     }
 }
 
-/// Retries after a 429 or a 5xx answer. Without jitter, so a run is repeatable.
+/// How much chance is added to the waits between retries, so that many clients failing
+/// together do not retry in lockstep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Jitter {
+    /// The waits as computed (tests that assert exact waits).
+    Off,
+    /// Jitter from a generator seeded with this value: the same seed, the same waits.
+    Seeded(u64),
+    /// Jitter from a generator seeded once per client from the process's random state.
+    #[default]
+    Random,
+}
+
+/// Retries after a 429 or a 5xx answer. With [`Jitter`] (on by default): a backoff
+/// becomes a wait between its half and its whole, a `Retry-After` a wait between what
+/// the server asked and a tenth more; never less than the server asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Most retries after the first attempt (0: no retry).
@@ -122,6 +143,8 @@ pub struct RetryPolicy {
     /// The longest `Retry-After` honoured; a server asking for more ends the call with
     /// its code at once instead of waiting.
     pub max_retry_after: Duration,
+    /// Chance added to the waits.
+    pub jitter: Jitter,
 }
 
 impl Default for RetryPolicy {
@@ -131,6 +154,7 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(60),
+            jitter: Jitter::default(),
         }
     }
 }
@@ -141,6 +165,16 @@ impl RetryPolicy {
     pub fn backoff(&self, retry: u32) -> Duration {
         let factor = 1u32.checked_shl(retry.min(31)).unwrap_or(u32::MAX);
         self.base_delay.saturating_mul(factor).min(self.max_delay)
+    }
+
+    /// `wait` with jitter: `chance` in `[0, 1)` moves a backoff between its half and its
+    /// whole, and a server's `Retry-After` between itself and a tenth more.
+    pub fn jittered(&self, wait: Duration, server_asked: bool, chance: f64) -> Duration {
+        if self.jitter == Jitter::Off {
+            return wait;
+        }
+        let chance = chance.clamp(0.0, 1.0);
+        if server_asked { wait + wait.mul_f64(chance / 10.0) } else { wait / 2 + (wait / 2).mul_f64(chance) }
     }
 }
 

@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
 use crate::BoxFuture;
 pub(crate) use config::ConfigError;
-pub use config::{ApiKey, Endpoint, HttpConfig, HttpFlags, ToolMode};
+pub use config::{ApiKey, Endpoint, HttpConfig, HttpFlags, Jitter, RetryPolicy, ToolMode};
 pub(crate) use wire::{FINISH_TOOL, Reading};
 
 codes! {
@@ -77,6 +77,9 @@ codes! {
         ClientInit = "client_init",
         /// The client's own cancellation token fired.
         Cancelled = "cancelled",
+        /// The run's deadline came during the call, its retries or a wait between them (the
+        /// run stops with `time_budget`).
+        TimeBudget = "time_budget",
     }
 }
 
@@ -137,6 +140,10 @@ pub struct HttpClient {
     sleeper: Arc<dyn Sleeper>,
     /// Stops the client by itself when fired (besides the caller dropping the future).
     cancel: Option<CancellationToken>,
+    /// The run's deadline: no attempt, retry or wait goes past it ([`LlmClient::set_deadline`]).
+    deadline: Option<tokio::time::Instant>,
+    /// The jitter generator's state (splitmix64), seeded from the retry policy.
+    rng: u64,
 }
 
 impl fmt::Debug for HttpClient {
@@ -148,7 +155,26 @@ impl fmt::Debug for HttpClient {
 impl HttpClient {
     /// A client; nothing is connected until the first call.
     pub fn new(config: HttpConfig) -> Self {
-        Self { config, client: None, sleeper: Arc::new(TokioSleeper), cancel: None }
+        let rng = match config.endpoint.retry.jitter {
+            Jitter::Off => 0,
+            Jitter::Seeded(seed) => seed,
+            Jitter::Random => {
+                use std::hash::{BuildHasher, Hasher};
+                std::collections::hash_map::RandomState::new().build_hasher().finish()
+            }
+        };
+        Self { config, client: None, sleeper: Arc::new(TokioSleeper), cancel: None, deadline: None, rng }
+    }
+
+    /// The next number of the jitter generator, in `[0, 1)` (splitmix64).
+    fn chance(&mut self) -> f64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        // the top 53 bits as a fraction
+        (z >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// The same client waiting between retries with `sleeper`.
@@ -194,8 +220,24 @@ impl HttpClient {
         let pool = self.pool()?;
         let url = ep.chat_url();
         let mut retries = 0u32;
+        let deadline = self.deadline;
+        let past_deadline =
+            |what: &str| HttpFailure::new(HttpCode::TimeBudget, format!("the run's time budget ends {what}"));
         loop {
-            let (failure, retry_after) = match attempt(&pool, &ep, &url, &body).await {
+            // an attempt gets its own timeout, cut to what is left before the deadline
+            let mut limit = ep.timeout;
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() {
+                    return Err(past_deadline("before the call"));
+                }
+                limit = limit.min(left);
+            }
+            let cut = limit < ep.timeout;
+            let (failure, retry_after) = match attempt(&pool, &ep, &url, &body, limit).await {
+                Attempt::Fail(f) if cut && f.code == HttpCode::Timeout => {
+                    return Err(past_deadline("during the call"));
+                }
                 Attempt::Answer(bytes) => return wire::read_reply_as(&bytes, &self.config.model, reading),
                 Attempt::Fail(f) => return Err(f),
                 Attempt::Retry { failure, retry_after } => (failure, retry_after),
@@ -215,9 +257,27 @@ impl HttpClient {
                         ),
                     ));
                 }
-                Some(wait) => wait,
-                None => ep.retry.backoff(retries),
+                Some(wait) => {
+                    let chance = self.chance();
+                    ep.retry.jittered(wait, true, chance)
+                }
+                None => {
+                    let chance = self.chance();
+                    ep.retry.jittered(ep.retry.backoff(retries), false, chance)
+                }
             };
+            if let Some(d) = deadline {
+                if tokio::time::Instant::now() + wait >= d {
+                    return Err(HttpFailure::new(
+                        HttpCode::TimeBudget,
+                        format!(
+                            "{} (a wait of {:.1}s before retrying passes the run's time budget)",
+                            failure.message,
+                            wait.as_secs_f64()
+                        ),
+                    ));
+                }
+            }
             tracing::debug!(
                 model = %self.config.model,
                 code = failure.code.as_str(),
@@ -247,6 +307,10 @@ impl LlmClient for HttpClient {
     fn bind_cancel(&mut self, token: CancellationToken) {
         self.cancel = Some(token);
     }
+
+    fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
+        self.deadline = deadline;
+    }
 }
 
 impl HttpClient {
@@ -270,7 +334,7 @@ enum Attempt {
     Fail(HttpFailure),
 }
 
-async fn attempt(pool: &reqwest::Client, ep: &Endpoint, url: &reqwest::Url, body: &[u8]) -> Attempt {
+async fn attempt(pool: &reqwest::Client, ep: &Endpoint, url: &reqwest::Url, body: &[u8], limit: Duration) -> Attempt {
     let work = async {
         let mut req = pool
             .post(url.clone())
@@ -287,10 +351,10 @@ async fn attempt(pool: &reqwest::Client, ep: &Endpoint, url: &reqwest::Url, body
         let bytes = read_limited(&mut resp, ep.max_response_bytes).await?;
         Ok::<_, HttpFailure>((status, retry_after, bytes))
     };
-    match tokio::time::timeout(ep.timeout, work).await {
+    match tokio::time::timeout(limit, work).await {
         Err(_) => Attempt::Fail(HttpFailure::new(
             HttpCode::Timeout,
-            format!("no complete answer within {:.1}s", ep.timeout.as_secs_f64()),
+            format!("no complete answer within {:.1}s", limit.as_secs_f64()),
         )),
         Ok(Err(f)) => Attempt::Fail(f),
         Ok(Ok((status, retry_after, bytes))) => classify(status, retry_after, bytes),
@@ -313,11 +377,12 @@ fn classify(status: StatusCode, retry_after: Option<Duration>, bytes: Vec<u8>) -
     }
 }
 
-/// The start of an error body, on one line.
+/// The start of an error body, on one line, redacted: a server may echo the key it was
+/// sent (`{"error": "bad key …"}`), which is then hidden before the message exists.
 fn quote(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    one_line.chars().take(BODY_QUOTE_CHARS).collect()
+    crate::security::redact(&one_line).chars().take(BODY_QUOTE_CHARS).collect()
 }
 
 async fn read_limited(resp: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, HttpFailure> {
