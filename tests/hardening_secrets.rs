@@ -151,6 +151,22 @@ fn a_registered_secret_is_replaced_even_inside_other_text_and_folded_forms() {
 }
 
 #[test]
+fn an_approver_key_read_from_its_file_is_a_registered_secret() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = crate::util::temp_dir("secrets-approver");
+    let path = dir.join("ada.key");
+    // written by hand, not by `write_new` (which registers too): reading alone must register
+    let hex = "5e".repeat(32);
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).unwrap();
+    std::io::Write::write_all(&mut file, format!("rolegate-approver-key/1 ada {hex}\n").as_bytes()).unwrap();
+    assert!(!has_secret(&format!("leaked {hex}")), "not yet known: nothing marks 64 hex digits as a key");
+    let key = rolegate::human::ApproverKey::read(&path).unwrap();
+    assert_eq!(key.name(), "ada");
+    let shown = redact(&format!("leaked {hex} here")).into_owned();
+    assert_eq!(shown, "leaked [secret] here");
+}
+
+#[test]
 fn each_redaction_class_is_hidden_and_its_benign_control_is_not() {
     let cases: &[(&str, &str)] = &[
         // internationalised addresses: non-ASCII local part, non-ASCII domain

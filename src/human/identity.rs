@@ -157,7 +157,9 @@ impl ApproverKey {
         use std::os::unix::fs::OpenOptionsExt;
         let bad = |e: std::io::Error| IdentityError::new(IdentityCode::BadKeyFile, format!("{}: {e}", path.display()));
         let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(bad)?;
-        let text = format!("{APPROVER_KEY_FORMAT} {} {}\n", self.name, hex(&self.secret.to_bytes()));
+        let secret = hex(&self.secret.to_bytes());
+        crate::security::register_secret(&secret);
+        let text = format!("{APPROVER_KEY_FORMAT} {} {secret}\n", self.name);
         file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(bad)
     }
 
@@ -186,6 +188,8 @@ impl ApproverKey {
             return Err(bad(format!("not an approver key file ({APPROVER_KEY_FORMAT} NAME KEY)")));
         };
         let seed = unhex::<32>(secret).ok_or_else(|| bad("the key is not 64 hex digits".into()))?;
+        // the key's text is a secret the process now holds: the redactor hides it anywhere
+        crate::security::register_secret(secret);
         Ok(Self::from_seed(name, seed))
     }
 
