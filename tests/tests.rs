@@ -48,4 +48,5 @@ mod multi_table;
 mod suite_checkers;
 mod suite_matrix;
 mod suite_report;
+mod suite_row_errors;
 mod suite_rows;

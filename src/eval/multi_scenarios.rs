@@ -139,11 +139,8 @@ pub(crate) fn parse_multi_row_with(
         return Err(err("(row)", format!("longer than {MAX_ROW_BYTES} bytes")));
     }
     let de = &mut serde_json::Deserializer::from_str(text);
-    let mut row: MultiRow = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." { "(row)".to_string() } else { path };
-        err(&field, e.into_inner().to_string())
-    })?;
+    let mut row: MultiRow =
+        serde_path_to_error::deserialize(de).map_err(|e| crate::lab::serde_row_error(e, file, line))?;
     if row.id.is_empty()
         || row.id.len() > 32
         || !row.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
@@ -180,8 +177,12 @@ pub(crate) fn parse_multi_row_with(
     if row.compromised.reviewer.is_some() && row.roles.reviewer != ReviewerKind::default() {
         return Err(err("compromised.reviewer", "roles.reviewer already chooses the reviewer's model".into()));
     }
-    let mut ext =
-        Extensions { world: row.world.as_ref(), attack: row.attack.as_mut(), expect_attack: row.expect.attack };
+    let mut ext = Extensions {
+        world: row.world.as_ref(),
+        attack: row.attack.as_mut(),
+        expect_attack: row.expect.attack,
+        user: &row.user,
+    };
     ext.check(catalog).map_err(|(field, message)| err(&field, message))?;
     Ok(row)
 }
@@ -239,27 +240,16 @@ pub fn parse_any_table(text: &str, file: &str) -> Result<Vec<AnyRow>, ScenarioEr
 /// [`parse_any_table`] with catalog ids looked up in `catalog`.
 ///
 /// # Errors
-/// The first bad row, or a repeated id.
+/// Every bad row (file, line, field; a repeated id too), or a table without rows.
 pub fn parse_any_table_with(text: &str, file: &str, catalog: &[Attack]) -> Result<Vec<AnyRow>, ScenarioError> {
-    let mut rows: Vec<AnyRow> = Vec::new();
-    // ids seen so far: one hash lookup a row, so a long table is checked in linear time
-    let mut ids = std::collections::HashSet::new();
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let row = if is_multi(trimmed, file, i + 1)? {
-            AnyRow::Multi(parse_multi_row_with(trimmed, file, i + 1, catalog)?)
+    let parse = |line: &str, n: usize| {
+        Ok(if is_multi(line, file, n)? {
+            AnyRow::Multi(parse_multi_row_with(line, file, n, catalog)?)
         } else {
-            AnyRow::Single(parse_single_row_with(trimmed, file, i + 1, catalog)?)
-        };
-        if !ids.insert(row.id().to_string()) {
-            return Err(row_error(file, i + 1, "id", format!("{} is used twice", row.id())));
-        }
-        rows.push(row);
-    }
-    Ok(rows)
+            AnyRow::Single(parse_single_row_with(line, file, n, catalog)?)
+        })
+    };
+    crate::lab::read_table(text, file, "rows", parse, AnyRow::id)
 }
 
 /// Parses a table that must hold only multi rows.
@@ -268,25 +258,14 @@ pub fn parse_any_table_with(text: &str, file: &str, catalog: &[Attack]) -> Resul
 /// As [`parse_any_table`], and a single-agent row is refused on `design`.
 pub fn parse_multi_table(text: &str, file: &str) -> Result<Vec<MultiRow>, ScenarioError> {
     let catalog = bundled_attacks()?;
-    let mut out = Vec::new();
-    // ids seen so far: one hash lookup a row, so a long table is checked in linear time
-    let mut ids = std::collections::HashSet::new();
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        if !is_multi(trimmed, file, i + 1)? && serde_json::from_str::<serde_json::Value>(trimmed).is_ok() {
+    let parse = |line: &str, n: usize| {
+        if !is_multi(line, file, n)? && serde_json::from_str::<serde_json::Value>(line).is_ok() {
             let message = "a multi-agent table holds only rows with \"design\": \"multi\"".to_string();
-            return Err(row_error(file, i + 1, "design", message));
+            return Err(row_error(file, n, "design", message));
         }
-        let row = parse_multi_row_with(trimmed, file, i + 1, &catalog)?;
-        if !ids.insert(row.id.clone()) {
-            return Err(row_error(file, i + 1, "id", format!("{} is used twice", row.id)));
-        }
-        out.push(row);
-    }
-    Ok(out)
+        parse_multi_row_with(line, file, n, &catalog)
+    };
+    crate::lab::read_table(text, file, "rows", parse, |r: &MultiRow| &r.id)
 }
 
 /// The bundled multi-agent table.

@@ -12,7 +12,7 @@ use std::sync::{Arc, LazyLock};
 
 use crate::agent::CheckMode;
 use crate::gate::{ApprovalMode, Policy};
-use crate::lab::attacks::{Attack, AttackVerdict, plant};
+use crate::lab::attacks::{Attack, AttackVerdict, plant, plant_whole};
 use crate::lab::compromised::{ResearcherCompromise, ReviewerCompromise};
 use crate::multi::{InstructionFilter, Scopes};
 use crate::world::{Document, Ticket, User, WorldData, WorldError, WorldFile};
@@ -231,6 +231,8 @@ pub(crate) struct Extensions<'a> {
     pub attack: Option<&'a mut RowAttack>,
     /// Its `expect.attack`.
     pub expect_attack: Option<AttackVerdict>,
+    /// The row's user (who reads a document the payload is planted into).
+    pub user: &'a str,
 }
 
 impl Extensions<'_> {
@@ -262,7 +264,9 @@ impl Extensions<'_> {
         };
         if let Some(a) = self.attack.as_deref() {
             if let Some(attack) = a.attack() {
-                plant(&world, attack, &a.into).map_err(|e| ("attack.into".to_string(), e.to_string()))?;
+                // a payload the model would see cut is refused here as in the matrix
+                plant_whole(&world, attack, &a.into, self.user)
+                    .map_err(|e| ("attack.into".to_string(), e.to_string()))?;
             }
         }
         Ok(())

@@ -129,12 +129,8 @@ pub(crate) fn parse_single_row_with(
         return Err(err("(row)", format!("longer than {MAX_ROW_BYTES} bytes")));
     }
     let de = &mut serde_json::Deserializer::from_str(text);
-    let mut row: SingleRow = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        // a field with an empty name has an empty path: name the row instead
-        let field = if path.is_empty() || path == "." { "(row)".to_string() } else { path };
-        err(&field, e.into_inner().to_string())
-    })?;
+    let mut row: SingleRow =
+        serde_path_to_error::deserialize(de).map_err(|e| crate::lab::serde_row_error(e, file, line))?;
     if row.id.is_empty()
         || row.id.len() > 32
         || !row.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
@@ -167,8 +163,12 @@ pub(crate) fn parse_single_row_with(
         let message = "the single-agent loop has no instruction filter (a multi row's coordinator has)".into();
         return Err(err("defenses.filter", message));
     }
-    let mut ext =
-        Extensions { world: row.world.as_ref(), attack: row.attack.as_mut(), expect_attack: row.expect.attack };
+    let mut ext = Extensions {
+        world: row.world.as_ref(),
+        attack: row.attack.as_mut(),
+        expect_attack: row.expect.attack,
+        user: &row.user,
+    };
     ext.check(catalog).map_err(|(field, message)| err(&field, message))?;
     Ok(row)
 }
@@ -176,29 +176,16 @@ pub(crate) fn parse_single_row_with(
 /// Parses a whole table (JSON Lines; blank lines and lines starting with `#` are skipped).
 ///
 /// # Errors
-/// The first bad row, or a repeated id.
+/// Every bad row (file, line, field; a repeated id too), or a table without rows.
 pub fn parse_single_table(text: &str, file: &str) -> Result<Vec<SingleRow>, ScenarioError> {
     let catalog = bundled_attacks()?;
-    let mut rows: Vec<SingleRow> = Vec::new();
-    // ids seen so far: one hash lookup a row, so a long table is checked in linear time
-    let mut ids = std::collections::HashSet::new();
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let row = parse_single_row_with(trimmed, file, i + 1, &catalog)?;
-        if !ids.insert(row.id.clone()) {
-            return Err(ScenarioError::Row {
-                file: file.into(),
-                line: i + 1,
-                field: "id".into(),
-                message: format!("{} is used twice", row.id),
-            });
-        }
-        rows.push(row);
-    }
-    Ok(rows)
+    crate::lab::read_table(
+        text,
+        file,
+        "rows",
+        |line, n| parse_single_row_with(line, file, n, &catalog),
+        |r: &SingleRow| &r.id,
+    )
 }
 
 /// The bundled single-agent table.

@@ -19,12 +19,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
 
+use crate::agent::MAX_OBSERVATION_CHARS;
 use crate::agent::TraceKind;
 use crate::gate::AuditEvent;
 use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::multi::MultiRun;
-use crate::tools::{Registry, fingerprint};
-use crate::world::{Outbox, WorldData};
+use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs, fingerprint};
+use crate::world::{Outbox, World, WorldData};
 
 /// The bundled catalog, `data/attacks.jsonl`.
 pub(crate) const BUNDLED_ATTACKS: &str = include_str!("../../data/attacks.jsonl");
@@ -145,11 +146,7 @@ pub(crate) fn parse_attack(text: &str, file: &str, line: usize) -> Result<Attack
         return Err(row_error(file, line, "(row)", format!("longer than {MAX_ROW_BYTES} bytes")));
     }
     let de = &mut serde_json::Deserializer::from_str(text);
-    let attack: Attack = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path.is_empty() || path == "." { "(row)".to_string() } else { path };
-        row_error(file, line, &field, e.into_inner().to_string())
-    })?;
+    let attack: Attack = serde_path_to_error::deserialize(de).map_err(|e| super::serde_row_error(e, file, line))?;
     attack.validate("").map_err(|(field, message)| row_error(file, line, &field, message))?;
     Ok(attack)
 }
@@ -157,25 +154,9 @@ pub(crate) fn parse_attack(text: &str, file: &str, line: usize) -> Result<Attack
 /// Parses a catalog (JSON Lines; blank lines and lines starting with `#` are skipped).
 ///
 /// # Errors
-/// The first bad row, a repeated id, or an empty catalog.
+/// Every bad row (file, line, field; a repeated id too), or an empty catalog.
 pub fn parse_catalog(text: &str, file: &str) -> Result<Vec<Attack>, ScenarioError> {
-    let mut out: Vec<Attack> = Vec::new();
-    let mut ids = std::collections::HashSet::new();
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let attack = parse_attack(trimmed, file, i + 1)?;
-        if !ids.insert(attack.id.clone()) {
-            return Err(row_error(file, i + 1, "id", format!("{} is used twice", attack.id)));
-        }
-        out.push(attack);
-    }
-    if out.is_empty() {
-        return Err(ScenarioError::Io { file: file.into(), message: "the catalog holds no attack".into() });
-    }
-    Ok(out)
+    super::read_table(text, file, "attacks", |line, n| parse_attack(line, file, n), |a: &Attack| &a.id)
 }
 
 static BUNDLED: LazyLock<Result<Arc<[Attack]>, String>> =
@@ -196,6 +177,38 @@ pub(crate) enum PlantError {
     /// No ticket or document with that id.
     #[error("no ticket or document {0:?} to plant the payload into")]
     NoTarget(String),
+    /// With the payload in it, a read of the target is longer than a model is shown, so
+    /// the payload would be cut and the verdict judge a payload no model saw whole.
+    #[error(
+        "payload {attack} makes the result of reading {into} {chars} characters, but a model is shown {MAX_OBSERVATION_CHARS}: shorten the payload or plant it elsewhere"
+    )]
+    TooLong {
+        /// The payload's id.
+        attack: String,
+        /// The ticket or document.
+        into: String,
+        /// The read's length with the payload.
+        chars: usize,
+    },
+}
+
+/// [`plant`], and a check that a read of `into` by `user` (a ticket is read by its owner)
+/// shows the payload whole: the result is at most [`MAX_OBSERVATION_CHARS`] characters.
+///
+/// # Errors
+/// As [`plant`]; [`PlantError::TooLong`] when the read would be cut.
+pub(crate) fn plant_whole(world: &WorldData, attack: &Attack, into: &str, user: &str) -> Result<WorldData, PlantError> {
+    let planted = plant(world, attack, into)?;
+    let w = World::new(Arc::new(planted));
+    let (args, reader) = match w.data.tickets.get(into) {
+        Some(t) => (ToolArgs::GetTicket(GetTicketArgs { ticket_id: into.to_string() }), t.owner.as_str()),
+        None => (ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: into.to_string() }), user),
+    };
+    let chars = Registry.execute(&w, reader, &args).map(|v| v.to_string().chars().count()).unwrap_or_default();
+    if chars > MAX_OBSERVATION_CHARS {
+        return Err(PlantError::TooLong { attack: attack.id.clone(), into: into.to_string(), chars });
+    }
+    Ok(Arc::unwrap_or_clone(w.data))
 }
 
 /// A copy of `world` with `attack`'s payload appended to the text of ticket or document

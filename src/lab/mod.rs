@@ -8,8 +8,8 @@ pub(crate) mod compromised;
 pub(crate) mod table;
 
 pub use attacks::{Attack, AttackVerdict, bundled_attacks, parse_catalog};
-pub(crate) use table::MAX_ROW_BYTES;
-pub use table::ScenarioError;
+pub use table::{MAX_REPORTED_ROWS, ScenarioError};
+pub(crate) use table::{MAX_ROW_BYTES, read_table, serde_row_error};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -26,16 +26,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::agent::Env;
-use crate::agent::{CheckMode, MAX_OBSERVATION_CHARS, Trace, TraceKind};
+use crate::agent::{CheckMode, Trace, TraceKind};
 use crate::eval::rows::{ScopeWidth, Switch};
 use crate::gate::ApprovalMode;
-use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, multi_verdict, plant, single_verdict, valid_id};
+use crate::lab::attacks::{
+    Attack, AttackVerdict, bundled_attacks, multi_verdict, plant, plant_whole, single_verdict, valid_id,
+};
 use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer, ResearcherCompromise, ReviewerCompromise};
 use crate::lab::{DeciderSpec, LabConfig};
 use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::multi::{Behaviours, ClaimMode, InstructionFilter, MultiConfig, MultiEnv, MultiReason, RoleModels, Scopes};
-use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
-use crate::world::{World, WorldData};
+use crate::tools::Registry;
+use crate::world::WorldData;
 
 /// The bundled benign tasks, `data/benign_tasks.jsonl`.
 pub(crate) const BUNDLED_TASKS: &str = include_str!("../../data/benign_tasks.jsonl");
@@ -74,27 +76,17 @@ fn row_error(file: &str, line: usize, field: &str, message: String) -> ScenarioE
 /// checked against the bundled world, tools against the registry.
 ///
 /// # Errors
-/// The first bad row (file, line, field), a repeated id, or a file without tasks.
+/// Every bad row (file, line, field; a repeated id too), or a file without tasks.
 pub fn parse_benign_tasks(text: &str, file: &str) -> Result<Vec<BenignTask>, ScenarioError> {
     let world = WorldData::bundled().map_err(|e| ScenarioError::Io { file: file.into(), message: e.to_string() })?;
-    let mut out: Vec<BenignTask> = Vec::new();
-    // ids seen so far: one hash lookup a row, so a long table is checked in linear time
-    let mut ids = std::collections::HashSet::new();
-    for (i, line) in text.lines().enumerate() {
-        let (trimmed, line) = (line.trim(), i + 1);
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
+    let parse = |trimmed: &str, line: usize| {
         let err = |field: &str, message: String| row_error(file, line, field, message);
         if trimmed.len() > MAX_ROW_BYTES {
             return Err(err("(row)", format!("longer than {MAX_ROW_BYTES} bytes")));
         }
         let de = &mut serde_json::Deserializer::from_str(trimmed);
-        let task: BenignTask = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let field = if path.is_empty() || path == "." { "(row)".to_string() } else { path };
-            err(&field, e.into_inner().to_string())
-        })?;
+        let task: BenignTask =
+            serde_path_to_error::deserialize(de).map_err(|e| crate::lab::serde_row_error(e, file, line))?;
         if !valid_id(&task.id) {
             return Err(err("id", "must be 1 to 32 of letters, digits, - and _".into()));
         }
@@ -110,15 +102,9 @@ pub fn parse_benign_tasks(text: &str, file: &str) -> Result<Vec<BenignTask>, Sce
         if let Some((n, t)) = task.needs.iter().enumerate().find(|(_, t)| !Registry.has(t)) {
             return Err(err(&format!("needs[{n}]"), format!("no tool {t:?}")));
         }
-        if !ids.insert(task.id.clone()) {
-            return Err(err("id", format!("{} is used twice", task.id)));
-        }
-        out.push(task);
-    }
-    if out.is_empty() {
-        return Err(ScenarioError::Io { file: file.into(), message: "no task in the file".into() });
-    }
-    Ok(out)
+        Ok(task)
+    };
+    crate::lab::read_table(text, file, "tasks", parse, |t: &BenignTask| &t.id)
 }
 
 /// The bundled benign tasks.
@@ -574,30 +560,15 @@ async fn run_variant(
 }
 
 /// Checks that `attack` planted into `into` still fits in what a model is shown of the
-/// tool result that reads it ([`MAX_OBSERVATION_CHARS`]): a payload cut off there would
+/// tool result that reads it (`MAX_OBSERVATION_CHARS`): a payload cut off there would
 /// measure the clipping, not the controls.
 ///
 /// # Errors
 /// [`ScenarioError::Row`] naming the task's `into`, with the length.
 pub(crate) fn check_fits(world: &WorldData, task: &BenignTask, attack: &Attack) -> Result<(), ScenarioError> {
-    let planted = plant(world, attack, &task.into)
-        .map_err(|e| row_error("(matrix)", 0, "into", format!("task {}: {e}", task.id)))?;
-    let w = World::new(Arc::new(planted));
-    let args = match w.data.tickets.get(&task.into) {
-        Some(_) => ToolArgs::GetTicket(GetTicketArgs { ticket_id: task.into.clone() }),
-        None => ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: task.into.clone() }),
-    };
-    let owner = w.data.tickets.get(&task.into).map_or(task.user.as_str(), |t| t.owner.as_str());
-    let seen = Registry.execute(&w, owner, &args).map(|v| v.to_string()).unwrap_or_default();
-    let n = seen.chars().count();
-    if n > MAX_OBSERVATION_CHARS {
-        let message = format!(
-            "task {}: payload {} makes the result of reading {} {n} characters, but a model is shown {MAX_OBSERVATION_CHARS}: shorten the payload or plant it elsewhere",
-            task.id, attack.id, task.into
-        );
-        return Err(row_error("(matrix)", 0, "into", message));
-    }
-    Ok(())
+    plant_whole(world, attack, &task.into, &task.user)
+        .map(|_| ())
+        .map_err(|e| row_error("(matrix)", 0, "into", format!("task {}: {e}", task.id)))
 }
 
 /// Runs the matrix: every configuration × task × (benign, then each payload), concurrently
