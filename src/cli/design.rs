@@ -172,13 +172,20 @@ fn print_outcome(o: &DesignOutcome) {
     if !o.problems.is_empty() {
         out(&format!("problems: {:?}", o.problems));
     }
+    let usage = rolegate::cost::Summary {
+        calls: o.model_calls,
+        input_tokens: o.input_tokens,
+        output_tokens: o.output_tokens,
+        cost: o.credits,
+    };
+    out(&super::usage::usage_line(&o.design.to_string(), &usage));
+    if let Some(a) = &o.answer {
+        out(&super::usage::answer_line(a));
+    }
     out(&format!(
         "{} {} calls={:?} model_calls={} input_tokens={} emails={}",
         o.design, o.code, o.calls, o.model_calls, o.input_tokens, o.emails
     ));
-    if let Some(a) = &o.answer {
-        out(&rolegate::security::redact(a));
-    }
 }
 
 async fn policypal(args: &RunArgs, fake: &str, http: Option<&HttpConfig>, env: &Env) -> u8 {

@@ -18,6 +18,7 @@ mod run_checks;
 pub mod run_multi;
 mod store_check;
 mod suite;
+mod usage;
 
 pub use approvals::ApprovalsCommand;
 pub use approvers::ApproversCommand;

@@ -22,6 +22,10 @@ pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &st
             for l in run.trace().lines() {
                 out(&l);
             }
+            out(&super::usage::usage_line("agent", &run.ledger().summary()));
+            if let Some(a) = run.state.answer() {
+                out(&super::usage::answer_line(a));
+            }
             out(&format!(
                 "{} {} {} calls={:?}",
                 run.state.run_id(),

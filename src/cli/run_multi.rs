@@ -35,13 +35,10 @@ pub fn log(run: &MultiRun) -> Vec<String> {
         run.emails
     ));
     for (role, u) in &run.usage {
-        lines.push(format!(
-            "usage    {role}: calls {} | input tokens {} | output tokens {} | credits {}",
-            u.calls, u.input_tokens, u.output_tokens, u.cost
-        ));
+        lines.push(super::usage::usage_line(&role.to_string(), u));
     }
     if let Some(answer) = &run.answer {
-        lines.push(format!("answer (agent output, shown as data): {}", rolegate::security::redact(answer)));
+        lines.push(super::usage::answer_line(answer));
     }
     if let Some(f) = &run.failed {
         lines.push(format!("failed role: {} ({})", f.role, f.detail));

@@ -259,6 +259,10 @@ pub(crate) async fn run_one(
             for l in run.trace().lines() {
                 out(&l);
             }
+            out(&super::usage::usage_line("agent", &run.ledger().summary()));
+            if let Some(a) = run.state.answer() {
+                out(&super::usage::answer_line(a));
+            }
             out(&format!(
                 "{} {} calls={:?} emails={}",
                 run.state.status().name(),

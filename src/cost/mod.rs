@@ -7,8 +7,7 @@ mod prices;
 
 pub(crate) use clock::SharedClock;
 pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
-pub(crate) use ledger::Summary;
-pub use ledger::{Ledger, UsageRecord};
+pub use ledger::{Ledger, Summary, UsageRecord};
 pub use prices::{MAX_PRICE_PER_1K, Price, PriceTable};
 
 /// Errors of the cost module.

@@ -30,12 +30,13 @@ use std::str::FromStr;
 use crate::agent::Env;
 use crate::agent::FixedPlan;
 use crate::agent::{AgentError, Run, StateError, StopReason, Trace};
-use crate::cost::{CostError, Ledger};
+use crate::cost::{CostError, Ledger, Summary};
 use crate::gate::GateError;
 use crate::lab::{DeciderSpec, LabConfig};
 use crate::model::http::HttpConfig;
 use crate::model::{FakeKind, HttpClient};
 use crate::multi::{ClaimMode, MultiConfig, MultiEnv, MultiError, MultiReason, MultiRun, RoleSetup};
+use rust_decimal::Decimal;
 
 pub(crate) use fixed::{default_routes, route};
 pub use plan::{PlanCode, check_plan, parse_plan, plan_then_execute};
@@ -203,6 +204,10 @@ pub struct DesignOutcome {
     pub model_calls: u64,
     /// Input tokens over all model calls.
     pub input_tokens: u64,
+    /// Output tokens over all model calls.
+    pub output_tokens: u64,
+    /// Credits over all model calls, at the run's prices.
+    pub credits: Decimal,
     /// Loop steps (model or plan steps the loop took; model calls over all roles for the
     /// three roles).
     pub steps: u32,
@@ -240,6 +245,8 @@ impl DesignOutcome {
             calls: run.calls().to_vec(),
             model_calls: b.calls + r.calls,
             input_tokens: b.input_tokens.saturating_add(r.input_tokens),
+            output_tokens: b.output_tokens.saturating_add(r.output_tokens),
+            credits: b.cost.saturating_add(r.cost),
             steps: run.state.step(),
             problems: Vec::new(),
             emails: 0,
@@ -253,13 +260,20 @@ impl DesignOutcome {
     /// An outcome for a three-role run: calls are each role's tools in pipeline order, the
     /// model figures are summed over the roles' paid calls.
     pub fn from_multi(run: MultiRun) -> Self {
-        let paid = run.usage.values().fold((0u64, 0u64), |(c, t), u| (c + u.calls, t.saturating_add(u.input_tokens)));
+        let paid = run.usage.values().fold(Summary::default(), |s, u| Summary {
+            calls: s.calls + u.calls,
+            input_tokens: s.input_tokens.saturating_add(u.input_tokens),
+            output_tokens: s.output_tokens.saturating_add(u.output_tokens),
+            cost: s.cost.saturating_add(u.cost),
+        });
         Self {
             design: Design::Multi,
             code: DesignCode::Multi(run.reason),
             calls: run.tools.values().flatten().cloned().collect(),
-            model_calls: paid.0,
-            input_tokens: paid.1,
+            model_calls: paid.calls,
+            input_tokens: paid.input_tokens,
+            output_tokens: paid.output_tokens,
+            credits: paid.cost,
             steps: run.role_calls,
             problems: run.rejected.iter().map(|r| format!("{}: {}", r.sender, r.code)).collect(),
             emails: run.emails,
@@ -356,6 +370,8 @@ pub async fn run_design(
                     calls: Vec::new(),
                     model_calls: 0,
                     input_tokens: 0,
+                    output_tokens: 0,
+                    credits: Decimal::ZERO,
                     steps: 0,
                     problems: Vec::new(),
                     emails: 0,
@@ -400,6 +416,8 @@ pub async fn run_design(
                         calls: Vec::new(),
                         model_calls: s.calls,
                         input_tokens: s.input_tokens,
+                        output_tokens: s.output_tokens,
+                        credits: s.cost,
                         steps: 0,
                         problems: out.problems.iter().map(ToString::to_string).collect(),
                         emails: lab.world.outbox.len(),

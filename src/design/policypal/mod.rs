@@ -176,6 +176,8 @@ impl PalRun {
             calls: self.run.calls().to_vec(),
             model_calls: s.calls,
             input_tokens: s.input_tokens,
+            output_tokens: s.output_tokens,
+            credits: s.cost,
             steps: self.run.state.step(),
             problems: Vec::new(),
             emails: 0,
