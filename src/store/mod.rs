@@ -344,7 +344,7 @@ impl Store {
         };
         if !self.read_only {
             // WAL: readers never wait for a writer; a no-op once the file is in WAL mode
-            let mode: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(refusal)?;
+            let mode = self.switch_to_wal().map_err(refusal)?;
             if !mode.eq_ignore_ascii_case("wal") {
                 return Err(StoreError::Open { path, detail: format!("journal mode stays {mode:?}, WAL needed") });
             }
@@ -363,6 +363,24 @@ impl Store {
             self.create()?;
         }
         Ok(())
+    }
+
+    /// `PRAGMA journal_mode = WAL`, retried while SQLite answers busy: switching a new file
+    /// into WAL needs an exclusive lock, and SQLite reports `database is locked` at once
+    /// (without its busy handler) when another process is opening the same new store. The
+    /// retries end after [`BUSY_TIMEOUT`], like any other wait for the lock.
+    fn switch_to_wal(&self) -> Result<String, rusqlite::Error> {
+        let started = std::time::Instant::now();
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+                Err(e) if sqlite_code(&e) == Some(ErrorCode::DatabaseBusy) && started.elapsed() < BUSY_TIMEOUT => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// SQLite's `quick_check`; a finding is [`StoreError::Damaged`] with the tables it
