@@ -7,9 +7,12 @@ mod approvers;
 mod bench;
 mod check;
 mod compare;
+mod data_args;
 mod design;
 mod desk;
+mod experiment;
 mod input;
+mod merge;
 mod model_args;
 mod outbox;
 mod parked;
@@ -93,7 +96,27 @@ pub enum Command {
         /// --matrix: the benign tasks (default: the bundled data/benign_tasks.jsonl).
         #[arg(long, value_name = "FILE")]
         tasks: Option<std::path::PathBuf>,
+        /// Run each cell (matrix: task x payload x configuration; rows: row) N times;
+        /// every rate is then printed with its 95% Wilson interval.
+        #[arg(long, value_name = "N")]
+        repeat: Option<u32>,
+        /// Append each finished cell as one JSON line to FILE (after a header naming the
+        /// experiment); running again with the same FILE skips the cells it holds.
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+        /// With --out: start FILE over instead of resuming it.
+        #[arg(long)]
+        force: bool,
+        /// Run only shard I of N (0-based) of the cells, chosen by a SHA-256 of each cell's
+        /// id; `env/N` reads I from JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or
+        /// SLURM_ARRAY_TASK_ID (Slurm array). Needs --out; `rolegate merge` combines the
+        /// files.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
     },
+    /// Combine the --out files of shards (or of any runs of one experiment) into the
+    /// tables one run prints; refuses overlapping, missing or mismatched cells by name.
+    Merge(merge::MergeArgs),
     /// Check JSON Lines of envelopes, proposals or memory writes with the library's own
     /// checks; one JSON verdict line per input line.
     Check(check::CheckArgs),
@@ -281,7 +304,20 @@ pub fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            Command::Suite { files, format, model, model_args, role_models, matrix, attacks, tasks } => {
+            Command::Suite {
+                files,
+                format,
+                model,
+                model_args,
+                role_models,
+                matrix,
+                attacks,
+                tasks,
+                repeat,
+                out,
+                force,
+                shard,
+            } => {
                 suite::suite(suite::SuiteArgs {
                     files: &files,
                     format,
@@ -291,9 +327,14 @@ pub fn main() -> ExitCode {
                     matrix,
                     attacks: attacks.as_deref(),
                     tasks: tasks.as_deref(),
+                    repeat,
+                    out: out.as_deref(),
+                    force,
+                    shard: shard.as_deref(),
                 })
                 .await
             }
+            Command::Merge(args) => merge::run(&args),
             Command::Check(args) => check::run(&args),
             Command::Report(args) => report::run(args).await,
             Command::Run {

@@ -1,0 +1,61 @@
+//! The data a run reads at run time instead of the compiled-in copy: `--world FILE` and
+//! `--policy FILE`. Each is parsed as strictly as the bundled file (unknown fields are
+//! refused, ids checked) and refused by name before anything runs; without the flag the
+//! bundled data is used.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rolegate::agent::Env;
+use rolegate::gate::Policy;
+use rolegate::world::WorldData;
+
+/// `--world` and `--policy`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DataArgs {
+    /// The world (users, tickets, documents) to use instead of the bundled data/world.json;
+    /// same format, checked the same way.
+    #[arg(long, value_name = "FILE")]
+    pub world: Option<PathBuf>,
+    /// The policy (tasks, access, grants, limits, the roles' scopes) to use instead of the
+    /// bundled data/policy.json; same format, checked the same way.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+}
+
+impl DataArgs {
+    /// The bundled environment with the world and policy of the flags.
+    ///
+    /// # Errors
+    /// A message naming the file and what is wrong with it.
+    pub fn env(&self) -> Result<Env, String> {
+        let mut env = Env::bundled().map_err(|e| e.to_string())?;
+        if let Some(path) = &self.world {
+            let text = super::input::read_text(path, super::input::MAX_INPUT_BYTES)?;
+            let world = WorldData::from_json(&text).map_err(|e| format!("--world {}: {e}", path.display()))?;
+            env.world = Arc::new(world);
+        }
+        if let Some(path) = &self.policy {
+            let text = super::input::read_text(path, super::input::MAX_INPUT_BYTES)?;
+            env.policy = Policy::from_json(&text).map_err(|e| format!("--policy {}: {e}", path.display()))?;
+            let problems = rolegate::human::policy_problems(&env.policy);
+            if let Some(p) = problems.first() {
+                return Err(format!("--policy {}: {p}", path.display()));
+            }
+        }
+        Ok(env)
+    }
+}
+
+/// SHA-256 of what shapes every run in `env` (world, policy, prices), by name: what a
+/// results file's header records so that a resumed or merged run used the same data.
+pub(crate) fn env_hashes(env: &Env) -> BTreeMap<String, String> {
+    let json = |v: serde_json::Result<String>| rolegate::suite::sha256_hex(v.unwrap_or_default().as_bytes());
+    BTreeMap::from([
+        ("world".to_string(), json(serde_json::to_string(&env.world.to_file()))),
+        ("policy".to_string(), json(serde_json::to_string(&env.policy))),
+        ("prices".to_string(), json(serde_json::to_string(&*env.prices))),
+        ("prompts".to_string(), json(serde_json::to_string(&rolegate::model::prompts::ALL))),
+    ])
+}
