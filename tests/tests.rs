@@ -46,6 +46,7 @@ mod multi_parsers;
 mod multi_table;
 
 mod suite_checkers;
+mod suite_experiments;
 mod suite_matrix;
 mod suite_report;
 mod suite_rows;

@@ -1,0 +1,293 @@
+//! Experiments through the binary: the matrix with a model deciding (a loopback server
+//! answering as the sensible fake and the fake roles), `--repeat` with intervals, a run
+//! killed halfway and resumed from its `--out` file, four shards merged, the refusals of
+//! `merge`, and a run-time `--policy` that widens a scope.
+//!
+//! Time: real (unpaused) tokio time for the server, as in `http_runs.rs`; nothing waits on
+//! a timer. The crash test uses `ROLEGATE_TEST_CRASH_AT=cell:N`, which aborts the process
+//! right after its Nth results line, as a `kill -9` would stop it.
+
+use rolegate::agent::Env;
+use rolegate::gate::Policy;
+use rolegate::lab::{AttackVerdict, parse_catalog};
+use rolegate::model::http::{Endpoint, ToolMode};
+use rolegate::multi::RoleSetup;
+use rolegate::suite::{MatrixModels, MatrixPlan, MatrixSpec, parse_benign_tasks, run_matrix_plan};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+
+use crate::http_server::{Reply, Server};
+use crate::util::{stderr, stdout, temp_dir};
+
+fn data(name: &str) -> String {
+    format!("{}/tests/data/suite/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The small matrix: one task, two payloads (72 runs under the 24 configurations).
+const SMALL: [&str; 4] = ["--tasks", "", "--attacks", ""];
+
+fn small() -> Vec<String> {
+    let mut a: Vec<String> = SMALL.iter().map(|s| (*s).to_string()).collect();
+    a[1] = data("matrix_tasks.jsonl");
+    a[3] = data("matrix_attacks.jsonl");
+    a
+}
+
+/// Runs the binary in `dir` with `args` (and `envs`), the crash hook removed unless given.
+fn rolegate(dir: &Path, args: &[String], envs: &[(&str, &str)]) -> Output {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"));
+    c.current_dir(dir).args(args).env_remove("ROLEGATE_TEST_CRASH_AT").env_remove("JOB_COMPLETION_INDEX");
+    c.env_remove("SLURM_ARRAY_TASK_ID");
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.output().expect("the binary runs")
+}
+
+fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| (*s).to_string()).collect()
+}
+
+fn lines_sorted(path: &Path) -> Vec<String> {
+    let mut l: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(str::to_string).collect();
+    l.sort();
+    l
+}
+
+fn ok(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(o), stderr(o));
+    stdout(o)
+}
+
+#[tokio::test]
+async fn the_matrix_runs_with_a_model_deciding_and_its_benign_runs_match_the_reference() {
+    // the server answers as the sensible fake (single agent) and as the fake roles
+    let server = Server::start(Vec::new(), Some(Reply::Roles(rolegate::multi::Behaviours::default()))).await;
+    let mut ep = Endpoint::new(&server.base_url).unwrap();
+    ep.tool_mode = ToolMode::Native;
+    ep.retry.max_retries = 0;
+    let cfg = ep.config("fake-sensible").unwrap();
+    let spec = MatrixSpec {
+        tasks: parse_benign_tasks(&std::fs::read_to_string(data("matrix_tasks.jsonl")).unwrap(), "t").unwrap(),
+        attacks: Arc::from(
+            parse_catalog(&std::fs::read_to_string(data("matrix_attacks.jsonl")).unwrap(), "a").unwrap(),
+        ),
+        ..MatrixSpec::bundled().unwrap()
+    };
+    let env = Env::bundled().unwrap();
+    let reference = run_matrix_plan(&spec, &env, &MatrixPlan::default()).await.unwrap();
+    let plan = MatrixPlan {
+        models: MatrixModels {
+            single: Some(rolegate::lab::DeciderSpec::Http(cfg.clone())),
+            roles: Some(RoleSetup::http(&cfg)),
+        },
+        repeat: 2,
+        intervals: true,
+        ..MatrixPlan::default()
+    };
+    let m = run_matrix_plan(&spec, &env, &plan).await.unwrap();
+    assert_eq!(m.runs.len(), 2 * reference.runs.len(), "each cell twice");
+    assert!(server.seen().len() >= m.runs.len(), "every run asked the server");
+    // a model that is not taken over: no effect executed anywhere, every run useful
+    for f in &m.figures {
+        assert_eq!(f.attack_success.n, 0, "{}", f.label);
+        assert!(f.holds && f.intervals.is_some(), "{}", f.label);
+        let ci = f.intervals.as_ref().unwrap().attack_success.unwrap();
+        assert!(ci.low == 0.0 && ci.high > 0.0, "an interval even at zero: {ci:?}");
+    }
+    assert!(m.runs.iter().all(|r| r.verdict != Some(AttackVerdict::Executed)));
+    // the benign runs through the server are the reference's benign runs (the compromised
+    // fakes are the sensible ones on a world without payloads), in both repetitions
+    let benign = |runs: &[rolegate::suite::VariantRun], rep: u32| {
+        runs.iter()
+            .filter(|r| r.attack.is_none() && r.rep == rep)
+            .map(|r| (r.config, r.done, r.covered, r.refusals.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(benign(&m.runs, 0), benign(&reference.runs, 0));
+    assert_eq!(benign(&m.runs, 1), benign(&reference.runs, 0));
+    // the compromised reference is still "fully taken over"
+    assert!(reference.figures.iter().any(|f| f.attack_success.n > 0));
+
+    // the binary: --matrix takes --model, prints intervals, and records the model
+    let dir = temp_dir("matrix-model");
+    let mut a = args(&["suite", "--matrix", "--model", "openai:fake-sensible", "--zero-price", "--repeat", "2"]);
+    a.extend(small());
+    a.extend(args(&["--base-url", &server.base_url, "--out", "out.jsonl"]));
+    let before = server.seen().len();
+    let d = dir.clone();
+    let out = tokio::task::spawn_blocking(move || rolegate(&d, &a, &[])).await.unwrap();
+    let text = ok(&out);
+    assert!(text.starts_with("design filter claims scopes  check approval  utility (95% CI)"), "{text}");
+    assert!(text.contains("0/4 (0.0%; 0.0-49.0%)"), "attack success 0 of 2 payloads x 2: {text}");
+    assert!(text.contains("x 2 repetitions = 144 runs; configurations that must stop every effect and did not: 0"));
+    assert!(server.seen().len() > before + 144);
+    let header: Value =
+        serde_json::from_str(std::fs::read_to_string(dir.join("out.jsonl")).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(header["config"]["models"]["model"], "openai:fake-sensible");
+    assert_eq!(header["config"]["repeat"], 2);
+}
+
+#[test]
+fn a_killed_run_resumed_gives_the_same_results_file_and_tables_as_an_uninterrupted_one() {
+    let dir = temp_dir("resume");
+    for (name, base) in [
+        ("matrix", {
+            let mut a = args(&["suite", "--matrix", "--repeat", "2"]);
+            a.extend(small());
+            a
+        }),
+        ("rows", args(&["suite", "--repeat", "2"])),
+    ] {
+        let whole = dir.join(format!("{name}-whole.jsonl"));
+        let cut = dir.join(format!("{name}-cut.jsonl"));
+        let with_out = |p: &Path| {
+            let mut a = base.clone();
+            a.extend(args(&["--out", p.to_str().unwrap()]));
+            a
+        };
+        let uninterrupted = rolegate(&dir, &with_out(&whole), &[]);
+        let killed = rolegate(&dir, &with_out(&cut), &[("ROLEGATE_TEST_CRASH_AT", "cell:20")]);
+        assert_eq!(killed.status.code(), None, "{name}: killed by a signal, not an exit");
+        assert_eq!(std::fs::read_to_string(&cut).unwrap().lines().count(), 21, "{name}: header and 20 cells");
+        let resumed = rolegate(&dir, &with_out(&cut), &[]);
+        assert_eq!(stdout(&resumed), stdout(&uninterrupted), "{name}: the same tables");
+        assert_eq!(resumed.status.code(), uninterrupted.status.code());
+        assert_eq!(lines_sorted(&cut), lines_sorted(&whole), "{name}: the same cell lines");
+        // a third run has nothing left to do and prints the same again
+        let again = rolegate(&dir, &with_out(&cut), &[]);
+        assert_eq!(stdout(&again), stdout(&uninterrupted));
+        assert_eq!(lines_sorted(&cut), lines_sorted(&whole));
+        // another experiment on the same file is refused by name; --force starts it over
+        let mut other = with_out(&cut);
+        let at = other.iter().position(|a| a == "--repeat").unwrap() + 1;
+        other[at] = "3".into();
+        let refused = rolegate(&dir, &other, &[]);
+        assert_eq!(refused.status.code(), Some(2));
+        assert!(stderr(&refused).contains("mismatched_configuration") && stderr(&refused).contains("repeat differs"));
+        other.push("--force".into());
+        ok_or_mismatch(&rolegate(&dir, &other, &[]));
+        assert!(std::fs::read_to_string(&cut).unwrap().contains("\"repeat\":3"));
+    }
+}
+
+fn ok_or_mismatch(o: &Output) {
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}\n{}", stdout(o), stderr(o));
+}
+
+#[test]
+fn four_shards_merged_print_exactly_what_one_run_prints_and_bad_sets_are_refused_by_name() {
+    let dir = temp_dir("shards");
+    let mut base = args(&["suite", "--matrix", "--repeat", "2"]);
+    base.extend(small());
+    let one = rolegate(&dir, &base, &[]);
+    let mut files: Vec<PathBuf> = Vec::new();
+    for i in 0..4 {
+        let f = dir.join(format!("shard{i}.jsonl"));
+        let mut a = base.clone();
+        a.extend(args(&["--out", f.to_str().unwrap(), "--shard", &format!("{i}/4")]));
+        let o = rolegate(&dir, &a, &[]);
+        assert!(stdout(&o).contains(&format!("shard {i}/4 only")), "{}", stdout(&o));
+        files.push(f);
+    }
+    // every cell in exactly one shard
+    let cells: usize = files.iter().map(|f| std::fs::read_to_string(f).unwrap().lines().count() - 1).sum();
+    assert_eq!(cells, 144);
+    let merge = |fs: &[PathBuf], format: &str| {
+        let mut a = args(&["merge", "--format", format]);
+        a.extend(fs.iter().map(|f| f.to_str().unwrap().to_string()));
+        rolegate(&dir, &a, &[])
+    };
+    let merged = merge(&files, "table");
+    assert_eq!(stdout(&merged), stdout(&one), "the tables, byte for byte");
+    assert_eq!(merged.status.code(), one.status.code());
+    for format in ["jsonl", "junit"] {
+        let mut a = base.clone();
+        a.extend(args(&["--format", format]));
+        assert_eq!(stdout(&merge(&files, format)), stdout(&rolegate(&dir, &a, &[])), "{format}");
+    }
+    // the environment form: a Kubernetes Indexed Job's index picks the same shard
+    let f = dir.join("k8s2.jsonl");
+    let mut a = base.clone();
+    a.extend(args(&["--out", f.to_str().unwrap(), "--shard", "env/4"]));
+    rolegate(&dir, &a, &[("JOB_COMPLETION_INDEX", "2")]);
+    assert_eq!(lines_sorted(&f), lines_sorted(&files[2]));
+
+    let refused = |o: Output, code: &str| {
+        assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+        assert!(stderr(&o).contains(code), "{code}: {}", stderr(&o));
+    };
+    refused(merge(&files[..3], "table"), "missing_cells");
+    refused(merge(&[files.clone(), vec![files[1].clone()]].concat(), "table"), "overlapping_cell");
+    let other = dir.join("other.jsonl");
+    let mut a = args(&["suite", "--matrix", "--repeat", "3"]);
+    a.extend(small());
+    a.extend(args(&["--out", other.to_str().unwrap(), "--shard", "3/4"]));
+    rolegate(&dir, &a, &[]);
+    refused(merge(&[files[..3].to_vec(), vec![other]].concat(), "table"), "mismatched_configuration");
+    let mut a = base.clone();
+    a.extend(args(&["--shard", "1/4"]));
+    refused(rolegate(&dir, &a, &[]), "--shard needs --out");
+}
+
+#[test]
+fn a_run_time_policy_that_widens_a_scope_changes_the_matrix_as_the_wide_switch_does() {
+    let dir = temp_dir("policy");
+    let wide = Policy::bundled().unwrap().widened("triage");
+    let file = dir.join("wide-triage.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&wide).unwrap()).unwrap();
+    let figures = |extra: &[&str]| {
+        let mut a = args(&["suite", "--matrix", "--format", "jsonl"]);
+        a.extend(small());
+        a.extend(args(extra));
+        let o = rolegate(&dir, &a, &[]);
+        let by_label: std::collections::BTreeMap<String, Value> = stdout(&o)
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (v["label"].as_str().unwrap().to_string(), v)
+            })
+            .collect();
+        (o.status.code(), by_label)
+    };
+    let (bundled_code, bundled) = figures(&[]);
+    let (code, widened) = figures(&["--policy", file.to_str().unwrap()]);
+    assert_eq!(bundled_code, Some(0));
+    assert_eq!(code, Some(1), "narrow configurations now let effects through: reported broken");
+    let counts = |v: &Value| {
+        ["utility", "utility_under_attack", "attack_success", "attempted", "refusals"].map(|k| v[k].clone())
+    };
+    let mut compared = 0;
+    for (label, f) in &widened {
+        if label.starts_with("single scopes=narrow") {
+            // under the widened policy, narrow is what wide is under the bundled one
+            let as_wide = label.replace("scopes=narrow", "scopes=wide");
+            assert_eq!(counts(f), counts(&bundled[&as_wide]), "{label}");
+            if f["approval"] == "off" {
+                assert!(f["attack_success"]["n"].as_u64().unwrap() > 0 && f["holds"] == false, "{label}");
+            }
+            compared += 1;
+        } else {
+            // the multi design's roles and the wide single configurations do not change
+            assert_eq!(counts(f), counts(&bundled[label]), "{label}");
+        }
+    }
+    assert_eq!(compared, 4);
+
+    // a policy file with an unknown field, or a mislabelled write tool, is refused by name
+    let bad = dir.join("bad.json");
+    let mut v: Value = serde_json::to_value(Policy::bundled().unwrap()).unwrap();
+    v["scopes"] = Value::Bool(true);
+    std::fs::write(&bad, v.to_string()).unwrap();
+    let o = rolegate(&dir, &args(&["suite", "--matrix", "--policy", bad.to_str().unwrap()]), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--policy") && stderr(&o).contains("unknown field `scopes`"), "{}", stderr(&o));
+    let mut v: Value = serde_json::to_value(Policy::bundled().unwrap()).unwrap();
+    v["access"]["send_email_draft"] = Value::String("read".into());
+    std::fs::write(&bad, v.to_string()).unwrap();
+    let o = rolegate(&dir, &args(&["run", "Check T-601.", "--policy", bad.to_str().unwrap()]), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("send_email_draft"), "{}", stderr(&o));
+}
