@@ -92,7 +92,7 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
     let run = async {
         let shard = check_flags(a)?;
         let Models { decider, roles, env } = model_setup(a.model, a.role_models, a.model_args)?;
-        let spec = matrix_spec(a.tasks, a.attacks)?;
+        let spec = matrix_spec(a.tasks, a.attacks, Some(&env.world))?;
         let models = MatrixModels { single: if a.model.is_some() { decider } else { None }, roles };
         let any_model = models.single.is_some() || models.roles.is_some();
         let mut plan = MatrixPlan {

@@ -224,6 +224,10 @@ pub enum Command {
         /// A model per role for the three-role design (default: --model).
         #[command(flatten)]
         role_models: RoleModelArgs,
+        /// The tasks to compare the designs on (default: the bundled
+        /// data/design_tasks.jsonl); same format, checked the same way.
+        #[arg(long, value_name = "FILE")]
+        tasks: Option<std::path::PathBuf>,
     },
     /// Throughput and memory of three-role runs, with ratios against the peers.
     Bench(bench::BenchArgs),
@@ -355,7 +359,7 @@ pub fn main() -> ExitCode {
                 claims,
             } => {
                 // unknown names are unusable input: refused before anything runs
-                if let Err(e) = run_checks::known_names(&user, task.as_deref(), &grant) {
+                if let Err(e) = run_checks::known_names(&user, task.as_deref(), &grant, &model_args.data) {
                     eprintln!("rolegate: {e}");
                     return EXIT_USAGE;
                 }
@@ -406,8 +410,8 @@ pub fn main() -> ExitCode {
                     }
                 }
             }
-            Command::Compare { format, model, model_args, role_models } => {
-                compare::compare(format, model.as_deref(), &role_models, &model_args).await
+            Command::Compare { format, model, model_args, role_models, tasks } => {
+                compare::compare(format, model.as_deref(), &role_models, &model_args, tasks.as_deref()).await
             }
             Command::Bench(args) => bench::run(args).await,
             Command::Approvals { command } => approvals::approvals(command).await,

@@ -13,8 +13,9 @@ use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::model::ModelSpec;
 use rolegate::multi::{Behaviours, MultiEnv, RoleSetup};
 use rolegate::report::junit;
-use rolegate::suite::{MatrixSpec, bundled_benign_tasks, parse_benign_tasks};
+use rolegate::suite::{MatrixSpec, bundled_benign_tasks, parse_benign_tasks, parse_benign_tasks_in};
 use rolegate::suite::{RowResult, run_rows};
+use rolegate::world::WorldData;
 
 /// The catalog: `file`, or the bundled one.
 pub(crate) fn catalog(file: Option<&Path>) -> Result<Arc<[Attack]>, String> {
@@ -51,14 +52,22 @@ pub(crate) fn load(files: &[PathBuf], catalog: &[Attack]) -> Result<Vec<AnyRow>,
     Ok(rows)
 }
 
-/// The matrix spec: `tasks` and `attacks` files, or the bundled ones.
-pub(crate) fn matrix_spec(tasks: Option<&Path>, attacks: Option<&Path>) -> Result<MatrixSpec, String> {
+/// The matrix spec: `tasks` and `attacks` files, or the bundled ones; the tasks' users
+/// and targets are checked against `world` (the bundled one when `None`).
+pub(crate) fn matrix_spec(
+    tasks: Option<&Path>,
+    attacks: Option<&Path>,
+    world: Option<&WorldData>,
+) -> Result<MatrixSpec, String> {
     let tasks = match tasks {
         None => bundled_benign_tasks().map_err(|e| e.to_string())?,
         Some(f) => {
             let name = f.display().to_string();
             let text = super::input::read_text(f, super::input::MAX_INPUT_BYTES)?;
-            parse_benign_tasks(&text, &name).map_err(|e| e.to_string())?
+            match world {
+                Some(w) => parse_benign_tasks_in(&text, &name, w).map_err(|e| e.to_string())?,
+                None => parse_benign_tasks(&text, &name).map_err(|e| e.to_string())?,
+            }
         }
     };
     Ok(MatrixSpec { tasks, attacks: catalog(attacks)?, ..MatrixSpec::bundled().map_err(|e| e.to_string())? })

@@ -79,6 +79,15 @@ fn row_error(file: &str, line: usize, field: &str, message: String) -> ScenarioE
 /// The first bad row (file, line, field), a repeated id, or a file without tasks.
 pub fn parse_benign_tasks(text: &str, file: &str) -> Result<Vec<BenignTask>, ScenarioError> {
     let world = WorldData::bundled().map_err(|e| ScenarioError::Io { file: file.into(), message: e.to_string() })?;
+    parse_benign_tasks_in(text, file, &world)
+}
+
+/// Parses a task file as [`parse_benign_tasks`] does, checking users and targets against
+/// `world` (a world given at run time).
+///
+/// # Errors
+/// As [`parse_benign_tasks`].
+pub fn parse_benign_tasks_in(text: &str, file: &str, world: &WorldData) -> Result<Vec<BenignTask>, ScenarioError> {
     let mut out: Vec<BenignTask> = Vec::new();
     // ids seen so far: one hash lookup a row, so a long table is checked in linear time
     let mut ids = std::collections::HashSet::new();

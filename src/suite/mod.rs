@@ -19,7 +19,7 @@ pub use experiment::{
 };
 pub use matrix::{
     Count, DefenseConfig, Figures, Intervals, Matrix, MatrixModels, MatrixSpec, RoleCompromise, VariantRun,
-    bundled_benign_tasks, parse_benign_tasks, run_matrix,
+    bundled_benign_tasks, parse_benign_tasks, parse_benign_tasks_in, run_matrix,
 };
 pub use results::{
     CellLine, ExperimentConfig, MAX_RESULT_LINE_BYTES, RESULTS_VERSION, ResultsError, ResultsFile, ResultsHeader,
