@@ -127,6 +127,7 @@ async fn the_matrix_runs_with_a_model_deciding_and_its_benign_runs_match_the_ref
     let header: Value =
         serde_json::from_str(std::fs::read_to_string(dir.join("out.jsonl")).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(header["config"]["models"]["model"], "openai:fake-sensible");
+    assert_eq!(header["config"]["models"]["tool_mode"], "native");
     assert_eq!(header["config"]["repeat"], 2);
 }
 

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use super::suite::{Models, SuiteArgs, matrix_spec, model_setup};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, out};
 use rolegate::eval::AnyRow;
+use rolegate::lab::DeciderSpec;
 use rolegate::multi::MultiEnv;
+use rolegate::multi::RoleSetup;
 use rolegate::report::junit;
 use rolegate::suite::{
     ExperimentConfig, Matrix, MatrixModels, MatrixPlan, RESULTS_VERSION, ResultsFile, ResultsHeader, RowsPlan, Shard,
@@ -47,6 +49,17 @@ fn models_named(a: &SuiteArgs<'_>) -> BTreeMap<String, String> {
 
 /// The cells a results file already holds, by id.
 type Done = BTreeMap<String, serde_json::Value>;
+
+/// The tool mode of the run's HTTP models (what a results header records beside the
+/// model names: it changes what a model is sent).
+fn tool_mode(decider: Option<&DeciderSpec>, roles: Option<&RoleSetup>) -> Option<&'static str> {
+    let single = match decider {
+        Some(DeciderSpec::Http(cfg)) => Some(cfg),
+        _ => None,
+    };
+    let role = roles.and_then(|r| r.planner.as_ref().or(r.researcher.as_ref()).or(r.reviewer.as_ref()));
+    single.or(role).map(|cfg| cfg.endpoint.tool_mode.as_str())
+}
 
 /// Opens `--out` for `config` (with `shard`), or `None` without `--out`.
 fn open_out(
@@ -104,6 +117,9 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
         };
         let mut config = matrix_experiment(&spec, &plan);
         config.models = models_named(a);
+        if let Some(mode) = tool_mode(plan.models.single.as_ref(), plan.models.roles.as_ref()) {
+            config.models.insert("tool_mode".into(), mode.into());
+        }
         config.data = super::data_args::env_hashes(&env);
         let json = |v: serde_json::Result<String>| sha256_hex(v.unwrap_or_default().as_bytes());
         config.data.insert("tasks".into(), json(serde_json::to_string(&spec.tasks)));
@@ -178,6 +194,9 @@ pub(crate) async fn rows(a: &SuiteArgs<'_>) -> u8 {
         };
         let mut config = rows_experiment(&loaded.rows, &plan, intervals);
         config.models = models_named(a);
+        if let Some(mode) = tool_mode(plan.model.as_ref(), plan.roles.as_ref()) {
+            config.models.insert("tool_mode".into(), mode.into());
+        }
         config.data = super::data_args::env_hashes(&loaded.env);
         config.data.insert("rows".into(), rows_hash(&loaded.rows));
         let (file, done) = open_out(a, config, shard)?;
