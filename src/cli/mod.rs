@@ -78,6 +78,8 @@ pub enum Command {
         /// Run every row with this model instead of the row's fake: `fake:KIND` or
         /// `openai:NAME`. An openai: model also replaces the role behaviours of the
         /// multi rows (every role asks it); a fake: kind leaves those on their behaviours.
+        /// With --matrix: the model decides instead of the compromised fakes (the single
+        /// agent, and every role for an openai: model).
         #[arg(long)]
         model: Option<String>,
         /// How to reach an openai: model.
