@@ -231,6 +231,29 @@ fn four_shards_merged_print_exactly_what_one_run_prints_and_bad_sets_are_refused
     let mut a = base.clone();
     a.extend(args(&["--shard", "1/4"]));
     refused(rolegate(&dir, &a, &[]), "--shard needs --out");
+
+    // the scenario rows shard and merge the same way
+    let rows = args(&["suite", "--repeat", "2"]);
+    let one = rolegate(&dir, &rows, &[]);
+    let files: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let f = dir.join(format!("rows{i}.jsonl"));
+            let mut a = rows.clone();
+            a.extend(args(&["--out", f.to_str().unwrap(), "--shard", &format!("{i}/2")]));
+            rolegate(&dir, &a, &[]);
+            f
+        })
+        .collect();
+    let merged = merge(&files, "table");
+    assert_eq!(stdout(&merged), stdout(&one));
+    assert!(
+        stdout(&one).ends_with(
+            "58 of 58 row runs match their expectation (100.0%; 95% CI 93.8-100.0%); e-mails sent in all rows: 0\n"
+        ),
+        "{}",
+        stdout(&one)
+    );
+    refused(merge(&files[..1], "table"), "missing_cells");
 }
 
 #[test]
