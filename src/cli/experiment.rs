@@ -13,8 +13,9 @@ use rolegate::multi::MultiEnv;
 use rolegate::multi::RoleSetup;
 use rolegate::report::junit;
 use rolegate::suite::{
-    ExperimentConfig, Matrix, MatrixModels, MatrixPlan, RESULTS_VERSION, ResultsFile, ResultsHeader, RowsPlan, Shard,
-    StoredRow, matrix_experiment, rows_experiment, run_matrix_plan, run_rows_plan, sha256_hex, wilson,
+    ExperimentConfig, MAX_CELLS, MAX_REPEAT, Matrix, MatrixModels, MatrixPlan, RESULTS_VERSION, ResultsFile,
+    ResultsHeader, RowsPlan, Shard, StoredRow, matrix_experiment, rows_experiment, run_matrix_plan, run_rows_plan,
+    sha256_hex, wilson,
 };
 
 /// The crash-test variable (as the store's): `cell:N` aborts the process right after the
@@ -67,6 +68,9 @@ fn open_out(
     config: ExperimentConfig,
     shard: Option<Shard>,
 ) -> Result<(Option<Arc<ResultsFile>>, Done), String> {
+    if config.cell_count().is_none_or(|n| n > MAX_CELLS) {
+        return Err(format!("the experiment has more than {MAX_CELLS} cells; use fewer repetitions or tasks"));
+    }
     let Some(path) = a.out else {
         return Ok((None, BTreeMap::new()));
     };
@@ -83,8 +87,8 @@ fn open_out(
 
 /// Checks the experiment flags that do not depend on the data.
 fn check_flags(a: &SuiteArgs<'_>) -> Result<Option<Shard>, String> {
-    if a.repeat == Some(0) {
-        return Err("--repeat takes 1 or more".into());
+    if a.repeat.is_some_and(|r| r == 0 || r > MAX_REPEAT) {
+        return Err(format!("--repeat takes 1 to {MAX_REPEAT}"));
     }
     let shard = shard(a.shard)?;
     if shard.is_some() && a.out.is_none() {

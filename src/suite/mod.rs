@@ -22,8 +22,8 @@ pub use matrix::{
     bundled_benign_tasks, parse_benign_tasks, parse_benign_tasks_in, run_matrix,
 };
 pub use results::{
-    CellLine, ExperimentConfig, MAX_RESULT_LINE_BYTES, RESULTS_VERSION, ResultsError, ResultsFile, ResultsHeader,
-    matrix_cell, merge, read_results, row_cell, sha256_hex,
+    CellLine, ExperimentConfig, MAX_CELLS, MAX_REPEAT, MAX_RESULT_LINE_BYTES, RESULTS_VERSION, ResultsError,
+    ResultsFile, ResultsHeader, matrix_cell, merge, read_results, row_cell, sha256_hex,
 };
 pub use run::{RowResult, run_rows};
 pub use shard::{MAX_SHARDS, Shard, ShardError, shard_of};

@@ -27,6 +27,13 @@ use super::shard::Shard;
 /// The format version a results file's header states.
 pub const RESULTS_VERSION: u32 = 1;
 
+/// Most cells of one experiment (a header naming more is refused before its cells are
+/// listed).
+pub const MAX_CELLS: usize = 10_000_000;
+
+/// Most runs of one cell (`--repeat`).
+pub const MAX_REPEAT: u32 = 10_000;
+
 /// Most bytes of one line of a results file.
 pub const MAX_RESULT_LINE_BYTES: usize = 1 << 20;
 
@@ -93,6 +100,16 @@ impl ExperimentConfig {
             }
         }
         out
+    }
+
+    /// How many cells the experiment has; `None` when the count overflows.
+    pub fn cell_count(&self) -> Option<usize> {
+        let repeat = usize::try_from(self.repeat).ok()?;
+        if self.kind == "suite" {
+            return self.rows.len().checked_mul(repeat);
+        }
+        let variants = self.attacks.len().checked_add(1)?;
+        self.configs.len().checked_mul(self.tasks.len())?.checked_mul(variants)?.checked_mul(repeat)
     }
 
     /// The cells of `shard` (all with `None`), in order.
@@ -251,6 +268,15 @@ fn read(path: &Path, text: &str) -> Result<Read, ResultsError> {
             .map_err(|e| ResultsError::NotResults { path: p.clone(), message: e.to_string() })?,
         None => return Err(ResultsError::NotResults { path: p, message: "the file has no complete line".into() }),
     };
+    if header.config.repeat == 0
+        || header.config.repeat > MAX_REPEAT
+        || header.config.cell_count().is_none_or(|n| n > MAX_CELLS)
+    {
+        return Err(ResultsError::NotResults {
+            path: p,
+            message: format!("the header names 0 or more than {MAX_CELLS} cells, or a repeat over {MAX_REPEAT}"),
+        });
+    }
     if header.rolegate_results != RESULTS_VERSION {
         return Err(ResultsError::NotResults {
             path: p,
@@ -507,6 +533,12 @@ mod tests {
         assert!(done.is_empty());
         assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
 
+        let mut huge = header(None);
+        huge.config.repeat = MAX_REPEAT;
+        huge.config.rows = (0..1001).map(|i| format!("r{i}")).collect();
+        std::fs::write(&path, format!("{}\n", serde_json::to_string(&huge).unwrap())).unwrap();
+        let err = ResultsFile::open(&path, &huge, false, 1 << 20).unwrap_err().to_string();
+        assert!(err.contains("more than 10000000 cells"), "{err}");
         std::fs::write(&path, "{\"not\":\"a header\"}\n").unwrap();
         let err = ResultsFile::open(&path, &header(None), false, 1 << 20).unwrap_err().to_string();
         assert!(err.contains("not a rolegate results file"), "{err}");
