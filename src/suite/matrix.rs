@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::agent::Env;
 use crate::agent::{CheckMode, MAX_OBSERVATION_CHARS, Trace, TraceKind};
-use crate::agent::{Env, ModelDecider};
 use crate::eval::rows::{ScopeWidth, Switch};
 use crate::gate::ApprovalMode;
 use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, multi_verdict, plant, single_verdict, valid_id};
@@ -618,7 +618,7 @@ fn role_models(shared: &Shared, planted: Arc<[Attack]>) -> RoleModels {
             models.planner = Box::new(HttpClient::new(cfg.clone()));
         }
         if let Some(cfg) = &setup.researcher {
-            models.researcher = Box::new(ModelDecider::new(HttpClient::new(cfg.clone())));
+            models.researcher = Box::new(crate::agent::ModelDecider::new(HttpClient::new(cfg.clone())));
         }
         if let Some(cfg) = &setup.reviewer {
             models.reviewer = Box::new(HttpClient::new(cfg.clone()));
