@@ -47,6 +47,7 @@ mod multi_table;
 
 mod run_usage;
 mod suite_checkers;
+mod suite_experiments;
 mod suite_matrix;
 mod suite_report;
 mod suite_row_errors;

@@ -205,7 +205,7 @@ impl Default for AgentConfig {
             checks: CheckMode::Full,
             memory: None,
             guarded: None,
-            system_prompt: Cow::Borrowed(crate::model::prompts::SINGLE),
+            system_prompt: Cow::Borrowed(crate::model::prompts::single()),
             role: None,
             cancel: CancellationToken::new(),
         }

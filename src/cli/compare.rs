@@ -5,7 +5,7 @@ use clap::ValueEnum;
 
 use super::{EXIT_OK, EXIT_USAGE, ModelArgs, RoleModelArgs, out};
 use rolegate::agent::Env;
-use rolegate::design::bundled_tasks;
+use rolegate::design::{bundled_tasks, parse_tasks};
 use rolegate::eval::{CompareModels, compare_report_with};
 use rolegate::model::{FakeKind, ModelSpec};
 use rolegate::multi::Behaviours;
@@ -33,10 +33,26 @@ fn models(model: Option<&str>, roles: &RoleModelArgs, args: &ModelArgs) -> Resul
 }
 
 /// Runs every comparison and prints it.
-pub(crate) async fn compare(format: CompareFormat, model: Option<&str>, roles: &RoleModelArgs, args: &ModelArgs) -> u8 {
+pub(crate) async fn compare(
+    format: CompareFormat,
+    model: Option<&str>,
+    roles: &RoleModelArgs,
+    args: &ModelArgs,
+    tasks: Option<&std::path::Path>,
+) -> u8 {
     let report = async {
         let (models, env) = models(model, roles, args)?;
-        let tasks = bundled_tasks().map_err(|e| e.to_string())?;
+        let tasks = match tasks {
+            None => bundled_tasks().map_err(|e| e.to_string())?,
+            Some(f) => {
+                let text = super::input::read_text(f, super::input::MAX_INPUT_BYTES)?;
+                let tasks = parse_tasks(&text, &f.display().to_string()).map_err(|e| e.to_string())?;
+                if tasks.is_empty() {
+                    return Err(format!("{}: no task in the file", f.display()));
+                }
+                tasks
+            }
+        };
         compare_report_with(&env, &tasks, &models).await.map_err(|e| e.to_string())
     };
     let report = match report.await {

@@ -7,9 +7,12 @@ mod approvers;
 mod bench;
 mod check;
 mod compare;
+mod data_args;
 mod design;
 mod desk;
+mod experiment;
 mod input;
+mod merge;
 mod model_args;
 mod outbox;
 mod parked;
@@ -76,6 +79,8 @@ pub enum Command {
         /// Run every row with this model instead of the row's fake: `fake:KIND` or
         /// `openai:NAME`. An openai: model also replaces the role behaviours of the
         /// multi rows (every role asks it); a fake: kind leaves those on their behaviours.
+        /// With --matrix: the model decides instead of the compromised fakes (the single
+        /// agent, and every role for an openai: model).
         #[arg(long)]
         model: Option<String>,
         /// How to reach an openai: model.
@@ -94,7 +99,27 @@ pub enum Command {
         /// --matrix: the benign tasks (default: the bundled data/benign_tasks.jsonl).
         #[arg(long, value_name = "FILE")]
         tasks: Option<std::path::PathBuf>,
+        /// Run each cell (matrix: task x payload x configuration; rows: row) N times;
+        /// every rate is then printed with its 95% Wilson interval.
+        #[arg(long, value_name = "N")]
+        repeat: Option<u32>,
+        /// Append each finished cell as one JSON line to FILE (after a header naming the
+        /// experiment); running again with the same FILE skips the cells it holds.
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+        /// With --out: start FILE over instead of resuming it.
+        #[arg(long)]
+        force: bool,
+        /// Run only shard I of N (0-based) of the cells, chosen by a SHA-256 of each cell's
+        /// id; `env/N` reads I from JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or
+        /// SLURM_ARRAY_TASK_ID (Slurm array). Needs --out; `rolegate merge` combines the
+        /// files.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
     },
+    /// Combine the --out files of shards (or of any runs of one experiment) into the
+    /// tables one run prints; refuses overlapping, missing or mismatched cells by name.
+    Merge(merge::MergeArgs),
     /// Check JSON Lines of envelopes, proposals or memory writes with the library's own
     /// checks; one JSON verdict line per input line.
     Check(check::CheckArgs),
@@ -202,6 +227,10 @@ pub enum Command {
         /// A model per role for the three-role design (default: --model).
         #[command(flatten)]
         role_models: RoleModelArgs,
+        /// The tasks to compare the designs on (default: the bundled
+        /// data/design_tasks.jsonl); same format, checked the same way.
+        #[arg(long, value_name = "FILE")]
+        tasks: Option<std::path::PathBuf>,
     },
     /// Throughput and memory of three-role runs, with ratios against the peers.
     Bench(bench::BenchArgs),
@@ -282,7 +311,20 @@ pub fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            Command::Suite { files, format, model, model_args, role_models, matrix, attacks, tasks } => {
+            Command::Suite {
+                files,
+                format,
+                model,
+                model_args,
+                role_models,
+                matrix,
+                attacks,
+                tasks,
+                repeat,
+                out,
+                force,
+                shard,
+            } => {
                 suite::suite(suite::SuiteArgs {
                     files: &files,
                     format,
@@ -292,9 +334,14 @@ pub fn main() -> ExitCode {
                     matrix,
                     attacks: attacks.as_deref(),
                     tasks: tasks.as_deref(),
+                    repeat,
+                    out: out.as_deref(),
+                    force,
+                    shard: shard.as_deref(),
                 })
                 .await
             }
+            Command::Merge(args) => merge::run(&args),
             Command::Check(args) => check::run(&args),
             Command::Report(args) => report::run(args).await,
             Command::Run {
@@ -315,7 +362,7 @@ pub fn main() -> ExitCode {
                 claims,
             } => {
                 // unknown names are unusable input: refused before anything runs
-                if let Err(e) = run_checks::known_names(&user, task.as_deref(), &grant) {
+                if let Err(e) = run_checks::known_names(&user, task.as_deref(), &grant, &model_args.data) {
                     eprintln!("rolegate: {e}");
                     return EXIT_USAGE;
                 }
@@ -366,8 +413,8 @@ pub fn main() -> ExitCode {
                     }
                 }
             }
-            Command::Compare { format, model, model_args, role_models } => {
-                compare::compare(format, model.as_deref(), &role_models, &model_args).await
+            Command::Compare { format, model, model_args, role_models, tasks } => {
+                compare::compare(format, model.as_deref(), &role_models, &model_args, tasks.as_deref()).await
             }
             Command::Bench(args) => bench::run(args).await,
             Command::Approvals { command } => approvals::approvals(command).await,

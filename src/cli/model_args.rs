@@ -34,6 +34,9 @@ pub struct ModelArgs {
     /// opt-in: otherwise an unpriced model is an error).
     #[arg(long)]
     pub zero_price: bool,
+    /// The world and policy read at run time (default: the bundled ones).
+    #[command(flatten)]
+    pub data: super::data_args::DataArgs,
 }
 
 fn parse_tool_mode(s: &str) -> Result<ToolMode, String> {
@@ -64,7 +67,7 @@ impl ModelArgs {
     /// # Errors
     /// A readable message for an unreadable table or an unpriced model.
     pub fn env(&self, models: &[&ModelSpec]) -> Result<Env, String> {
-        let mut env = Env::bundled().map_err(|e| e.to_string())?;
+        let mut env = self.data.env()?;
         let mut prices = match &self.prices {
             Some(path) => {
                 let text = super::input::read_text(path, super::input::MAX_INPUT_BYTES)?;

@@ -38,7 +38,7 @@ pub(crate) async fn run(args: ReportArgs) -> u8 {
             &ModelArgs::default(),
         )?;
         let env = loaded.env.clone();
-        let spec = matrix_spec(args.tasks.as_deref(), args.attacks.as_deref())?;
+        let spec = matrix_spec(args.tasks.as_deref(), args.attacks.as_deref(), None)?;
         let rows = results(loaded).await?;
         let matrix = run_matrix(&spec, &env).await.map_err(|e| e.to_string())?;
         let ok = rows.iter().all(|r| r.matches()) && matrix.holds();

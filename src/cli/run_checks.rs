@@ -4,15 +4,21 @@
 //! `done` or parked awaiting a person's decision exits 0, any other end exits 1.
 
 use super::{EXIT_MISMATCH, EXIT_OK};
-use rolegate::agent::Env;
 use rolegate::gate::Access;
 
-/// Refuses a task, user or grant the bundled policy and world do not know.
+/// Refuses a task, user or grant the policy and world of the run (`data`: the bundled
+/// ones, or `--policy`, `--world`) do not know.
 ///
 /// # Errors
-/// A message naming the unknown value and listing the known ones.
-pub(crate) fn known_names(user: &str, task: Option<&str>, grants: &[String]) -> Result<(), String> {
-    let env = Env::bundled().map_err(|e| e.to_string())?;
+/// A message naming the unknown value and listing the known ones, or a data file that
+/// does not load.
+pub(crate) fn known_names(
+    user: &str,
+    task: Option<&str>,
+    grants: &[String],
+    data: &super::data_args::DataArgs,
+) -> Result<(), String> {
+    let env = data.env()?;
     if !env.world.users.contains_key(user) {
         let known: Vec<&str> = env.world.users.keys().map(String::as_str).collect();
         return Err(format!("--user {user:?} is not a user (known: {})", known.join(", ")));

@@ -13,8 +13,9 @@ use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::model::ModelSpec;
 use rolegate::multi::{Behaviours, MultiEnv, RoleSetup};
 use rolegate::report::junit;
-use rolegate::suite::{Matrix, MatrixSpec, bundled_benign_tasks, parse_benign_tasks, run_matrix};
+use rolegate::suite::{MatrixSpec, bundled_benign_tasks, parse_benign_tasks, parse_benign_tasks_in};
 use rolegate::suite::{RowResult, run_rows};
+use rolegate::world::WorldData;
 
 /// The catalog: `file`, or the bundled one.
 pub(crate) fn catalog(file: Option<&Path>) -> Result<Arc<[Attack]>, String> {
@@ -51,14 +52,22 @@ pub(crate) fn load(files: &[PathBuf], catalog: &[Attack]) -> Result<Vec<AnyRow>,
     Ok(rows)
 }
 
-/// The matrix spec: `tasks` and `attacks` files, or the bundled ones.
-pub(crate) fn matrix_spec(tasks: Option<&Path>, attacks: Option<&Path>) -> Result<MatrixSpec, String> {
+/// The matrix spec: `tasks` and `attacks` files, or the bundled ones; the tasks' users
+/// and targets are checked against `world` (the bundled one when `None`).
+pub(crate) fn matrix_spec(
+    tasks: Option<&Path>,
+    attacks: Option<&Path>,
+    world: Option<&WorldData>,
+) -> Result<MatrixSpec, String> {
     let tasks = match tasks {
         None => bundled_benign_tasks().map_err(|e| e.to_string())?,
         Some(f) => {
             let name = f.display().to_string();
             let text = super::input::read_text(f, super::input::MAX_INPUT_BYTES)?;
-            parse_benign_tasks(&text, &name).map_err(|e| e.to_string())?
+            match world {
+                Some(w) => parse_benign_tasks_in(&text, &name, w).map_err(|e| e.to_string())?,
+                None => parse_benign_tasks(&text, &name).map_err(|e| e.to_string())?,
+            }
         }
     };
     Ok(MatrixSpec { tasks, attacks: catalog(attacks)?, ..MatrixSpec::bundled().map_err(|e| e.to_string())? })
@@ -67,14 +76,14 @@ pub(crate) fn matrix_spec(tasks: Option<&Path>, attacks: Option<&Path>) -> Resul
 /// What `--model` (and the per-role flags) select: the single rows' decider, the multi
 /// rows' real role models (`None` when every role keeps its behaviour), and the
 /// environment priced for them.
-struct Models {
-    decider: Option<DeciderSpec>,
-    roles: Option<RoleSetup>,
-    env: Env,
+pub(crate) struct Models {
+    pub decider: Option<DeciderSpec>,
+    pub roles: Option<RoleSetup>,
+    pub env: Env,
 }
 
 /// The models a `--model` value and the per-role flags select.
-fn model_setup(model: Option<&str>, roles: &RoleModelArgs, args: &ModelArgs) -> Result<Models, String> {
+pub(crate) fn model_setup(model: Option<&str>, roles: &RoleModelArgs, args: &ModelArgs) -> Result<Models, String> {
     let spec = model.map(str::parse::<ModelSpec>).transpose().map_err(|e| e.to_string())?;
     let role_specs = roles.resolve(spec.as_ref().unwrap_or(&ModelSpec::default()))?;
     let mut specs: Vec<&ModelSpec> = spec.iter().collect();
@@ -130,6 +139,10 @@ pub(crate) struct SuiteArgs<'a> {
     pub matrix: bool,
     pub attacks: Option<&'a Path>,
     pub tasks: Option<&'a Path>,
+    pub repeat: Option<u32>,
+    pub out: Option<&'a Path>,
+    pub force: bool,
+    pub shard: Option<&'a str>,
 }
 
 /// Runs the tables (or the matrix) and prints the outcome, in table order. Rows are
@@ -139,11 +152,14 @@ pub(crate) struct SuiteArgs<'a> {
 /// them be).
 pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
     if a.matrix {
-        return matrix(&a).await;
+        return super::experiment::matrix(&a).await;
     }
     if a.tasks.is_some() {
         eprintln!("rolegate: --tasks is for --matrix");
         return EXIT_USAGE;
+    }
+    if a.repeat.is_some() || a.out.is_some() || a.shard.is_some() || a.force {
+        return super::experiment::rows(&a).await;
     }
     let loaded = match load_all(a.files, a.attacks, a.model, a.role_models, a.model_args) {
         Ok(l) => l,
@@ -181,57 +197,6 @@ pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
         }
     }
     if matching == results.len() { EXIT_OK } else { EXIT_MISMATCH }
-}
-
-async fn matrix(a: &SuiteArgs<'_>) -> u8 {
-    if !a.files.is_empty() || a.model.is_some() {
-        eprintln!(
-            "rolegate: --matrix runs the benign tasks and the catalog (--tasks, --attacks), not scenario files or --model"
-        );
-        return EXIT_USAGE;
-    }
-    let m = match matrix_spec(a.tasks, a.attacks) {
-        Ok(spec) => match Env::bundled() {
-            Ok(env) => run_matrix(&spec, &env).await.map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        },
-        Err(e) => Err(e),
-    };
-    let m: Matrix = match m {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("rolegate: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    match a.format {
-        Format::Junit => {
-            let _ = out(junit::matrix(&m).trim_end());
-        }
-        Format::Jsonl => {
-            for f in &m.figures {
-                if !out(&serde_json::to_string(f).unwrap_or_default()) {
-                    break;
-                }
-            }
-        }
-        Format::Table => {
-            for l in m.table_lines() {
-                if !out(&l) {
-                    break;
-                }
-            }
-            let broken = m.figures.iter().filter(|f| !f.holds).count();
-            out(&format!(
-                "{} configurations x {} tasks x (1 benign + {} attacked) = {} runs; configurations that must stop every effect and did not: {broken}",
-                m.figures.len(),
-                m.tasks,
-                m.attacks,
-                m.runs.len()
-            ));
-        }
-    }
-    if m.holds() { EXIT_OK } else { EXIT_MISMATCH }
 }
 
 /// Runs one goal and prints the trace and the outcome.

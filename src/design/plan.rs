@@ -144,7 +144,7 @@ pub fn check_plan(plan: &Plan, agent: &Agent, state: &AgentState) -> Vec<PlanPro
 /// goal as an untrusted block.
 pub(crate) fn plan_request(agent: &Agent, model: &str, goal: &str) -> LlmRequest {
     let tools: Vec<_> = agent.gate.policy().tools_for(&agent.task).filter_map(|t| agent.gate.tools().spec(t)).collect();
-    let mut system = crate::model::prompts::PLAN.to_string();
+    let mut system = crate::model::prompts::plan().to_string();
     system.push_str("Tools:\n");
     for t in &tools {
         system.push_str(&format!("- {}: {}\n", t.name, t.parameters["properties"]));

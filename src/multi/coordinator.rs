@@ -421,7 +421,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
     let reviewer =
         CallRole::new(Role::Reviewer, models.reviewer, gate(Role::Reviewer), env.prices.clone(), &cfg.user, &run_id);
     let config = AgentConfig {
-        system_prompt: crate::model::prompts::RESEARCHER.into(),
+        system_prompt: crate::model::prompts::researcher().into(),
         role: Some(Role::Researcher.as_str().to_string()),
         cancel: researcher_cancel.clone(),
         ..AgentConfig::default()

@@ -291,7 +291,7 @@ impl CallRole {
         user: &str,
         run_id: &str,
     ) -> Self {
-        let prompt = if role == Role::Planner { prompts::PLANNER } else { prompts::REVIEWER };
+        let prompt = if role == Role::Planner { prompts::planner() } else { prompts::reviewer() };
         let mut trace = Trace::new(run_id);
         trace.role = Some(role.as_str().to_string());
         Self { role, client, gate, prices, user: user.to_string(), run_id: run_id.to_string(), prompt, trace }

@@ -93,33 +93,39 @@ pub async fn run_rows(
     model: Option<&DeciderSpec>,
     roles: Option<&RoleSetup>,
 ) -> Vec<Result<RowResult, ScenarioError>> {
-    let work = rows.into_iter().map(|row| {
-        let (env, menv, model, roles) = (env.clone(), menv.clone(), model.cloned(), roles.cloned());
-        async move {
-            match row {
-                AnyRow::Single(r) => {
-                    let cfg = r.lab_config()?;
-                    let cfg = match model {
-                        Some(decider) => LabConfig { decider, ..cfg },
-                        None => cfg,
-                    };
-                    run_single_with(&r, &env, cfg).await.map(RowResult::Single)
-                }
-                AnyRow::Multi(r) => match roles {
-                    Some(setup) => run_multi_with(&r, &menv, setup.with_behaviours(r.roles).models()).await,
-                    None => run_multi(&r, &menv).await,
-                }
-                .map(|(run, o)| RowResult::Multi(o, Box::new(run))),
-            }
+    let work = rows.into_iter().map(|row| run_row(row, env.clone(), menv.clone(), model.cloned(), roles.cloned()));
+    run_bounded(work, MAX_IN_FLIGHT).await.into_iter().map(joined).collect()
+}
+
+/// A row's result from its joined task (a task that panicked is an error of its own).
+pub(crate) fn joined(joined: Result<Result<RowResult, ScenarioError>, String>) -> Result<RowResult, ScenarioError> {
+    joined.unwrap_or_else(|e| {
+        Err(ScenarioError::Io { file: "(suite)".into(), message: format!("a row's task failed: {e}") })
+    })
+}
+
+/// Runs one row in a fresh world (with `model`, a single row's decider is that one; with
+/// `roles`, a multi row's roles ask those models).
+pub(crate) async fn run_row(
+    row: AnyRow,
+    env: Arc<Env>,
+    menv: Arc<MultiEnv>,
+    model: Option<DeciderSpec>,
+    roles: Option<RoleSetup>,
+) -> Result<RowResult, ScenarioError> {
+    match row {
+        AnyRow::Single(r) => {
+            let cfg = r.lab_config()?;
+            let cfg = match model {
+                Some(decider) => LabConfig { decider, ..cfg },
+                None => cfg,
+            };
+            run_single_with(&r, &env, cfg).await.map(RowResult::Single)
         }
-    });
-    run_bounded(work, MAX_IN_FLIGHT)
-        .await
-        .into_iter()
-        .map(|joined| {
-            joined.unwrap_or_else(|e| {
-                Err(ScenarioError::Io { file: "(suite)".into(), message: format!("a row's task failed: {e}") })
-            })
-        })
-        .collect()
+        AnyRow::Multi(r) => match roles {
+            Some(setup) => run_multi_with(&r, &menv, setup.with_behaviours(r.roles).models()).await,
+            None => run_multi(&r, &menv).await,
+        }
+        .map(|(run, o)| RowResult::Multi(o, Box::new(run))),
+    }
 }

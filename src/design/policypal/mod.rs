@@ -284,7 +284,7 @@ impl PalConfig {
             clock: clock.shared(),
             prices: env.prices.clone(),
             cancel: CancellationToken::new(),
-            system_prompt: crate::model::prompts::POLICYPAL.to_string(),
+            system_prompt: crate::model::prompts::policypal().to_string(),
         };
         PalLab { pal, world, clock }
     }

@@ -1,0 +1,258 @@
+//! `suite` as an experiment: the matrix (with the compromised fakes or a model deciding),
+//! or the scenario rows with `--repeat`, `--out`, `--force` or `--shard`; and the tables
+//! both print, shared with `merge` so that a merged set of shards prints what one run does.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::suite::{Models, SuiteArgs, matrix_spec, model_setup};
+use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, out};
+use rolegate::eval::AnyRow;
+use rolegate::lab::DeciderSpec;
+use rolegate::multi::MultiEnv;
+use rolegate::multi::RoleSetup;
+use rolegate::report::junit;
+use rolegate::suite::{
+    ExperimentConfig, MAX_CELLS, MAX_REPEAT, Matrix, MatrixModels, MatrixPlan, RESULTS_VERSION, ResultsFile,
+    ResultsHeader, RowsPlan, Shard, StoredRow, matrix_experiment, rows_experiment, run_matrix_plan, run_rows_plan,
+    sha256_hex, wilson,
+};
+
+/// The crash-test variable (as the store's): `cell:N` aborts the process right after the
+/// Nth cell line it appends. Never set it in a deployment.
+const CRASH_AT_ENV: &str = "ROLEGATE_TEST_CRASH_AT";
+
+/// The largest results file read back (256 MiB).
+pub(crate) const MAX_RESULTS_BYTES: u64 = 256 << 20;
+
+/// The shard of `--shard`, reading `env/N` from the environment.
+fn shard(arg: Option<&str>) -> Result<Option<Shard>, String> {
+    arg.map(|s| Shard::parse(s, &|k| std::env::var(k).ok())).transpose().map_err(|e| e.to_string())
+}
+
+/// The `--model` values of the run, by who they are for (what a results header records).
+fn models_named(a: &SuiteArgs<'_>) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let r = a.role_models;
+    let named = [
+        ("model", a.model),
+        ("planner", r.planner_model.as_deref()),
+        ("researcher", r.researcher_model.as_deref()),
+        ("reviewer", r.reviewer_model.as_deref()),
+    ];
+    for (who, model) in named {
+        if let Some(model) = model {
+            m.insert(who.to_string(), model.to_string());
+        }
+    }
+    m
+}
+
+/// The cells a results file already holds, by id.
+type Done = BTreeMap<String, serde_json::Value>;
+
+/// The tool mode of the run's HTTP models (what a results header records beside the
+/// model names: it changes what a model is sent).
+fn tool_mode(decider: Option<&DeciderSpec>, roles: Option<&RoleSetup>) -> Option<&'static str> {
+    let single = match decider {
+        Some(DeciderSpec::Http(cfg)) => Some(cfg),
+        _ => None,
+    };
+    let role = roles.and_then(|r| r.planner.as_ref().or(r.researcher.as_ref()).or(r.reviewer.as_ref()));
+    single.or(role).map(|cfg| cfg.endpoint.tool_mode.as_str())
+}
+
+/// Opens `--out` for `config` (with `shard`), or `None` without `--out`.
+fn open_out(
+    a: &SuiteArgs<'_>,
+    config: ExperimentConfig,
+    shard: Option<Shard>,
+) -> Result<(Option<Arc<ResultsFile>>, Done), String> {
+    if config.cell_count().is_none_or(|n| n > MAX_CELLS) {
+        return Err(format!("the experiment has more than {MAX_CELLS} cells; use fewer repetitions or tasks"));
+    }
+    let Some(path) = a.out else {
+        return Ok((None, BTreeMap::new()));
+    };
+    super::input::output_path(path)?;
+    let header = ResultsHeader { rolegate_results: RESULTS_VERSION, config, shard };
+    let (mut file, done) = ResultsFile::open(path, &header, a.force, MAX_RESULTS_BYTES).map_err(|e| e.to_string())?;
+    // crash tests only: `ROLEGATE_TEST_CRASH_AT=cell:N` aborts right after the Nth line
+    let crash = std::env::var(CRASH_AT_ENV).ok();
+    if let Some(n) = crash.as_deref().and_then(|v| v.strip_prefix("cell:")).and_then(|n| n.parse().ok()) {
+        file = file.crash_after(n);
+    }
+    Ok((Some(Arc::new(file)), done))
+}
+
+/// Checks the experiment flags that do not depend on the data.
+fn check_flags(a: &SuiteArgs<'_>) -> Result<Option<Shard>, String> {
+    if a.repeat.is_some_and(|r| r == 0 || r > MAX_REPEAT) {
+        return Err(format!("--repeat takes 1 to {MAX_REPEAT}"));
+    }
+    let shard = shard(a.shard)?;
+    if shard.is_some() && a.out.is_none() {
+        return Err("--shard needs --out FILE: the shards' files are what `rolegate merge` combines".into());
+    }
+    if a.force && a.out.is_none() {
+        return Err("--force starts an --out file over; give --out FILE".into());
+    }
+    Ok(shard)
+}
+
+/// `suite --matrix`: the matrix, with the models of the flags deciding when given.
+pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
+    if !a.files.is_empty() {
+        eprintln!("rolegate: --matrix runs the benign tasks and the catalog (--tasks, --attacks), not scenario files");
+        return EXIT_USAGE;
+    }
+    let run = async {
+        let shard = check_flags(a)?;
+        let Models { decider, roles, env } = model_setup(a.model, a.role_models, a.model_args)?;
+        let spec = matrix_spec(a.tasks, a.attacks, Some(&env.world))?;
+        let models = MatrixModels { single: if a.model.is_some() { decider } else { None }, roles };
+        let any_model = models.single.is_some() || models.roles.is_some();
+        let mut plan = MatrixPlan {
+            models,
+            repeat: a.repeat.unwrap_or(1),
+            intervals: a.repeat.is_some() || any_model,
+            shard,
+            ..MatrixPlan::default()
+        };
+        let mut config = matrix_experiment(&spec, &plan);
+        config.models = models_named(a);
+        if let Some(mode) = tool_mode(plan.models.single.as_ref(), plan.models.roles.as_ref()) {
+            config.models.insert("tool_mode".into(), mode.into());
+        }
+        config.data = super::data_args::env_hashes(&env);
+        let json = |v: serde_json::Result<String>| sha256_hex(v.unwrap_or_default().as_bytes());
+        config.data.insert("tasks".into(), json(serde_json::to_string(&spec.tasks)));
+        config.data.insert("attacks".into(), json(serde_json::to_string(&*spec.attacks)));
+        let (file, done) = open_out(a, config, shard)?;
+        plan.out = file;
+        plan.done = done;
+        run_matrix_plan(&spec, &env, &plan).await.map_err(|e| e.to_string()).map(|m| (m, plan.repeat))
+    };
+    match run.await {
+        Ok((m, repeat)) => print_matrix(&m, a.format, repeat, shard(a.shard).ok().flatten()),
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// Prints the matrix; the exit code says whether every configuration that must hold did.
+pub(crate) fn print_matrix(m: &Matrix, format: Format, repeat: u32, shard: Option<Shard>) -> u8 {
+    match format {
+        Format::Junit => {
+            let _ = out(junit::matrix(m).trim_end());
+        }
+        Format::Jsonl => {
+            for f in &m.figures {
+                if !out(&serde_json::to_string(f).unwrap_or_default()) {
+                    break;
+                }
+            }
+        }
+        Format::Table => {
+            for l in m.table_lines() {
+                if !out(&l) {
+                    break;
+                }
+            }
+            let broken = m.figures.iter().filter(|f| !f.holds).count();
+            let reps = if repeat > 1 { format!(" x {repeat} repetitions") } else { String::new() };
+            let part = shard.map_or(String::new(), |s| {
+                format!("; shard {s} only: `rolegate merge` the shards' --out files for the whole matrix")
+            });
+            out(&format!(
+                "{} configurations x {} tasks x (1 benign + {} attacked){reps} = {} runs; configurations that must stop every effect and did not: {broken}{part}",
+                m.figures.len(),
+                m.tasks,
+                m.attacks,
+                m.runs.len()
+            ));
+        }
+    }
+    if m.holds() { EXIT_OK } else { EXIT_MISMATCH }
+}
+
+/// `suite` with `--repeat`, `--out`, `--force` or `--shard`: each row × repetition is a
+/// cell.
+pub(crate) async fn rows(a: &SuiteArgs<'_>) -> u8 {
+    if a.format == Format::Junit {
+        eprintln!("rolegate: --format junit is not available with --repeat, --out or --shard; use table or jsonl");
+        return EXIT_USAGE;
+    }
+    let run = async {
+        let shard = check_flags(a)?;
+        let loaded = super::suite::load_all(a.files, a.attacks, a.model, a.role_models, a.model_args)?;
+        let intervals = a.repeat.is_some();
+        let mut plan = RowsPlan {
+            model: loaded.decider.clone(),
+            roles: loaded.roles.clone(),
+            repeat: a.repeat.unwrap_or(1),
+            shard,
+            ..RowsPlan::default()
+        };
+        let mut config = rows_experiment(&loaded.rows, &plan, intervals);
+        config.models = models_named(a);
+        if let Some(mode) = tool_mode(plan.model.as_ref(), plan.roles.as_ref()) {
+            config.models.insert("tool_mode".into(), mode.into());
+        }
+        config.data = super::data_args::env_hashes(&loaded.env);
+        config.data.insert("rows".into(), rows_hash(&loaded.rows));
+        let (file, done) = open_out(a, config, shard)?;
+        plan.out = file;
+        plan.done = done;
+        let menv: Arc<MultiEnv> = loaded.menv.clone();
+        run_rows_plan(loaded.rows, &loaded.env, &menv, &plan).await.map_err(|e| e.to_string())
+    };
+    match run.await {
+        Ok(rows) => print_rows(&rows, a.format, a.repeat.is_some()),
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// SHA-256 of the rows as parsed.
+fn rows_hash(rows: &[AnyRow]) -> String {
+    let text: Vec<String> = rows
+        .iter()
+        .map(|r| match r {
+            AnyRow::Single(r) => serde_json::to_string(r),
+            AnyRow::Multi(r) => serde_json::to_string(r),
+        })
+        .map(Result::unwrap_or_default)
+        .collect();
+    sha256_hex(text.join("\n").as_bytes())
+}
+
+/// Prints the rows' cells in order; the exit code says whether every one matched.
+pub(crate) fn print_rows(rows: &[(String, StoredRow)], format: Format, intervals: bool) -> u8 {
+    let matching = rows.iter().filter(|(_, r)| r.matches).count();
+    for (_, r) in rows {
+        let line = if format == Format::Jsonl { &r.json_line } else { &r.table_line };
+        if !out(line) {
+            break;
+        }
+    }
+    if format == Format::Table {
+        let emails: usize = rows.iter().map(|(_, r)| r.emails).sum();
+        let n = rows.len();
+        let line = if intervals {
+            let ci = wilson(matching, n).map_or_else(|| "-".to_string(), |i| i.percent());
+            let pct = rolegate::suite::Count { n: matching, of: n }.percent();
+            format!(
+                "{matching} of {n} row runs match their expectation ({pct}; 95% CI {ci}); e-mails sent in all rows: {emails}"
+            )
+        } else {
+            format!("{matching} of {n} rows match their expectation; e-mails sent in all rows: {emails}")
+        };
+        out(&line);
+    }
+    if matching == rows.len() { EXIT_OK } else { EXIT_MISMATCH }
+}
