@@ -128,7 +128,7 @@ pub(crate) fn role_setup(
     let endpoint = model_args.endpoint(&all)?;
     let env = model_args.env(&all)?;
     let setup = RoleSetup::from_specs(behaviours, &specs, endpoint.as_ref()).map_err(|e| e.to_string())?;
-    Ok((setup, env))
+    Ok((role_models.with_max_tokens(setup)?, env))
 }
 
 /// `--design multi`: three roles, printed as the envelope log.
