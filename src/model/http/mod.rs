@@ -2,14 +2,24 @@
 //! completions to vLLM, llama.cpp's server, Ollama or a hosted API. **This module is the
 //! only place in rolegate that does network I/O.**
 //!
-//! - Tools: in [`ToolMode::Native`] the request's tools and a `finish` function are sent;
-//!   a reply's tool calls become the proposal text the loop parses (see `wire` for the
-//!   exact mapping). [`ToolMode::Text`] is the fallback for servers without tool
+//! - Tools: in [`ToolMode::Native`] the request's tools and a `finish` function are sent,
+//!   with `tool_choice` ([`ToolChoice`], `auto` by default); a request without tools offers
+//!   no function at all. A reply's tool calls become the proposal text the loop parses
+//!   (see `wire` for the exact mapping); every design takes a `finish` call as its answer. [`ToolMode::Text`] is the fallback for servers without tool
 //!   calling: the model answers the proposal JSON as text. A role's message
 //!   ([`LlmClient::complete_message`]: a brief, a verdict) is the reply's own text, or a
 //!   `finish` call's `answer`, never a tool call rewritten ([`Reading`]).
+//! - `max_tokens` is the config's ([`HttpConfig::max_tokens`], [`LlmClient::max_tokens`]);
+//!   `temperature` and `seed` are sent when set. A reply the server cut at `max_tokens`
+//!   (`finish_reason: length`) is `truncated`, one it withheld (`content_filter`)
+//!   `refused_by_server`, whatever text it holds.
 //! - Usage from the answer goes into [`LlmResponse::usage`]; prices stay in
 //!   `data/prices.json`, keyed by the model name.
+//! - Concurrency: every client made from one [`Endpoint`] shares its [`ConnectionLimit`];
+//!   a call holds a permit for each attempt only, and the attempt's timeout starts once it
+//!   holds one, so a queue never times a call out; the run's deadline bounds the wait.
+//! - Record and replay ([`Recording`], `record`): a recorded exchange answers without the
+//!   server; a replay never contacts one.
 //! - Each attempt has a timeout; 429 and 5xx answers are retried a bounded number of
 //!   times with a doubling backoff or the server's `Retry-After` (seconds form; the
 //!   date form falls back to the backoff). The backoff sleeps through an injected

@@ -8,6 +8,8 @@
 //!   `{"action":"call","tool":name,"arguments":…}`; every call stays in
 //!   [`LlmResponse::tool_calls`] for designs that run several calls per reply;
 //! - otherwise the text is the proposal (one surrounding code fence is removed);
+//! - `finish_reason` first: `length` is `truncated`, `content_filter` is
+//!   `refused_by_server`, whatever the reply holds;
 //! - neither: `empty_reply`. Arguments that are not a JSON object:
 //!   `invalid_tool_arguments`. A body without `choices[0].message`: `malformed_json`.
 //!
