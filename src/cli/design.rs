@@ -227,8 +227,10 @@ async fn policypal(args: &RunArgs, fake: &str, http: Option<&HttpConfig>, env: &
             };
         }
         let outcome = run.outcome();
+        let code = outcome.code;
         print_outcome(&rolegate::design::DesignOutcome { emails: lab.world.outbox.len(), ..outcome });
-        return EXIT_OK;
+        // 0 only for an answer or a card waiting on the user, as for every design
+        return super::run_checks::exit_for(code.as_str());
     };
     confirm_with_key(args, &mut lab, &cfg, &approver).await
 }
