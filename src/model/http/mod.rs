@@ -251,7 +251,9 @@ impl HttpClient {
                     None if rec.mode() == RecordMode::Replay => {
                         return Err(HttpFailure::new(
                             HttpCode::ReplayMiss,
-                            format!("no recorded answer {key}.json in {}", rec.dir().display()),
+                            // the key stays out of the message: the trace's redactor would
+                            // take its runs of digits for phone numbers
+                            format!("no recorded answer to this exact request in {}", rec.dir().display()),
                         ));
                     }
                     None => Some((rec, key)),
