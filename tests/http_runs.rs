@@ -31,11 +31,13 @@ pub fn http_env() -> Env {
     env
 }
 
-/// The configuration of a client asking `model` at `server` in `mode`.
+/// The configuration of a client asking `model` at `server` in `mode`, with the fakes'
+/// output allowance (the run budget's), so that an HTTP run checks the same worst case
+/// before each call as the fake run it is compared with.
 pub fn http_cfg(server: &Server, model: &str, mode: ToolMode) -> HttpConfig {
     let mut ep = Endpoint::new(&server.base_url).unwrap();
     ep.tool_mode = mode;
-    ep.config(model).unwrap()
+    ep.config(model).unwrap().with_max_tokens(rolegate::agent::RunBudget::default().max_output_tokens).unwrap()
 }
 
 fn row(id: &str) -> SingleRow {
@@ -101,6 +103,7 @@ async fn s01_from_scripted_answers_ends_like_the_fake_row_with_the_servers_usage
         assert_eq!(s.authorization.as_deref(), Some(format!("Bearer {KEY}").as_str()));
         assert_eq!(s.body["model"], "local-model");
         assert_eq!(s.body["max_tokens"], 200);
+        assert_eq!(s.body["tool_choice"], "auto", "tool_choice goes with the tools");
         assert_eq!(s.body["stream"], false);
         let tools: Vec<&str> =
             s.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();

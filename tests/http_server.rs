@@ -62,6 +62,8 @@ struct Inner {
 struct Shared {
     inner: Arc<Mutex<Inner>>,
     arrived: Arc<Notify>,
+    /// A one-slot server: one request at a time, each taking this long.
+    slot: Option<(Arc<tokio::sync::Mutex<()>>, std::time::Duration)>,
 }
 
 /// A running server; it stops with the test's runtime.
@@ -74,7 +76,17 @@ pub struct Server {
 impl Server {
     /// Starts a server answering `script` in order, then `fallback` (a 500 when none).
     pub async fn start(script: Vec<Reply>, fallback: Option<Reply>) -> Self {
-        let shared = Shared::default();
+        Self::start_with(Shared::default(), script, fallback).await
+    }
+
+    /// Starts a one-slot server, as a single-slot inference engine is: it works on one
+    /// request at a time, each for `per_request` (real time), and queues the others.
+    pub async fn start_one_slot(fallback: Reply, per_request: std::time::Duration) -> Self {
+        let shared = Shared { slot: Some((Arc::default(), per_request)), ..Shared::default() };
+        Self::start_with(shared, Vec::new(), Some(fallback)).await
+    }
+
+    async fn start_with(shared: Shared, script: Vec<Reply>, fallback: Option<Reply>) -> Self {
         {
             let mut inner = shared.inner.lock().unwrap();
             inner.script = script.into();
@@ -115,6 +127,14 @@ pub async fn refused_base_url() -> String {
 }
 
 async fn handle(State(shared): State<Shared>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let _slot = match &shared.slot {
+        Some((slot, per_request)) => {
+            let held = slot.clone().lock_owned().await;
+            tokio::time::sleep(*per_request).await;
+            Some(held)
+        }
+        None => None,
+    };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let reply = {
         let mut inner = shared.inner.lock().unwrap();

@@ -31,6 +31,11 @@ pub trait Decider: Send {
     /// Hands the decider's model client the run's deadline (see
     /// [`LlmClient::set_deadline`]); the default does nothing.
     fn set_deadline(&mut self, _deadline: Option<tokio::time::Instant>) {}
+    /// The output allowance the decider's model client was configured with (see
+    /// [`LlmClient::max_tokens`]); `None` (the default) leaves it to the run's budget.
+    fn max_tokens(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// A decider that asks a model client.
@@ -71,6 +76,10 @@ impl Decider for ModelDecider {
 
     fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
         self.client.set_deadline(deadline);
+    }
+
+    fn max_tokens(&self) -> Option<u32> {
+        self.client.max_tokens()
     }
 }
 

@@ -608,7 +608,8 @@ impl Agent {
             model: self.decider.model().to_string(),
             messages: vec![Message::system(system), Message::user(self.user_blocks(state))],
             tools,
-            max_tokens: self.budget.max_output_tokens,
+            // a real model's own allowance wins; the budget checks the call against it
+            max_tokens: self.decider.max_tokens().unwrap_or(self.budget.max_output_tokens),
         }
     }
 

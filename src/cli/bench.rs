@@ -39,6 +39,22 @@ pub struct BenchArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
+    /// Measure the HTTP model client instead, against loopback servers this command
+    /// starts: the overhead per call, and the throughput through --connections.
+    #[arg(long)]
+    pub http: bool,
+    /// --http: single-agent runs (two model calls each) against the instant server.
+    #[arg(long, default_value_t = 2000)]
+    pub http_runs: u32,
+    /// --http: connections (one shared --max-connections limit) to the slow server.
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// --http: the slow server's time per answer, in milliseconds.
+    #[arg(long, default_value_t = 50)]
+    pub answer_ms: u64,
+    /// --http: calls per connection, timed.
+    #[arg(long, default_value_t = 20)]
+    pub calls_per_connection: usize,
 }
 
 fn peers(args: &BenchArgs) -> Result<Peers, String> {
@@ -130,6 +146,10 @@ fn json(report: &BenchReport, peers: &Peers) -> String {
 
 /// Runs the bench and prints it; exit 1 when a target is missed.
 pub(crate) async fn run(args: BenchArgs) -> u8 {
+    if args.http {
+        return super::bench_http::run(args.http_runs, args.connections, args.answer_ms, args.calls_per_connection)
+            .await;
+    }
     let peers = match peers(&args) {
         Ok(p) => p,
         Err(e) => {

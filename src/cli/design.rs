@@ -128,7 +128,7 @@ pub(crate) fn role_setup(
     let endpoint = model_args.endpoint(&all)?;
     let env = model_args.env(&all)?;
     let setup = RoleSetup::from_specs(behaviours, &specs, endpoint.as_ref()).map_err(|e| e.to_string())?;
-    Ok((setup, env))
+    Ok((role_models.with_max_tokens(setup)?, env))
 }
 
 /// `--design multi`: three roles, printed as the envelope log.
@@ -234,8 +234,10 @@ async fn policypal(args: &RunArgs, fake: &str, http: Option<&HttpConfig>, env: &
             };
         }
         let outcome = run.outcome();
+        let code = outcome.code;
         print_outcome(&rolegate::design::DesignOutcome { emails: lab.world.outbox.len(), ..outcome });
-        return EXIT_OK;
+        // 0 only for an answer or a card waiting on the user, as for every design
+        return super::run_checks::exit_for(code.as_str());
     };
     confirm_with_key(args, &mut lab, &cfg, &approver).await
 }

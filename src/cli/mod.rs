@@ -5,6 +5,7 @@
 mod approvals;
 mod approvers;
 mod bench;
+mod bench_http;
 mod check;
 mod compare;
 mod data_args;

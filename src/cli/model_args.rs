@@ -1,14 +1,21 @@
 //! The flags that choose and reach a model, shared by every command that runs one:
-//! `--base-url`, `--tool-mode`, `--timeout-secs`, `--retries`, `--prices`, `--zero-price`.
-//! The API key is read from `ROLEGATE_API_KEY` only; there is no flag for it.
+//! `--base-url`, `--tool-mode`, `--tool-choice`, `--timeout-secs`, `--retries`,
+//! `--max-tokens`, `--temperature`, `--seed`, `--max-connections`, `--cache`, `--replay`,
+//! `--prices`, `--zero-price`. The API key is read from `ROLEGATE_API_KEY` only; there is
+//! no flag for it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rolegate::agent::Env;
 use rolegate::cost::PriceTable;
 use rolegate::model::ModelSpec;
-use rolegate::model::http::{Endpoint, HttpFlags, ToolMode};
+use rolegate::model::http::{ConnectionLimit, Endpoint, HttpConfig, HttpFlags, ToolChoice, ToolMode};
+use rolegate::multi::RoleSetup;
+
+/// The process's one connection limit: every endpoint this process resolves shares it, so
+/// `--max-connections` bounds the model requests in flight across the whole command.
+static CONNECTIONS: OnceLock<ConnectionLimit> = OnceLock::new();
 
 /// How to reach an `openai:` model, and what its calls cost.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -27,6 +34,33 @@ pub struct ModelArgs {
     /// Most retries after a 429 or 5xx answer (else ROLEGATE_RETRIES, default 2).
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,
+    /// tool_choice sent whenever functions are offered (native mode): auto lets the model
+    /// choose, required makes it call one, none makes it answer in text (default auto).
+    #[arg(long, value_parser = parse_tool_choice, value_name = "auto|required|none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Output allowance of each model call in tokens (max_tokens), for every role
+    /// (default 1024: room for the longest finding with margin). A reply cut at it ends
+    /// the call as `truncated`.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature sent to the server, 0 to 2 (default: the server's).
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f64>,
+    /// Sampling seed sent to the server (default: none).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Most model requests in flight at once in this process (default 8); time waiting
+    /// for one never counts against a call's timeout.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Record every model exchange as a JSON file in DIR and reuse recorded ones instead
+    /// of asking the server again.
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// Answer every model call from the recording in DIR, without a server (no
+    /// --base-url needed); a call it does not hold ends as `replay_miss`.
+    #[arg(long, value_name = "DIR", conflicts_with = "cache")]
+    pub replay: Option<PathBuf>,
     /// A price table to use instead of the bundled data/prices.json.
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
@@ -40,6 +74,10 @@ pub struct ModelArgs {
 }
 
 fn parse_tool_mode(s: &str) -> Result<ToolMode, String> {
+    s.parse()
+}
+
+fn parse_tool_choice(s: &str) -> Result<ToolChoice, String> {
     s.parse()
 }
 
@@ -57,8 +95,17 @@ impl ModelArgs {
             tool_mode: self.tool_mode,
             timeout_secs: self.timeout_secs,
             max_retries: self.retries,
+            tool_choice: self.tool_choice,
+            temperature: self.temperature,
+            seed: self.seed,
+            max_tokens: self.max_tokens,
+            max_connections: self.max_connections,
+            cache: self.cache.clone(),
+            replay: self.replay.clone(),
         };
-        Endpoint::resolve(&flags, &|k| std::env::var(k).ok()).map(Some).map_err(|e| e.to_string())
+        let mut endpoint = Endpoint::resolve(&flags, &|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
+        endpoint.connections = CONNECTIONS.get_or_init(|| endpoint.connections.clone()).clone();
+        Ok(Some(endpoint))
     }
 
     /// The bundled environment with this price table; every `openai:` model of `models`
@@ -102,6 +149,15 @@ pub struct RoleModelArgs {
     /// The reviewer's model (default: --model).
     #[arg(long, value_name = "MODEL")]
     pub reviewer_model: Option<String>,
+    /// The planner's output allowance in tokens (default: --max-tokens).
+    #[arg(long, value_name = "N")]
+    pub planner_max_tokens: Option<u32>,
+    /// The researcher's output allowance in tokens (default: --max-tokens).
+    #[arg(long, value_name = "N")]
+    pub researcher_max_tokens: Option<u32>,
+    /// The reviewer's output allowance in tokens (default: --max-tokens).
+    #[arg(long, value_name = "N")]
+    pub reviewer_max_tokens: Option<u32>,
 }
 
 impl RoleModelArgs {
@@ -117,5 +173,28 @@ impl RoleModelArgs {
             self.reviewer_model.as_deref(),
         )
         .map_err(|e| e.to_string())
+    }
+
+    /// `setup` with each role's own output allowance; a role's flag needs that role on a
+    /// real model.
+    ///
+    /// # Errors
+    /// A readable message for a bad value or a flag for a role on a fake.
+    pub fn with_max_tokens(&self, mut setup: RoleSetup) -> Result<RoleSetup, String> {
+        let roles: [(&str, Option<u32>, &mut Option<HttpConfig>); 3] = [
+            ("planner", self.planner_max_tokens, &mut setup.planner),
+            ("researcher", self.researcher_max_tokens, &mut setup.researcher),
+            ("reviewer", self.reviewer_max_tokens, &mut setup.reviewer),
+        ];
+        for (role, n, cfg) in roles {
+            match (n, cfg) {
+                (None, _) => {}
+                (Some(_), None) => {
+                    return Err(format!("--{role}-max-tokens: the {role} runs no openai: model"));
+                }
+                (Some(n), Some(c)) => *c = c.with_max_tokens(n).map_err(|e| format!("--{role}-max-tokens: {e}"))?,
+            }
+        }
+        Ok(setup)
     }
 }

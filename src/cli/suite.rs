@@ -94,6 +94,7 @@ pub(crate) fn model_setup(model: Option<&str>, roles: &RoleModelArgs, args: &Mod
         spec.map(|m| DeciderSpec::from_model(&m, endpoint.as_ref())).transpose().map_err(|e| e.to_string())?;
     let setup =
         RoleSetup::from_specs(Behaviours::default(), &role_specs, endpoint.as_ref()).map_err(|e| e.to_string())?;
+    let setup = roles.with_max_tokens(setup)?;
     Ok(Models { decider, roles: (!setup.all_fake()).then_some(setup), env })
 }
 

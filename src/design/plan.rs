@@ -140,9 +140,11 @@ pub fn check_plan(plan: &Plan, agent: &Agent, state: &AgentState) -> Vec<PlanPro
     problems
 }
 
-/// The planner's request: the trusted planning prompt with the task's tools, then the
-/// goal as an untrusted block.
-pub(crate) fn plan_request(agent: &Agent, model: &str, goal: &str) -> LlmRequest {
+/// The planner's request: the trusted planning prompt listing the task's tools, then the
+/// goal as an untrusted block. No function is offered: the answer is a plan, never a call
+/// (a planner that answers through a `finish` call anyway has its `answer` read as the
+/// plan). `max_tokens` is the planner's own allowance when it has one, else the budget's.
+pub(crate) fn plan_request(agent: &Agent, model: &str, max_tokens: Option<u32>, goal: &str) -> LlmRequest {
     let tools: Vec<_> = agent.gate.policy().tools_for(&agent.task).filter_map(|t| agent.gate.tools().spec(t)).collect();
     let mut system = crate::model::prompts::plan().to_string();
     system.push_str("Tools:\n");
@@ -154,8 +156,8 @@ pub(crate) fn plan_request(agent: &Agent, model: &str, goal: &str) -> LlmRequest
     LlmRequest {
         model: model.to_string(),
         messages: vec![Message::system(system), Message::user(user)],
-        tools,
-        max_tokens: agent.budget.max_output_tokens,
+        tools: Vec::new(),
+        max_tokens: max_tokens.unwrap_or(agent.budget.max_output_tokens),
     }
 }
 
@@ -188,13 +190,14 @@ pub async fn plan_then_execute(
 ) -> Result<PlanOutcome, DesignError> {
     let state = AgentState::new(run_id, &agent.session.user_id, &agent.task, goal)?;
     let price = agent.prices.price(planner.model())?;
-    let request = plan_request(agent, planner.model(), goal);
+    let request = plan_request(agent, planner.model(), planner.max_tokens(), goal);
     let mut trace = Trace::new(run_id);
     let mut ledger = Ledger::default();
     // the run's time budget is the planner call's deadline too (its retries and waits end
     // there; the failure is the plan's model_error, with the code in the trace)
     planner.set_deadline(tokio::time::Instant::now().checked_add(agent.budget.max_seconds));
-    let response = match planner.complete(&request).await {
+    // the plan is a message: the reply's own text, or the `answer` of a `finish` call
+    let response = match planner.complete_message(&request).await {
         Ok(r) => r,
         Err(ModelError::Failed { code, message }) => {
             trace.add(0, TraceKind::Model, code, &message);

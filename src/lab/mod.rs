@@ -26,6 +26,7 @@ use crate::world::World;
 
 /// What decides the next step of a lab agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant, reason = "a configuration value, built once per run; boxing buys nothing")]
 pub enum DeciderSpec {
     /// A fake model.
     Fake(FakeKind),

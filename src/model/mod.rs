@@ -192,6 +192,12 @@ pub trait LlmClient: Send {
     /// (the HTTP client answers `time_budget`); `None` lifts it. The default ignores it (a
     /// fake answers at once).
     fn set_deadline(&mut self, _deadline: Option<tokio::time::Instant>) {}
+    /// The output allowance this client was configured with (a real model's
+    /// `--max-tokens`): the callers then ask for it and check their budgets against it.
+    /// `None` (the default, a fake's) leaves the allowance to the caller's budget.
+    fn max_tokens(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// A client wrapper that makes every call take simulated time on a [`ManualClock`], so a
@@ -227,6 +233,10 @@ impl<C: LlmClient> LlmClient for SlowClient<C> {
     fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
         self.inner.set_deadline(deadline);
     }
+
+    fn max_tokens(&self) -> Option<u32> {
+        self.inner.max_tokens()
+    }
 }
 
 impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
@@ -248,5 +258,9 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
 
     fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
         (**self).set_deadline(deadline);
+    }
+
+    fn max_tokens(&self) -> Option<u32> {
+        (**self).max_tokens()
     }
 }

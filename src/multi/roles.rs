@@ -37,7 +37,8 @@ use crate::model::{LlmClient, LlmRequest, Message, ModelError, RequestedCall};
 use crate::tools::{ToolCall, ToolSpec};
 use crate::unwind::{CatchUnwind, panic_text};
 
-/// Output allowance of a planner or reviewer call, in tokens.
+/// Output allowance of a planner or reviewer call on a fake, in tokens (a real model's
+/// client brings its own: [`LlmClient::max_tokens`]).
 const MAX_OUTPUT_TOKENS: u32 = 200;
 
 /// A send to a role whose task has ended.
@@ -388,7 +389,8 @@ impl CallRole {
             model: self.client.model().to_string(),
             messages: vec![Message::system(self.prompt), Message::user(user)],
             tools: self.specs(),
-            max_tokens: MAX_OUTPUT_TOKENS,
+            // a real model's own allowance (`--planner-max-tokens`, …) wins
+            max_tokens: self.client.max_tokens().unwrap_or(MAX_OUTPUT_TOKENS),
         };
         let price = match self.prices.price(&request.model) {
             Ok(p) => p,
@@ -398,7 +400,7 @@ impl CallRole {
             }
         };
         let input_tokens = request.estimated_input_tokens();
-        if price.cost(input_tokens, u64::from(MAX_OUTPUT_TOKENS)) > work.remaining.cost {
+        if price.cost(input_tokens, u64::from(request.max_tokens)) > work.remaining.cost {
             self.trace.add(step, TraceKind::Stop, "cost_budget", "the worst case of the call is over budget");
             reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
             return reply;

@@ -12,6 +12,7 @@ use crate::gate::CallContext;
 use crate::gate::Observation;
 use crate::gate::{Access, ApprovalToken, GateOutcome};
 use crate::model::blocks::push_block;
+use crate::model::http::{FINISH_TOOL, proposal_of};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError, RequestedCall};
 use crate::tools::{ToolCall, fingerprint};
 
@@ -229,8 +230,13 @@ impl Pal {
                 Some(Err(crash)) => return Err(AgentError::Model(crash)),
             };
             progress.ledger.add(self.usage(&request, &response, &run_id)?);
-            let ok = if response.tool_calls.is_empty() {
-                match self.finish(state, &mut progress, &mut turns, &response)? {
+            // a lone `finish` call is the answer, as a finish in text is
+            let finish_call = match response.tool_calls.as_slice() {
+                [only] if only.name == FINISH_TOOL => Some(only),
+                _ => None,
+            };
+            let ok = if response.tool_calls.is_empty() || finish_call.is_some() {
+                match self.finish(state, &mut progress, &mut turns, &response, finish_call)? {
                     Finish::Done(done) => {
                         progress.worked = worked_before + self.clock.now().saturating_sub(started);
                         return Ok(self.end(done, progress, turns));
@@ -256,23 +262,26 @@ impl Pal {
         }
     }
 
-    /// A reply with no tool calls must be a supported finish.
+    /// A reply with no tool calls, or with a lone `finish` call (`call`), must be a
+    /// supported finish.
     fn finish(
         &self,
         state: AgentState,
         progress: &mut Progress,
         turns: &mut Turns,
         response: &LlmResponse,
+        call: Option<&RequestedCall>,
     ) -> Result<Finish, AgentError> {
         let step = state.step();
-        let code = match parse_proposal(&response.text) {
+        let proposal = call.map_or_else(|| response.text.clone(), proposal_of);
+        let code = match parse_proposal(&proposal) {
             Ok(Proposal::Finish { answer, sources }) => {
                 let good: Vec<&str> = state.observations().iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
                 if !answer.trim().is_empty()
                     && !sources.is_empty()
                     && sources.iter().all(|s| good.contains(&s.as_str()))
                 {
-                    progress.trace.add(step, TraceKind::Model, "ok", &response.text);
+                    progress.trace.add(step, TraceKind::Model, "ok", &proposal);
                     progress.trace.add(step, TraceKind::Check, "ok", "finish");
                     return Ok(Finish::Done(state.finish(&answer, &sources)?));
                 }
@@ -281,10 +290,19 @@ impl Pal {
             Ok(Proposal::Call { .. }) => "not_native",
             Err(e) => e.as_str(),
         };
-        progress.trace.add(step, TraceKind::Model, code, &response.text);
-        turns.messages.push(Message::assistant(response.text.clone(), Vec::new()));
+        progress.trace.add(step, TraceKind::Model, code, &proposal);
         let (state, obs) = state.observe(false, "rejected", &format!("rejected: {code}"))?;
-        turns.messages.push(Message::user(block(&obs)));
+        match call {
+            // a refused `finish` call is answered as the call it was
+            Some(c) => {
+                turns.messages.push(Message::assistant(response.text.clone(), vec![c.clone()]));
+                turns.messages.push(Message::tool(c.id.clone(), block(&obs)));
+            }
+            None => {
+                turns.messages.push(Message::assistant(response.text.clone(), Vec::new()));
+                turns.messages.push(Message::user(block(&obs)));
+            }
+        }
         Ok(Finish::Rejected(state))
     }
 
@@ -303,6 +321,9 @@ impl Pal {
             "too_many_calls"
         } else if !valid_ids(calls) {
             "bad_call_id"
+        } else if calls.iter().any(|c| c.name == FINISH_TOOL) {
+            // a finish rests on results it has seen: not on calls of the same reply
+            "finish_with_calls"
         } else {
             "ok"
         };
@@ -463,7 +484,7 @@ impl Pal {
             .input_tokens
             .saturating_add(s.output_tokens)
             .saturating_add(request.estimated_input_tokens())
-            .saturating_add(u64::from(b.max_output_tokens));
+            .saturating_add(u64::from(request.max_tokens));
         if worst > b.max_tokens {
             // the token budget is this design's cost budget
             return Some(StopReason::CostBudget);
@@ -487,7 +508,8 @@ impl Pal {
             model: self.client.model().to_string(),
             messages: messages.to_vec(),
             tools,
-            max_tokens: self.budget.max_output_tokens,
+            // a real model's own allowance wins; the token budget checks the call against it
+            max_tokens: self.client.max_tokens().unwrap_or(self.budget.max_output_tokens),
         }
     }
 

@@ -5,8 +5,12 @@
 
 use reqwest::Url;
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use super::record::{RecordMode, Recording};
 
 /// Environment variable holding the server's base URL (the `--base-url` flag wins).
 pub(crate) const ENV_BASE_URL: &str = "ROLEGATE_BASE_URL";
@@ -116,6 +120,128 @@ impl FromStr for ToolMode {
     }
 }
 
+/// What the server is told about calling the offered functions: the `tool_choice` field,
+/// sent whenever functions are offered (some servers, llama.cpp's among them, read a
+/// missing value as `none` and drop the functions from the prompt).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model chooses between calling a function and answering in text.
+    #[default]
+    Auto,
+    /// The model must call a function (the task's tools or `finish`).
+    Required,
+    /// The model must not call a function: it answers in text (the functions stay in the
+    /// request so that the server still shows them to the model).
+    None,
+}
+
+impl ToolChoice {
+    /// `auto`, `required` or `none`: the value sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Required => "required",
+            Self::None => "none",
+        }
+    }
+}
+
+impl FromStr for ToolChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => Ok(Self::Auto),
+            "required" => Ok(Self::Required),
+            "none" => Ok(Self::None),
+            other => Err(format!("{other:?} is not a tool choice (auto, required or none)")),
+        }
+    }
+}
+
+/// A sampling temperature: a finite number from 0 to 2 (the OpenAI range).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Temperature(f64);
+
+// never NaN: the constructor refuses it
+impl Eq for Temperature {}
+
+impl Temperature {
+    /// A temperature.
+    ///
+    /// # Errors
+    /// [`ConfigError::BadSetting`] for a value that is not finite or outside 0 to 2.
+    pub fn new(value: f64) -> Result<Self, ConfigError> {
+        if value.is_finite() && (0.0..=2.0).contains(&value) {
+            Ok(Self(value))
+        } else {
+            Err(ConfigError::BadSetting { name: "--temperature", message: "a number from 0 to 2".into() })
+        }
+    }
+
+    /// The value sent.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+/// The most model requests in flight at once, shared by every client built from one
+/// [`Endpoint`] (clones share the permits). A call waits for a permit before each attempt
+/// and gives it back when the attempt ends (a backoff holds none); the attempt's timeout
+/// starts once the permit is held, so time in the queue never counts against it, while
+/// the run's deadline bounds the wait too.
+#[derive(Clone)]
+pub struct ConnectionLimit {
+    max: usize,
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+impl ConnectionLimit {
+    /// A limit of `max` requests in flight.
+    ///
+    /// # Errors
+    /// [`ConfigError::BadSetting`] for 0 or more than [`MAX_CONNECTIONS`].
+    pub fn new(max: usize) -> Result<Self, ConfigError> {
+        if !(1..=MAX_CONNECTIONS).contains(&max) {
+            return Err(ConfigError::BadSetting {
+                name: "--max-connections",
+                message: format!("from 1 to {MAX_CONNECTIONS}"),
+            });
+        }
+        Ok(Self { max, permits: Arc::new(tokio::sync::Semaphore::new(max)) })
+    }
+
+    /// The limit.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Requests in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.max - self.permits.available_permits()
+    }
+
+    /// Waits for a permit (held until the returned guard drops).
+    pub(crate) async fn acquire(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        // the semaphore is never closed, so this is `Some`
+        self.permits.clone().acquire_owned().await.ok()
+    }
+}
+
+impl PartialEq for ConnectionLimit {
+    fn eq(&self, other: &Self) -> bool {
+        self.max == other.max
+    }
+}
+
+impl Eq for ConnectionLimit {}
+
+impl fmt::Debug for ConnectionLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ConnectionLimit({})", self.max)
+    }
+}
+
 /// How much chance is added to the waits between retries, so that many clients failing
 /// together do not retry in lockstep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -194,12 +320,37 @@ pub struct Endpoint {
     pub retry: RetryPolicy,
     /// The largest answer body read, in bytes.
     pub max_response_bytes: usize,
+    /// `tool_choice`, sent whenever functions are offered.
+    pub tool_choice: ToolChoice,
+    /// `temperature`, sent when set (else the server's default).
+    pub temperature: Option<Temperature>,
+    /// `seed`, sent when set (servers that support it sample reproducibly).
+    pub seed: Option<u64>,
+    /// The output allowance of each call in tokens (`max_tokens`), for every
+    /// [`HttpConfig`] made from this endpoint; a role may set its own.
+    pub max_tokens: u32,
+    /// The most requests in flight, shared by every client made from this endpoint.
+    pub connections: ConnectionLimit,
+    /// Record answers to a directory, or replay them from one without a server.
+    pub recording: Option<Recording>,
 }
 
 /// The default per-attempt timeout.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The default largest answer body.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+/// The default output allowance of a real model's call: room for the longest finding (a
+/// 600-character claim, its sources and the JSON around them, about 250 tokens) four
+/// times over, for tokenizers that split more finely and models that think aloud first.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+/// The largest `--max-tokens` accepted.
+pub const MAX_MAX_TOKENS: u32 = 131_072;
+/// The default number of model requests in flight at once.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 8;
+/// The largest `--max-connections` accepted.
+pub const MAX_CONNECTIONS: usize = 1024;
+/// The base URL of an endpoint that only replays a recording (it is never contacted).
+const REPLAY_BASE_URL: &str = "http://replay.invalid/v1/";
 
 impl Endpoint {
     /// An endpoint with default settings and no key.
@@ -216,6 +367,12 @@ impl Endpoint {
             timeout: DEFAULT_TIMEOUT,
             retry: RetryPolicy::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            tool_choice: ToolChoice::default(),
+            temperature: None,
+            seed: None,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            connections: ConnectionLimit::new(DEFAULT_MAX_CONNECTIONS)?,
+            recording: None,
         })
     }
 
@@ -226,8 +383,33 @@ impl Endpoint {
     /// [`ConfigError::MissingBaseUrl`] when neither gives a base URL; [`ConfigError`]
     /// variants for values that do not parse.
     pub fn resolve(flags: &HttpFlags, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let url = flags.base_url.clone().or_else(|| env(ENV_BASE_URL)).ok_or(ConfigError::MissingBaseUrl)?;
+        if flags.cache.is_some() && flags.replay.is_some() {
+            return Err(ConfigError::BadSetting {
+                name: "--replay",
+                message: "--cache records and replays with a server, --replay without one: give one of them".into(),
+            });
+        }
+        // a replay never contacts a server, so it needs no base URL
+        let url = match (flags.base_url.clone().or_else(|| env(ENV_BASE_URL)), &flags.replay) {
+            (Some(url), _) => url,
+            (None, Some(_)) => REPLAY_BASE_URL.to_string(),
+            (None, None) => return Err(ConfigError::MissingBaseUrl),
+        };
         let mut endpoint = Self::new(&url)?;
+        endpoint.tool_choice = flags.tool_choice.unwrap_or_default();
+        endpoint.temperature = flags.temperature.map(Temperature::new).transpose()?;
+        endpoint.seed = flags.seed;
+        if let Some(n) = flags.max_tokens {
+            endpoint.max_tokens = check_max_tokens("--max-tokens", n)?;
+        }
+        if let Some(n) = flags.max_connections {
+            endpoint.connections = ConnectionLimit::new(n)?;
+        }
+        endpoint.recording = match (&flags.cache, &flags.replay) {
+            (Some(dir), _) => Some(Recording::new(dir.clone(), RecordMode::Cache)?),
+            (None, Some(dir)) => Some(Recording::new(dir.clone(), RecordMode::Replay)?),
+            (None, None) => None,
+        };
         endpoint.api_key = env(ENV_API_KEY).and_then(ApiKey::new);
         endpoint.tool_mode = match (flags.tool_mode, env(ENV_TOOL_MODE)) {
             (Some(m), _) => m,
@@ -271,7 +453,7 @@ impl Endpoint {
     /// [`ConfigError::BadModelName`].
     pub fn config(&self, model: &str) -> Result<HttpConfig, ConfigError> {
         check_model_name(model)?;
-        Ok(HttpConfig { model: model.to_string(), endpoint: self.clone() })
+        Ok(HttpConfig { model: model.to_string(), endpoint: self.clone(), max_tokens: self.max_tokens, repetition: 0 })
     }
 
     /// The chat-completions URL.
@@ -297,6 +479,12 @@ pub struct HttpConfig {
     pub model: String,
     /// The server.
     pub endpoint: Endpoint,
+    /// The output allowance of each call, in tokens (`max_tokens`); the designs check
+    /// their budgets against it before each call.
+    pub max_tokens: u32,
+    /// The repetition this client's calls belong to: part of a recorded exchange's key, so
+    /// that repeated runs of one cell are recorded apart (0 unless the caller sets it).
+    pub repetition: u32,
 }
 
 impl HttpConfig {
@@ -305,7 +493,24 @@ impl HttpConfig {
     /// # Errors
     /// [`ConfigError::BadModelName`].
     pub fn with_model(&self, model: &str) -> Result<Self, ConfigError> {
-        self.endpoint.config(model)
+        Ok(Self { max_tokens: self.max_tokens, repetition: self.repetition, ..self.endpoint.config(model)? })
+    }
+
+    /// The same configuration with another output allowance.
+    ///
+    /// # Errors
+    /// [`ConfigError::BadSetting`] for 0 or more than [`MAX_MAX_TOKENS`].
+    pub fn with_max_tokens(&self, max_tokens: u32) -> Result<Self, ConfigError> {
+        Ok(Self { max_tokens: check_max_tokens("--max-tokens", max_tokens)?, ..self.clone() })
+    }
+}
+
+/// Checks an output allowance: 1 to [`MAX_MAX_TOKENS`].
+pub(crate) fn check_max_tokens(name: &'static str, n: u32) -> Result<u32, ConfigError> {
+    if (1..=MAX_MAX_TOKENS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(ConfigError::BadSetting { name, message: format!("from 1 to {MAX_MAX_TOKENS} tokens") })
     }
 }
 
@@ -320,6 +525,20 @@ pub struct HttpFlags {
     pub timeout_secs: Option<f64>,
     /// `--retries`.
     pub max_retries: Option<u32>,
+    /// `--tool-choice`.
+    pub tool_choice: Option<ToolChoice>,
+    /// `--temperature`.
+    pub temperature: Option<f64>,
+    /// `--seed`.
+    pub seed: Option<u64>,
+    /// `--max-tokens`.
+    pub max_tokens: Option<u32>,
+    /// `--max-connections`.
+    pub max_connections: Option<usize>,
+    /// `--cache DIR`.
+    pub cache: Option<PathBuf>,
+    /// `--replay DIR`.
+    pub replay: Option<PathBuf>,
 }
 
 /// Checks a model name: 1 to 200 characters, no control characters.
@@ -397,6 +616,7 @@ mod tests {
             tool_mode: Some(ToolMode::Native),
             timeout_secs: Some(5.0),
             max_retries: Some(0),
+            ..HttpFlags::default()
         };
         let e = Endpoint::resolve(&flags, &env).unwrap();
         assert_eq!(e.base_url.as_str(), "http://127.0.0.1:8080/v1/");

@@ -2,14 +2,24 @@
 //! completions to vLLM, llama.cpp's server, Ollama or a hosted API. **This module is the
 //! only place in rolegate that does network I/O.**
 //!
-//! - Tools: in [`ToolMode::Native`] the request's tools and a `finish` function are sent;
-//!   a reply's tool calls become the proposal text the loop parses (see `wire` for the
-//!   exact mapping). [`ToolMode::Text`] is the fallback for servers without tool
+//! - Tools: in [`ToolMode::Native`] the request's tools and a `finish` function are sent,
+//!   with `tool_choice` ([`ToolChoice`], `auto` by default); a request without tools offers
+//!   no function at all. A reply's tool calls become the proposal text the loop parses
+//!   (see `wire` for the exact mapping); every design takes a `finish` call as its answer. [`ToolMode::Text`] is the fallback for servers without tool
 //!   calling: the model answers the proposal JSON as text. A role's message
 //!   ([`LlmClient::complete_message`]: a brief, a verdict) is the reply's own text, or a
 //!   `finish` call's `answer`, never a tool call rewritten ([`Reading`]).
+//! - `max_tokens` is the config's ([`HttpConfig::max_tokens`], [`LlmClient::max_tokens`]);
+//!   `temperature` and `seed` are sent when set. A reply the server cut at `max_tokens`
+//!   (`finish_reason: length`) is `truncated`, one it withheld (`content_filter`)
+//!   `refused_by_server`, whatever text it holds.
 //! - Usage from the answer goes into [`LlmResponse::usage`]; prices stay in
 //!   `data/prices.json`, keyed by the model name.
+//! - Concurrency: every client made from one [`Endpoint`] shares its [`ConnectionLimit`];
+//!   a call holds a permit for each attempt only, and the attempt's timeout starts once it
+//!   holds one, so a queue never times a call out; the run's deadline bounds the wait.
+//! - Record and replay ([`Recording`], `record`): a recorded exchange answers without the
+//!   server; a replay never contacts one.
 //! - Each attempt has a timeout; 429 and 5xx answers are retried a bounded number of
 //!   times with a doubling backoff or the server's `Retry-After` (seconds form; the
 //!   date form falls back to the backoff). The backoff sleeps through an injected
@@ -21,6 +31,7 @@
 //! - Every failure is a [`ModelError::Failed`] with an [`HttpCode`], never a panic.
 
 pub(crate) mod config;
+pub(crate) mod record;
 pub(crate) mod wire;
 
 use crate::codes::codes;
@@ -35,8 +46,10 @@ use tokio_util::sync::CancellationToken;
 use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
 use crate::BoxFuture;
 pub(crate) use config::ConfigError;
-pub use config::{ApiKey, Endpoint, HttpConfig, HttpFlags, Jitter, RetryPolicy, ToolMode};
-pub(crate) use wire::{FINISH_TOOL, Reading};
+pub use config::{ApiKey, ConnectionLimit, Endpoint, HttpConfig, HttpFlags, Jitter, RetryPolicy, Temperature};
+pub use config::{DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_TOKENS, MAX_CONNECTIONS, MAX_MAX_TOKENS, ToolChoice, ToolMode};
+pub use record::{RecordMode, Recording};
+pub(crate) use wire::{FINISH_TOOL, Reading, proposal_of};
 
 codes! {
     /// Why an HTTP model call failed: the code written into the trace.
@@ -77,9 +90,21 @@ codes! {
         ClientInit = "client_init",
         /// The client's own cancellation token fired.
         Cancelled = "cancelled",
-        /// The run's deadline came during the call, its retries or a wait between them (the
-        /// run stops with `time_budget`).
+        /// The run's deadline came during the call, its retries, a wait between them or the
+        /// wait for a connection (the run stops with `time_budget`).
         TimeBudget = "time_budget",
+        /// The server stopped the reply at the output allowance (`finish_reason: length`):
+        /// raise `--max-tokens`.
+        Truncated = "truncated",
+        /// The server refused to answer (`finish_reason: content_filter`).
+        RefusedByServer = "refused_by_server",
+        /// `--replay`: the recording holds no answer to this exact request.
+        ReplayMiss = "replay_miss",
+        /// A recorded exchange that is not strict JSON of its format, or whose key does not
+        /// match its name or its request.
+        BadRecording = "bad_recording",
+        /// `--cache`: an answer could not be written to the recording.
+        RecordingFailed = "recording_failed",
     }
 }
 
@@ -216,7 +241,26 @@ impl HttpClient {
     /// One call with its retries; `reading` says what the answer's text is.
     async fn call(&mut self, request: &LlmRequest, reading: Reading) -> Result<LlmResponse, HttpFailure> {
         let ep = self.config.endpoint.clone();
-        let body = wire::request_body(&self.config.model, ep.tool_mode, request)?;
+        let body = wire::request_body(&self.config.model, &ep, request)?;
+        // a recorded exchange answers without the server; a replay never asks it
+        let recorded = match &ep.recording {
+            Some(rec) => {
+                let key = record::key_of(&body, self.config.repetition)?;
+                match rec.load(&key)? {
+                    Some(answer) => return wire::read_reply_as(&answer, &self.config.model, reading),
+                    None if rec.mode() == RecordMode::Replay => {
+                        return Err(HttpFailure::new(
+                            HttpCode::ReplayMiss,
+                            // the key stays out of the message: the trace's redactor would
+                            // take its runs of digits for phone numbers
+                            format!("no recorded answer to this exact request in {}", rec.dir().display()),
+                        ));
+                    }
+                    None => Some((rec, key)),
+                }
+            }
+            None => None,
+        };
         let pool = self.pool()?;
         let url = ep.chat_url();
         let mut retries = 0u32;
@@ -224,6 +268,15 @@ impl HttpClient {
         let past_deadline =
             |what: &str| HttpFailure::new(HttpCode::TimeBudget, format!("the run's time budget ends {what}"));
         loop {
+            // a permit first: the wait is bounded by the run's deadline, never by the
+            // attempt's timeout, which starts once the permit is held
+            let permit = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, ep.connections.acquire()).await {
+                    Ok(p) => p,
+                    Err(_) => return Err(past_deadline("while waiting for a connection")),
+                },
+                None => ep.connections.acquire().await,
+            };
             // an attempt gets its own timeout, cut to what is left before the deadline
             let mut limit = ep.timeout;
             if let Some(d) = deadline {
@@ -234,11 +287,18 @@ impl HttpClient {
                 limit = limit.min(left);
             }
             let cut = limit < ep.timeout;
-            let (failure, retry_after) = match attempt(&pool, &ep, &url, &body, limit).await {
+            let outcome = attempt(&pool, &ep, &url, &body, limit).await;
+            drop(permit);
+            let (failure, retry_after) = match outcome {
                 Attempt::Fail(f) if cut && f.code == HttpCode::Timeout => {
                     return Err(past_deadline("during the call"));
                 }
-                Attempt::Answer(bytes) => return wire::read_reply_as(&bytes, &self.config.model, reading),
+                Attempt::Answer(bytes) => {
+                    if let Some((rec, key)) = &recorded {
+                        rec.store(key, self.config.repetition, &body, &bytes)?;
+                    }
+                    return wire::read_reply_as(&bytes, &self.config.model, reading);
+                }
                 Attempt::Fail(f) => return Err(f),
                 Attempt::Retry { failure, retry_after } => (failure, retry_after),
             };
@@ -310,6 +370,10 @@ impl LlmClient for HttpClient {
 
     fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
         self.deadline = deadline;
+    }
+
+    fn max_tokens(&self) -> Option<u32> {
+        Some(self.config.max_tokens)
     }
 }
 

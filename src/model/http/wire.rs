@@ -8,6 +8,8 @@
 //!   `{"action":"call","tool":name,"arguments":…}`; every call stays in
 //!   [`LlmResponse::tool_calls`] for designs that run several calls per reply;
 //! - otherwise the text is the proposal (one surrounding code fence is removed);
+//! - `finish_reason` first: `length` is `truncated`, `content_filter` is
+//!   `refused_by_server`, whatever the reply holds;
 //! - neither: `empty_reply`. Arguments that are not a JSON object:
 //!   `invalid_tool_arguments`. A body without `choices[0].message`: `malformed_json`.
 //!
@@ -20,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use super::HttpCode;
 use super::HttpFailure;
-use super::config::ToolMode;
+use super::config::{Endpoint, ToolMode};
 use crate::model::{LlmRequest, LlmResponse, MessageRole, RequestedCall, Usage};
 
 /// The name of the function a model calls to finish (native tool calling).
@@ -36,6 +38,12 @@ struct ChatRequest<'a> {
     max_tokens: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
     stream: bool,
 }
 
@@ -78,12 +86,16 @@ pub(crate) fn finish_function() -> Value {
     })
 }
 
-/// The JSON body of a chat-completions request for `request`.
+/// The JSON body of a chat-completions request for `request` at `ep`: in native mode the
+/// request's tools and the `finish` function with `tool_choice`, or no functions at all
+/// when the request offers no tool (a design that wants a message, not a call: the plan,
+/// the planner); the endpoint's `temperature` and `seed` when set.
 ///
 /// # Errors
 /// `reserved_tool_name` when, in native mode, a tool of the request is called `finish`
 /// (the name of the finishing function).
-pub(crate) fn request_body(default_model: &str, mode: ToolMode, request: &LlmRequest) -> Result<Vec<u8>, HttpFailure> {
+pub(crate) fn request_body(default_model: &str, ep: &Endpoint, request: &LlmRequest) -> Result<Vec<u8>, HttpFailure> {
+    let mode = ep.tool_mode;
     let model = if request.model.is_empty() { default_model } else { request.model.as_str() };
     let messages = request
         .messages
@@ -106,6 +118,7 @@ pub(crate) fn request_body(default_model: &str, mode: ToolMode, request: &LlmReq
         })
         .collect();
     let tools = match mode {
+        ToolMode::Native if request.tools.is_empty() => Vec::new(),
         ToolMode::Text => Vec::new(),
         ToolMode::Native => {
             if request.tools.iter().any(|t| t.name == FINISH_TOOL) {
@@ -128,7 +141,17 @@ pub(crate) fn request_body(default_model: &str, mode: ToolMode, request: &LlmReq
             tools
         }
     };
-    let body = ChatRequest { model, messages, max_tokens: request.max_tokens, tools, stream: false };
+    let tool_choice = (!tools.is_empty()).then_some(ep.tool_choice.as_str());
+    let body = ChatRequest {
+        model,
+        messages,
+        max_tokens: request.max_tokens,
+        tools,
+        tool_choice,
+        temperature: ep.temperature.map(super::config::Temperature::get),
+        seed: ep.seed,
+        stream: false,
+    };
     serde_json::to_vec(&body).map_err(|e| HttpFailure::new(HttpCode::ClientInit, format!("request body: {e}")))
 }
 
@@ -143,7 +166,10 @@ struct ChatResponse {
 
 #[derive(Deserialize)]
 struct Choice {
-    message: ReplyMessage,
+    #[serde(default)]
+    message: Option<ReplyMessage>,
+    #[serde(default)]
+    finish_reason: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -193,18 +219,37 @@ pub(crate) fn read_reply_as(body: &[u8], default_model: &str, reading: Reading) 
     let Some(choice) = reply.choices.into_iter().next() else {
         return Err(malformed("no choices in the answer"));
     };
+    // why the server stopped comes first: a cut-off reply is truncated whatever it holds
+    match choice.finish_reason.as_ref().and_then(Value::as_str) {
+        Some("length") => {
+            return Err(HttpFailure::new(
+                HttpCode::Truncated,
+                "the server stopped the reply at max_tokens (finish_reason length): raise --max-tokens",
+            ));
+        }
+        Some("content_filter") => {
+            return Err(HttpFailure::new(
+                HttpCode::RefusedByServer,
+                "the server withheld the reply (finish_reason content_filter)",
+            ));
+        }
+        _ => {}
+    }
+    let Some(message) = choice.message else {
+        return Err(malformed("no message in the first choice"));
+    };
     let usage = reply.usage.as_ref().and_then(read_usage);
     let model = reply.model.filter(|m| !m.is_empty()).unwrap_or_else(|| default_model.to_string());
-    let calls = read_calls(choice.message.tool_calls.unwrap_or_default())?;
+    let calls = read_calls(message.tool_calls.unwrap_or_default())?;
     let text = match (reading, calls.first()) {
         (Reading::Proposal, Some(first)) => proposal_of(first),
         (Reading::Message, Some(first)) => {
-            let content = read_content(choice.message.content)?;
+            let content = read_content(message.content)?;
             let own = strip_fence(&content).trim();
             if own.is_empty() { message_of(first) } else { own.to_string() }
         }
         (_, None) => {
-            let content = read_content(choice.message.content)?;
+            let content = read_content(message.content)?;
             let text = strip_fence(&content).trim();
             if text.is_empty() {
                 return Err(HttpFailure::new(HttpCode::EmptyReply, "the reply has neither text nor a tool call"));
@@ -431,6 +476,31 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_off_or_withheld_reply_is_named_whatever_it_holds() {
+        let with = |reason: &str, message: Value| {
+            json!({"choices": [{"message": message, "finish_reason": reason}]}).to_string().into_bytes()
+        };
+        let half = json!({"content": "{\"action\":\"finish\",\"answer\":\"T-601 is"});
+        let call = json!({"tool_calls": [{"function": {"name": "finish", "arguments": "{\"answer\":\"ok\",\"sources\":[\"o1\"]}"}}]});
+        for reading in [Reading::Proposal, Reading::Message] {
+            for message in [&half, &call] {
+                let code =
+                    |reason| read_reply_as(&with(reason, message.clone()), "m", reading).map_err(|f| f.code).err();
+                assert_eq!(code("length"), Some(HttpCode::Truncated));
+                assert_eq!(code("content_filter"), Some(HttpCode::RefusedByServer));
+            }
+            assert!(read_reply_as(&with("stop", call.clone()), "m", reading).is_ok());
+            assert!(read_reply_as(&with("tool_calls", call.clone()), "m", reading).is_ok());
+        }
+        let filtered = json!({"choices": [{"finish_reason": "content_filter"}]}).to_string();
+        assert_eq!(
+            read_reply(filtered.as_bytes(), "m").map_err(|f| f.code).err(),
+            Some(HttpCode::RefusedByServer),
+            "a withheld reply may carry no message at all"
+        );
+    }
+
+    #[test]
     fn usage_is_optional_and_missing_usage_means_estimate() {
         let body = json!({"choices": [{"message": {"content": "x"}}]}).to_string();
         assert_eq!(read_reply(body.as_bytes(), "m").unwrap().usage, None);
@@ -458,7 +528,8 @@ mod tests {
             tools: crate::tools::Registry.spec("get_ticket").into_iter().collect(),
             max_tokens: 200,
         };
-        let native: Value = serde_json::from_slice(&request_body("d", ToolMode::Native, &req).unwrap()).unwrap();
+        let mut ep = Endpoint::new("http://127.0.0.1:9/v1").unwrap();
+        let native: Value = serde_json::from_slice(&request_body("d", &ep, &req).unwrap()).unwrap();
         assert_eq!(native["model"], "m1");
         assert_eq!(native["max_tokens"], 200);
         let names: Vec<&str> =
@@ -466,14 +537,25 @@ mod tests {
         assert_eq!(names, ["get_ticket", "finish"]);
         assert_eq!(native["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"ticket_id\":\"T-601\"}");
         assert_eq!(native["messages"][3]["tool_call_id"], "c1");
-        let text: Value = serde_json::from_slice(&request_body("d", ToolMode::Text, &req).unwrap()).unwrap();
-        assert!(text.get("tools").is_none());
+        assert_eq!(native["tool_choice"], "auto", "tool_choice goes with the tools");
+        assert!(native.get("temperature").is_none() && native.get("seed").is_none(), "unset: the server's own");
         let mut clash = req.clone();
         clash.tools[0].name = "finish";
+        assert_eq!(request_body("d", &ep, &clash).map_err(|f| f.code).err(), Some(HttpCode::ReservedToolName));
+        let no_tools = LlmRequest { tools: Vec::new(), ..req.clone() };
+        let bare: Value = serde_json::from_slice(&request_body("d", &ep, &no_tools).unwrap()).unwrap();
+        assert!(bare.get("tools").is_none() && bare.get("tool_choice").is_none(), "no tool: no function offered");
+        ep.tool_choice = crate::model::http::ToolChoice::Required;
+        ep.temperature = Some(crate::model::http::Temperature::new(0.25).unwrap());
+        ep.seed = Some(7);
+        let set: Value = serde_json::from_slice(&request_body("d", &ep, &req).unwrap()).unwrap();
         assert_eq!(
-            request_body("d", ToolMode::Native, &clash).map_err(|f| f.code).err(),
-            Some(HttpCode::ReservedToolName)
+            (&set["tool_choice"], &set["temperature"], &set["seed"]),
+            (&json!("required"), &json!(0.25), &json!(7))
         );
-        assert!(request_body("d", ToolMode::Text, &clash).is_ok());
+        ep.tool_mode = ToolMode::Text;
+        let text: Value = serde_json::from_slice(&request_body("d", &ep, &req).unwrap()).unwrap();
+        assert!(text.get("tools").is_none() && text.get("tool_choice").is_none());
+        assert!(request_body("d", &ep, &clash).is_ok());
     }
 }
