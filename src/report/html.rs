@@ -115,8 +115,10 @@ fn tool_class(l: &TraceLine, carrier: Option<&str>) -> Option<(&'static str, Str
         TraceKind::Tool => (l.detail.as_str(), "refused"),
         _ => return None,
     };
+    let to = l.args.as_deref().and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok());
+    let to = to.as_ref().and_then(|v| v.get("to")).and_then(|t| t.as_str()).map(str::to_string);
     let text = match class {
-        "effect" => format!("{tool}: SENT"),
+        "effect" => format!("{tool}: SENT{}", to.map(|t| format!(" to {t}")).unwrap_or_default()),
         "carrier" => format!("{tool}: ok (payload read)"),
         _ => format!("{tool}: {code}"),
     };
@@ -428,8 +430,40 @@ fn shown<'a>(text: &'a str, opts: &ReportOptions) -> std::borrow::Cow<'a, str> {
     if opts.show_addresses { crate::security::hide_secrets(text) } else { crate::security::redact(text) }
 }
 
+/// With addresses shown: a call that is exactly the one the payload asked for (its
+/// redacted arguments are the payload's, redacted) shows the payload's arguments in clear.
+fn reveal(diagram: &Diagram, ctx: &RunContext, opts: &ReportOptions) -> Diagram {
+    let mut out = diagram.clone();
+    let Some((attack, _)) = ctx.attack.as_ref().filter(|_| opts.show_addresses) else { return out };
+    let clear = attack.effect.arguments.to_string();
+    let hidden = crate::security::redact(&clear).into_owned();
+    let clear = crate::security::hide_secrets(&clear).into_owned();
+    let to = attack
+        .effect
+        .arguments
+        .get("to")
+        .and_then(|t| t.as_str())
+        .map(|t| crate::security::hide_secrets(t).into_owned());
+    for e in &mut out.events {
+        let (label, args) = match e {
+            Event::Arrow { label, text: Some(args), .. } | Event::Tool { text: label, args: Some(args), .. } => {
+                (label, args)
+            }
+            _ => continue,
+        };
+        if *args == hidden && label.starts_with(&format!("{}: ", attack.effect.tool)) {
+            if let (Some(to), Some(at)) = (&to, label.find(" to [email]")) {
+                label.replace_range(at.., &format!(" to {to}"));
+            }
+            args.clone_from(&clear);
+        }
+    }
+    out
+}
+
 /// One run's figure: its title, goal and payload, the diagram and its collapsible rows.
 pub fn figure(id: &str, title: &str, ctx: &RunContext, diagram: &Diagram, opts: &ReportOptions) -> String {
+    let diagram = &reveal(diagram, ctx, opts);
     let mut h = String::with_capacity(4096);
     let _ = write!(h, r#"<figure id="diagram-{}"><figcaption>{}</figcaption>"#, escape(id), escape(title));
     let _ = write!(h, r#"<p class="goal"><b>goal:</b> {}</p>"#, escape(&crate::security::redact(&ctx.goal)));
