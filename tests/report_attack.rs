@@ -30,6 +30,7 @@ fn a_single_agent_page_shows_the_payload_the_read_that_carried_it_and_a_red_end(
     let o = rolegate(&[&args[..], &["--approval", "off", "--html", page.to_str().unwrap()]].concat());
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout(&o).contains("\nattack: executed"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("\nusage    agent: calls 4 | input tokens "), "run prints usage on the row path too");
     let html = std::fs::read_to_string(&page).unwrap();
     for outside in ["http:", "https:", "src=", "<script", "<link", "url(", "@import", "<img", "<iframe"] {
         assert!(!html.to_ascii_lowercase().contains(outside), "the page must not hold {outside}");

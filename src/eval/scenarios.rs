@@ -225,6 +225,12 @@ pub struct SingleOutcome {
     /// The run's trace (for the report's diagram; not part of the JSON outcome).
     #[serde(skip)]
     pub trace: Option<Trace>,
+    /// Paid model calls, tokens and credits (printed by `run`; not part of the JSON outcome).
+    #[serde(skip)]
+    pub usage: crate::cost::Summary,
+    /// The final answer, when done (not part of the JSON outcome).
+    #[serde(skip)]
+    pub answer: Option<String>,
 }
 
 impl SingleRow {
@@ -342,6 +348,8 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         // a mismatch quotes what the row expected: redacted like a trace line
         mismatches: mismatches.iter().map(|m| crate::security::redact(m).into_owned()).collect(),
         trace: Some(run.trace().clone()),
+        usage: run.ledger().summary(),
+        answer: run.state.answer().map(str::to_string),
     })
 }
 
