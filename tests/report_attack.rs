@@ -195,3 +195,36 @@ fn trace_json_keeps_whole_details_and_tool_arguments_redacted() {
     assert!(!model_lines.is_empty() && model_lines.iter().all(|l| l.chars().count() <= 89), "{printed}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[tokio::test]
+async fn payload_and_refused_texts_are_escaped_on_the_page() {
+    let text =
+        std::fs::read_to_string(format!("{}/tests/data/suite/attack_rows.jsonl", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let rows = rolegate::eval::parse_any_table(&text, "attack_rows.jsonl").unwrap();
+    let x4 = rows.into_iter().find(|r| r.id() == "x4").unwrap();
+    let mut ctx = rolegate::report::RunContext::of(&x4);
+    let env = std::sync::Arc::new(env());
+    let menv = rolegate::multi::MultiEnv::new(&env).unwrap();
+    let mut result = rolegate::suite::run_rows(vec![x4], &env, &menv, None, None).await.pop().unwrap().unwrap();
+    let hostile = r#"<script>alert("x")</script> & 'quotes' </pre></details>"#;
+    if let rolegate::suite::RowResult::Multi(_, run) = &mut result {
+        assert_eq!(run.rejected.len(), 1);
+        run.rejected[0].text = hostile.to_string();
+    }
+    if let Some((attack, _)) = ctx.attack.as_mut() {
+        attack.text = hostile.to_string();
+    }
+    ctx.goal = hostile.to_string();
+    let diagram = rolegate::report::row_diagram(&result, &ctx).unwrap();
+    let opts = rolegate::report::ReportOptions { show_addresses: true };
+    let page = rolegate::report::run_page(hostile, "x4", &ctx, &diagram, &opts);
+    assert!(!page.contains("<script"), "{page}");
+    assert!(!page.contains("</pre></details>\""), "{page}");
+    let escaped =
+        "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39; &lt;/pre&gt;&lt;/details&gt;";
+    assert!(page.contains(&format!("<pre class=\"payload-text\">{escaped}</pre>")), "the payload, escaped");
+    let refused = page.split(r#"<details class="ev rejected">"#).nth(1).unwrap();
+    assert!(refused.contains(&format!("<pre>{escaped}</pre>")), "the refused text, escaped: {refused}");
+    let body = &page[page.find("<body>").unwrap()..page.rfind("</html>").unwrap()];
+    roxmltree::Document::parse(body).expect("the body is well-formed markup");
+}
