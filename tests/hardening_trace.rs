@@ -3,7 +3,7 @@
 //! is printed unchanged; the file of row m06 shows the reviewer's refused send and no
 //! e-mail address.
 
-use rolegate::agent::{EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
+use rolegate::agent::{EXPORT_DETAIL_CHARS, EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
 use rolegate::cost::ManualClock;
 use rolegate::lab::LabConfig;
 use rolegate::model::FakeKind;
@@ -41,8 +41,11 @@ fn a_run_exports_one_redacted_line_per_trace_line_with_timing_from_the_clock() {
         assert_eq!(r.seq, i as u64 + 1);
         assert_eq!((r.run_id.as_str(), r.role.as_deref()), ("run-1", None));
         assert_eq!((r.step, r.kind.as_str(), r.code.as_str()), (u64::from(l.step), l.kind.as_str(), l.code.as_ref()));
-        assert_eq!(r.detail, l.detail);
+        // the record keeps the whole detail; the trace line is its clipped start
+        assert!(r.detail.starts_with(&l.detail), "{} vs {}", r.detail, l.detail);
+        assert_eq!(r.args, l.args, "a tool line's arguments, as the trace keeps them");
     }
+    assert!(records.iter().any(|r| r.detail.chars().count() > 60), "a model line is exported whole");
     // the model's second proposal carries records-export@example.org; the file does not
     let file = buffer.text();
     assert!(!file.contains('@'), "{file}");
@@ -58,6 +61,8 @@ fn the_layer_redacts_again_and_ignores_other_events() {
     let (export, layer) = TraceExport::new(buffer.clone(), ManualClock::new().shared());
     let subscriber = tracing_subscriber::registry().with(layer);
     let long = "x".repeat(500);
+    let huge = "y".repeat(EXPORT_DETAIL_CHARS + 100);
+    let long_role = "r".repeat(500);
     tracing::subscriber::with_default(subscriber, || {
         // an emitter that did not redact: the layer must not trust it
         tracing::info!(
@@ -70,16 +75,19 @@ fn the_layer_redacts_again_and_ignores_other_events() {
             detail = %format!("mail lena@example.com, call +44 20 7946 0958, key {SIMULATED_SECRET}"),
         );
         tracing::info!(target: "rolegate::trace", run = "r1", step = 4u32, kind = "tool", code = "ok", detail = %long);
+        tracing::info!(target: "rolegate::trace", run = "r1", role = %long_role, step = 5u32, kind = "model", code = "ok", detail = %huge);
         tracing::info!(target: "rolegate::gate", run = "r1", detail = "kwame@gmail.com", "not a decision");
         tracing::warn!("nor this");
     });
     assert_eq!(TRACE_TARGET, "rolegate::trace");
     let records = buffer.records();
-    assert_eq!(export.finish().unwrap(), 2);
+    assert_eq!(export.finish().unwrap(), 3);
     assert_eq!(records[0].role.as_deref(), Some("reviewer"));
     assert_eq!((records[0].step, records[0].kind.as_str()), (3, "message"));
     assert_eq!(records[0].detail, "mail [email], call [phone], key [secret]");
-    assert_eq!(records[1].detail.chars().count(), EXPORT_FIELD_CHARS, "clipped by the layer");
+    assert_eq!(records[1].detail, long, "the export keeps a whole detail (the printed trace clips it)");
+    assert_eq!(records[2].detail.chars().count(), EXPORT_DETAIL_CHARS, "a runaway detail is bounded");
+    assert_eq!(records[2].role.as_deref().map(|r| r.chars().count()), Some(EXPORT_FIELD_CHARS), "other fields clip");
 }
 
 /// A writer that fails: the export reports the error at the end, nothing panics.

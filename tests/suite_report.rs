@@ -40,11 +40,22 @@ fn the_report_is_self_contained_and_every_diagram_parses_as_xml() {
     }
     assert!(html.contains(r#"<table id="matrix-table""#));
     assert_eq!(html.matches(r#"<tr class="single">"#).count() + html.matches(r#"<tr class="multi">"#).count(), 24 + 7);
-    let diagrams = svgs(&html);
-    assert_eq!(diagrams.len(), 4, "one diagram per multi row (u4 to u7)");
-    for svg in &diagrams {
+    let all = svgs(&html);
+    assert_eq!(all.len(), 7, "one diagram per row (u1 to u7), single-agent rows included");
+    let diagrams: Vec<&str> = all.iter().copied().filter(|s| s.contains(">coordinator<")).collect();
+    assert_eq!(diagrams.len(), 4, "the multi rows u4 to u7 have role lifelines");
+    for svg in &all {
         let doc = roxmltree::Document::parse(svg).expect("a diagram is XML");
         assert_eq!(doc.root_element().tag_name().name(), "svg");
+    }
+    for svg in &all[..3] {
+        let doc = roxmltree::Document::parse(svg).expect("a diagram is XML");
+        for lane in ["user", "agent", "tools"] {
+            assert!(doc.descendants().any(|n| n.text() == Some(lane)), "{lane} lifeline of a single-agent row");
+        }
+    }
+    for svg in &diagrams {
+        let doc = roxmltree::Document::parse(svg).expect("a diagram is XML");
         for lane in ["planner", "researcher", "reviewer", "coordinator"] {
             assert!(doc.descendants().any(|n| n.text() == Some(lane)), "{lane} lifeline");
         }
@@ -54,6 +65,7 @@ fn the_report_is_self_contained_and_every_diagram_parses_as_xml() {
     assert!(u6.contains("m1 brief") && u6.contains("rejected: unsupported_claim"), "{u6}");
     // u5: the reviewer's send ran
     assert!(diagrams[1].contains("send_email_draft: SENT"), "{}", diagrams[1]);
+    assert!(diagrams[1].contains(r#"class="endbox effect""#), "an e-mail left: the end box is red");
 }
 
 #[tokio::test]
@@ -72,5 +84,5 @@ async fn text_from_a_run_is_escaped_in_the_diagram() {
     assert!(!svg.contains("<script"), "{svg}");
     let doc = roxmltree::Document::parse(&svg).expect("still XML");
     assert!(doc.descendants().any(|n| n.text().is_some_and(|t| t.contains(hostile))), "the text survives, escaped");
-    assert!(doc.descendants().any(|n| n.text() == Some("m3 verdict")));
+    assert!(doc.descendants().any(|n| n.text().is_some_and(|t| t.ends_with(" m3 verdict"))));
 }

@@ -48,6 +48,7 @@ mod multi_actors;
 mod multi_parsers;
 mod multi_table;
 
+mod report_attack;
 mod run_usage;
 mod suite_checkers;
 mod suite_experiments;

@@ -455,7 +455,7 @@ impl Agent {
                 };
                 progress.seen.insert(fingerprint);
                 progress.calls.push(call.name.clone());
-                progress.trace.add(step, TraceKind::Tool, outcome.code(), &call.name);
+                progress.trace.add_tool(step, outcome.code(), &call.name, &call.arguments);
                 if call.name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {
                     progress.trace.add(step, TraceKind::Memory, outcome.code(), "remember");
                 }

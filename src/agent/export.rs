@@ -23,8 +23,14 @@ use crate::security::{clip, redact};
 /// The `tracing` target of decision events.
 pub const TRACE_TARGET: &str = "rolegate::trace";
 
-/// Most characters of an exported string field (after redaction).
+/// Most characters of an exported string field (after redaction) other than the detail
+/// and the arguments.
 pub const EXPORT_FIELD_CHARS: usize = 200;
+
+/// Most characters of an exported detail or argument list (after redaction): the export
+/// keeps a decision's whole detail (the printed trace clips it at 60); this bound only
+/// stops a runaway text from filling the file.
+pub const EXPORT_DETAIL_CHARS: usize = 16 * 1024;
 
 /// Errors of the trace export.
 #[derive(Debug, thiserror::Error)]
@@ -54,8 +60,12 @@ pub struct TraceRecord {
     pub kind: String,
     /// The code (`ok` or a named rejection or reason).
     pub code: String,
-    /// The detail, redacted again by the exporter.
+    /// The whole detail, redacted again by the exporter (not clipped like the printed
+    /// trace).
     pub detail: String,
+    /// A tool line's arguments as JSON, redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<String>,
     /// Microseconds on the export's clock since the export started.
     pub elapsed_us: u64,
 }
@@ -140,6 +150,7 @@ struct Fields {
     kind: String,
     code: String,
     detail: String,
+    args: String,
 }
 
 impl Fields {
@@ -150,6 +161,7 @@ impl Fields {
             "kind" => self.kind = value,
             "code" => self.code = value,
             "detail" => self.detail = value,
+            "args" => self.args = value,
             "step" => self.step = value.parse().unwrap_or(0),
             _ => {}
         }
@@ -184,8 +196,13 @@ impl Visit for Fields {
 
 /// Redacts, then clips: an exported string never holds what memory would refuse.
 fn clean(text: &str) -> String {
+    clean_to(text, EXPORT_FIELD_CHARS)
+}
+
+/// Redacts, then clips to `chars`.
+fn clean_to(text: &str, chars: usize) -> String {
     let red = redact(text);
-    clip(&red, EXPORT_FIELD_CHARS).to_string()
+    clip(&red, chars).to_string()
 }
 
 impl JsonTraceLayer {
@@ -222,7 +239,8 @@ impl<S: Subscriber> Layer<S> for JsonTraceLayer {
             step: fields.step,
             kind: clean(&fields.kind),
             code: clean(&fields.code),
-            detail: clean(&fields.detail),
+            detail: clean_to(&fields.detail, EXPORT_DETAIL_CHARS),
+            args: (!fields.args.is_empty()).then(|| clean_to(&fields.args, EXPORT_DETAIL_CHARS)),
             elapsed_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
         };
         let line = match serde_json::to_string(&record) {

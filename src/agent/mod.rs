@@ -21,7 +21,7 @@ pub(crate) use driver::{CheckCode, Session};
 pub use env::Env;
 pub(crate) use env::EnvError;
 pub(crate) use export::TraceExportError;
-pub use export::{EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
+pub use export::{EXPORT_DETAIL_CHARS, EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
 pub(crate) use finish::answer_problem;
 #[cfg(feature = "testkit")]
 pub(crate) use proposal::MAX_PROPOSAL_BYTES;

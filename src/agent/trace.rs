@@ -11,6 +11,9 @@ use crate::security::{clip, redact};
 /// Most characters of a line's detail.
 pub(super) const DETAIL_CHARS: usize = 60;
 
+/// Most characters of a tool line's arguments.
+pub(crate) const ARGS_CHARS: usize = 240;
+
 codes! {
     /// What a trace line is about.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -51,6 +54,10 @@ pub struct TraceLine {
     pub code: Cow<'static, str>,
     /// Redacted, clipped detail.
     pub detail: String,
+    /// For a tool line: the call's arguments as JSON, redacted and clipped to
+    /// [`ARGS_CHARS`] (what a report shows; the printed line leaves them out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<String>,
 }
 
 impl fmt::Display for TraceLine {
@@ -78,11 +85,23 @@ impl Trace {
         Self { run_id: run_id.to_string(), role: None, lines: Vec::new() }
     }
 
-    /// Adds a line; `detail` is redacted, then clipped.
+    /// Adds a line; `detail` is redacted, then clipped. The `tracing` event carries the
+    /// whole redacted detail (the `--trace-json` export keeps it); only the stored line is
+    /// clipped, so a run's trace takes no more memory than before.
     pub fn add(&mut self, step: u32, kind: TraceKind, code: impl Into<Cow<'static, str>>, detail: &str) {
-        let code = code.into();
+        self.push(step, kind, code.into(), detail, None);
+    }
+
+    /// Adds a tool line: `name` as the detail, and the call's arguments (redacted, then
+    /// clipped to [`ARGS_CHARS`]) kept beside it for a report.
+    pub fn add_tool(&mut self, step: u32, code: impl Into<Cow<'static, str>>, name: &str, args: &serde_json::Value) {
+        let text = args.to_string();
+        let args = clip(&redact(&text), ARGS_CHARS).to_string();
+        self.push(step, TraceKind::Tool, code.into(), name, Some(args));
+    }
+
+    fn push(&mut self, step: u32, kind: TraceKind, code: Cow<'static, str>, detail: &str, args: Option<String>) {
         let red = redact(detail);
-        let detail = clip(&red, DETAIL_CHARS).to_string();
         tracing::info!(
             target: "rolegate::trace",
             run = %self.run_id,
@@ -90,9 +109,11 @@ impl Trace {
             step,
             kind = kind.as_str(),
             code = %code,
-            detail = %detail,
+            detail = %red,
+            args = args.as_deref().unwrap_or(""),
         );
-        self.lines.push(TraceLine { step, kind, code, detail });
+        let detail = clip(&red, DETAIL_CHARS).to_string();
+        self.lines.push(TraceLine { step, kind, code, detail, args });
     }
 
     /// The printable lines.

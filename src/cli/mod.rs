@@ -20,6 +20,7 @@ mod parked;
 mod report;
 mod run_checks;
 pub mod run_multi;
+pub mod run_row;
 mod store_check;
 mod suite;
 mod usage;
@@ -184,6 +185,38 @@ pub enum Command {
         /// multi: claims strict (rebuilt from observations) or free.
         #[arg(long, default_value = "strict")]
         claims: rolegate::multi::ClaimMode,
+        /// single, multi: the tools each agent or role holds: narrow (its task's or role's)
+        /// or wide (every tool, every write granted). Like a row's `defenses.scopes`.
+        #[arg(long, value_enum)]
+        scopes: Option<run_row::Width>,
+        /// multi: the coordinator's instruction filter (`defenses.filter`).
+        #[arg(long, value_enum)]
+        filter: Option<run_row::OnOff>,
+        /// single, multi: whether a granted write waits for a person (`defenses.approval`).
+        #[arg(long, value_enum)]
+        approval: Option<run_row::OnOff>,
+        /// single: the loop's own check of each proposal (`defenses.loop_check`).
+        #[arg(long, value_enum)]
+        loop_check: Option<run_row::OnOff>,
+        /// multi: roles taken over by the planted payload, e.g. `researcher=relay,reviewer=obey`
+        /// (researcher: relay or obey; reviewer: obey). Like a row's `compromised`.
+        #[arg(long, value_name = "ROLE=HOW,…")]
+        compromised: Option<String>,
+        /// Plant this catalog payload (an id of data/attacks.jsonl) before the run; with
+        /// --design single and --model auto the agent is the compromised fake that obeys it.
+        #[arg(long, value_name = "ID", requires = "into")]
+        attack: Option<String>,
+        /// The ticket or document the --attack payload is planted into (e.g. T-601).
+        #[arg(long, value_name = "ID", requires = "attack")]
+        into: Option<String>,
+        /// Write the run's page (its sequence diagram, the payload, every message and tool
+        /// call) to FILE: one self-contained HTML file.
+        #[arg(long, value_name = "FILE.html")]
+        html: Option<std::path::PathBuf>,
+        /// --html: show e-mail addresses in the payload text and the call it asks for
+        /// (redacted by default).
+        #[arg(long, requires = "html")]
+        show_addresses: bool,
     },
     /// Approval requests in the store: list, approve, deny, cancel.
     Approvals {
@@ -361,6 +394,15 @@ pub fn main() -> ExitCode {
                 researcher,
                 reviewer,
                 claims,
+                scopes,
+                filter,
+                approval,
+                loop_check,
+                compromised,
+                attack,
+                into,
+                html,
+                show_addresses,
             } => {
                 // unknown names are unusable input: refused before anything runs
                 if let Err(e) = run_checks::known_names(&user, task.as_deref(), &grant, &model_args.data) {
@@ -368,6 +410,36 @@ pub fn main() -> ExitCode {
                     return EXIT_USAGE;
                 }
                 let roles = rolegate::multi::Behaviours { planner, researcher, reviewer };
+                let flags = run_row::RowFlags {
+                    scopes,
+                    filter,
+                    approval,
+                    loop_check,
+                    compromised,
+                    attack,
+                    into,
+                    html,
+                    show_addresses,
+                };
+                if flags.any() {
+                    if store.is_some() || card.is_some() || key.is_some() || model.starts_with("openai:") {
+                        eprintln!(
+                            "rolegate: the defense switches, --attack and --html run the fakes as a row does; --store, --card, --key and openai: models are not taken with them"
+                        );
+                        return EXIT_USAGE;
+                    }
+                    let r = run_row::RowRun {
+                        design: &design,
+                        goal: &goal,
+                        model: &model,
+                        user: &user,
+                        task: task.as_deref(),
+                        grants: &grant,
+                        roles,
+                        claims,
+                    };
+                    return run_row::run(r, flags).await;
+                }
                 if design != "single" {
                     let model = if model == "auto" { "fake:sensible".to_string() } else { model };
                     let args = design::RunArgs {

@@ -25,6 +25,10 @@ pub struct ReportArgs {
     /// The benign tasks of the matrix (default: the bundled data/benign_tasks.jsonl).
     #[arg(long, value_name = "FILE")]
     pub tasks: Option<PathBuf>,
+    /// Show e-mail addresses in the payload texts and the calls they ask for (redacted by
+    /// default).
+    #[arg(long)]
+    pub show_addresses: bool,
 }
 
 /// Runs everything and writes the page.
@@ -38,11 +42,13 @@ pub(crate) async fn run(args: ReportArgs) -> u8 {
             &ModelArgs::default(),
         )?;
         let env = loaded.env.clone();
+        let contexts: Vec<_> = loaded.rows.iter().map(rolegate::report::RunContext::of).collect();
+        let opts = rolegate::report::ReportOptions { show_addresses: args.show_addresses };
         let spec = matrix_spec(args.tasks.as_deref(), args.attacks.as_deref(), None)?;
         let rows = results(loaded).await?;
         let matrix = run_matrix(&spec, &env).await.map_err(|e| e.to_string())?;
         let ok = rows.iter().all(|r| r.matches()) && matrix.holds();
-        Ok::<_, String>((rolegate::report::html(&rows, &matrix), ok))
+        Ok::<_, String>((rolegate::report::html(&rows, &contexts, &matrix, &opts), ok))
     };
     if let Err(e) = super::input::output_path(&args.out) {
         eprintln!("rolegate: {e}");

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::rows::{Extensions, RowAttack, RowDefenses, WorldPatch, row_world};
-use crate::agent::Env;
 use crate::agent::StopReason;
+use crate::agent::{Env, Trace};
 use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, single_verdict};
 use crate::lab::{DeciderSpec, LabConfig, MAX_ROW_BYTES, ScenarioError};
 use crate::model::FakeKind;
@@ -222,6 +222,15 @@ pub struct SingleOutcome {
     pub matches: bool,
     /// What differs, one entry per field.
     pub mismatches: Vec<String>,
+    /// The run's trace (for the report's diagram; not part of the JSON outcome).
+    #[serde(skip)]
+    pub trace: Option<Trace>,
+    /// Paid model calls, tokens and credits (printed by `run`; not part of the JSON outcome).
+    #[serde(skip)]
+    pub usage: crate::cost::Summary,
+    /// The final answer, when done (not part of the JSON outcome).
+    #[serde(skip)]
+    pub answer: Option<String>,
 }
 
 impl SingleRow {
@@ -338,6 +347,9 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         matches: mismatches.is_empty(),
         // a mismatch quotes what the row expected: redacted like a trace line
         mismatches: mismatches.iter().map(|m| crate::security::redact(m).into_owned()).collect(),
+        trace: Some(run.trace().clone()),
+        usage: run.ledger().summary(),
+        answer: run.state.answer().map(str::to_string),
     })
 }
 

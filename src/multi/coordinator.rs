@@ -363,7 +363,9 @@ impl Intake {
                     code.as_str(),
                     &[sender.as_str(), "->", to.as_str()].concat(),
                 );
-                self.rejected.push(Rejection { sender, code });
+                let text =
+                    crate::security::clip(&crate::security::redact(text), super::REJECTED_TEXT_CHARS).to_string();
+                self.rejected.push(Rejection { sender, code, text });
                 Err(code)
             }
         }

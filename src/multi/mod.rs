@@ -131,7 +131,13 @@ pub struct Rejection {
     pub sender: Role,
     /// The code.
     pub code: RejectCode,
+    /// The refused text, redacted and clipped to [`REJECTED_TEXT_CHARS`] (what a report
+    /// shows; the text is agent output, shown as data).
+    pub text: String,
 }
+
+/// Most characters of a refused message's text kept in a [`Rejection`].
+pub const REJECTED_TEXT_CHARS: usize = 600;
 
 /// A tool call a role proposed and its gate (or its loop's check) refused.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -332,7 +332,7 @@ impl CallRole {
         let _ = write!(id, "{}-{}-c{}", self.run_id, self.role.as_str(), reply.tools.len() + 1);
         let call = ToolCall::new(id, name, arguments);
         let outcome = self.gate.run(&call, CallContext::new(self.task(), &self.run_id, &self.user));
-        self.trace.add(step, TraceKind::Tool, outcome.code(), name);
+        self.trace.add_tool(step, outcome.code(), name, &call.arguments);
         reply.tools.push(name.to_string());
         if let GateOutcome::Refused { code, .. } = &outcome {
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code: (*code).into() });

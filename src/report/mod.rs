@@ -4,4 +4,7 @@
 pub(crate) mod html;
 pub mod junit;
 pub(crate) mod markup;
-pub use html::{html, sequence_svg};
+pub use html::{
+    Diagram, ReportOptions, RunContext, draw, figure, html, multi_diagram, row_diagram, run_page, sequence_svg,
+    single_diagram,
+};

@@ -22,7 +22,7 @@ use crate::agent::{AgentState, TraceKind};
 use crate::gate::Observation;
 use crate::multi::envelope::{MAX_CLAIM_CHARS, MAX_NOTES_CHARS, MAX_QUESTION_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES};
 use crate::multi::routes::{next_hop, route_kind};
-use crate::multi::{Body, ClaimMode, Evidence, Intake, RejectCode, Rejection, Role, check_message, parse_message};
+use crate::multi::{Body, ClaimMode, Evidence, Intake, RejectCode, Role, check_message, parse_message};
 use crate::security::is_instruction_like;
 use crate::tools::{Registry, ToolArgs};
 
@@ -156,8 +156,11 @@ pub fn check_envelope(
             ensure(stamped, "intake_stamps_the_channel_and_the_route", || format!("{env:?}"))?;
         }
         (Err(code), Err(taken)) => {
-            let recorded =
-                taken == code && intake.messages.is_empty() && intake.rejected == [Rejection { sender, code: *code }];
+            let recorded = taken == code
+                && intake.messages.is_empty()
+                && intake.rejected.len() == 1
+                && intake.rejected[0].sender == sender
+                && intake.rejected[0].code == *code;
             ensure(recorded, "intake_records_the_refusal_under_the_channel", || format!("{:?}", intake.rejected))?;
         }
         _ => {

@@ -452,7 +452,7 @@ impl Pal {
         progress.seen.insert(tool_call.fingerprint());
         progress.calls.push(call.name.clone());
         let outcome = self.gate.run(&tool_call, CallContext::new(&self.task, state.run_id(), &self.session.user_id));
-        progress.trace.add(step, TraceKind::Tool, outcome.code(), &call.name);
+        progress.trace.add_tool(step, outcome.code(), &call.name, &call.arguments);
         outcome
     }
 
