@@ -38,6 +38,7 @@ use crate::model::{FakeKind, HttpClient};
 use crate::multi::{ClaimMode, MultiConfig, MultiEnv, MultiError, MultiReason, MultiRun, RoleSetup};
 
 pub(crate) use fixed::{default_routes, route};
+pub(crate) use plan::{PLAN_STEP, PlanRecord};
 pub use plan::{PlanCode, check_plan, parse_plan, plan_then_execute};
 pub(crate) use planners::PLAN_FAKE_KINDS;
 pub use planners::{PlanFake, PlanFakeKind};
@@ -303,6 +304,8 @@ pub struct DesignConfig {
     pub grants: Vec<String>,
     /// The run id.
     pub run_id: String,
+    /// Where every step is made durable (a store's step writer); off by default.
+    pub durable: crate::agent::Durable,
 }
 
 impl Default for DesignConfig {
@@ -316,6 +319,7 @@ impl Default for DesignConfig {
             claims: ClaimMode::default(),
             grants: Vec::new(),
             run_id: "run-1".into(),
+            durable: crate::agent::Durable::none(),
         }
     }
 }
@@ -366,6 +370,7 @@ pub async fn run_design(
                 });
             }
             let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::new(calls))).build(env);
+            lab.agent.set_durable(cfg.durable.clone());
             let run = lab.agent.run(goal, &cfg.run_id).await?;
             let out = DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id));
             Ok(DesignOutcome { emails: lab.world.outbox.len(), ..out })
@@ -376,6 +381,7 @@ pub async fn run_design(
                 None => DeciderSpec::Fake(cfg.fake.parse::<FakeKind>().map_err(DesignError::UnknownFake)?),
             };
             let mut lab = cfg.lab(design, decider).build(env);
+            lab.agent.set_durable(cfg.durable.clone());
             let run = lab.agent.run(goal, &cfg.run_id).await?;
             let out = DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id));
             Ok(DesignOutcome { emails: lab.world.outbox.len(), ..out })
@@ -386,6 +392,7 @@ pub async fn run_design(
                 None => Box::new(PlanFake::new(cfg.fake.parse::<PlanFakeKind>().map_err(DesignError::UnknownFake)?)),
             };
             let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::default())).build(env);
+            lab.agent.set_durable(cfg.durable.clone());
             let out = plan_then_execute(planner.as_mut(), &mut lab.agent, goal, &cfg.run_id).await?;
             match out.run {
                 Some(run) => {
@@ -426,12 +433,18 @@ pub async fn run_design(
             if let Some(http) = &cfg.model {
                 lab.pal.use_model(http);
             }
+            lab.pal.durable = cfg.durable.clone();
             let pal_run = lab.pal.run(goal, &cfg.run_id).await?;
             Ok(DesignOutcome { emails: lab.world.outbox.len(), ..pal_run.outcome() })
         }
         Design::Multi => {
             let menv = MultiEnv::new(env)?;
-            let mcfg = MultiConfig { user: cfg.user.clone(), claims: cfg.claims, ..MultiConfig::default() };
+            let mcfg = MultiConfig {
+                user: cfg.user.clone(),
+                claims: cfg.claims,
+                durable: cfg.durable.clone(),
+                ..MultiConfig::default()
+            };
             let run = crate::multi::run(&menv, mcfg, cfg.roles.models(), goal, &cfg.run_id).await?;
             Ok(DesignOutcome::from_multi(run))
         }
