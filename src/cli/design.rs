@@ -253,6 +253,7 @@ async fn confirm_with_key(
         user: cfg.user.clone(),
         task: cfg.task.clone(),
         grants: cfg.grants.to_vec(),
+        durable: None,
     };
     let (run_id, sent) = match desk.reserve_run(&spec).and_then(|id| Ok((id, desk.outbox()?))) {
         Ok(r) => r,

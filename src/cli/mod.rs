@@ -9,6 +9,7 @@ mod check;
 mod compare;
 mod design;
 mod desk;
+mod durable;
 mod input;
 mod model_args;
 mod outbox;
@@ -22,6 +23,7 @@ mod suite;
 pub use approvals::ApprovalsCommand;
 pub use approvers::ApproversCommand;
 pub use desk::{ListFormat, StoreArg};
+pub use durable::{DurabilityArg, RunsCommand};
 pub use model_args::{ModelArgs, RoleModelArgs};
 pub use store_check::StoreCommand;
 
@@ -144,6 +146,11 @@ pub enum Command {
         /// Keep the run in this store (default for runs that may park: rolegate.db).
         #[arg(long, value_name = "PATH")]
         store: Option<std::path::PathBuf>,
+        /// With a store: `step` (default) commits every step before the next one starts,
+        /// so a run whose process died continues with `rolegate resume RUN`; `exit` writes
+        /// the run once, when the command ends (single design only).
+        #[arg(long, value_enum)]
+        durability: Option<DurabilityArg>,
         /// multi: the planner's fake behaviour: sensible, grant, delegate.
         #[arg(long, default_value = "sensible")]
         planner: rolegate::multi::PlannerKind,
@@ -157,6 +164,21 @@ pub enum Command {
         /// multi: claims strict (rebuilt from observations) or free.
         #[arg(long, default_value = "strict")]
         claims: rolegate::multi::ClaimMode,
+    },
+    /// Continue a durable run whose process died, from its last durable step (a run that
+    /// ended is shown as it ended; nothing runs twice).
+    Resume {
+        /// The run id, e.g. run-3 (see `rolegate runs list`).
+        run: String,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// The runs in the store: `runs list`.
+    Runs {
+        /// What to do.
+        #[command(subcommand)]
+        command: RunsCommand,
     },
     /// Approval requests in the store: list, approve, deny, cancel.
     Approvals {
@@ -308,6 +330,7 @@ pub fn main() -> ExitCode {
                 card,
                 key,
                 store,
+                durability,
                 planner,
                 researcher,
                 reviewer,
@@ -319,6 +342,16 @@ pub fn main() -> ExitCode {
                     return EXIT_USAGE;
                 }
                 let roles = rolegate::multi::Behaviours { planner, researcher, reviewer };
+                let durable =
+                    durable::Wanted { design: &design, store: store.as_deref(), durability, card: card.is_some() };
+                match durable.spec(&goal, &model, &user, task.as_deref(), &grant, roles, claims) {
+                    Ok(Some((path, spec))) => return durable::run(&path, &spec).await,
+                    Ok(None) => {}
+                    Err(e) => {
+                        eprintln!("rolegate: {e}");
+                        return EXIT_USAGE;
+                    }
+                }
                 if design != "single" {
                     let model = if model == "auto" { "fake:sensible".to_string() } else { model };
                     let args = design::RunArgs {
@@ -370,6 +403,8 @@ pub fn main() -> ExitCode {
             }
             Command::Bench(args) => bench::run(args).await,
             Command::Approvals { command } => approvals::approvals(command).await,
+            Command::Resume { run, store } => durable::resume(&run, &store).await,
+            Command::Runs { command } => durable::runs(&command),
             Command::Outbox { format, store } => outbox::outbox(&store, format),
             Command::Store { command } => store_check::store(&command),
             Command::Approvers { command } => approvers::approvers(command),

@@ -285,12 +285,15 @@ pub(crate) fn steps_of(c: &Connection, run_id: Option<&str>, key: &SigningKey) -
     Ok(out)
 }
 
+/// A run's checkpoints, journal records, and its latest checkpoint's step and status.
+pub(crate) type RunSummary = (i64, i64, Option<(u32, String)>);
+
 /// How many checkpoints and journal records a run has, and its latest checkpoint's step
 /// and status (for `runs list`).
 ///
 /// # Errors
 /// [`StoreError::Sql`].
-pub(crate) fn run_summary(c: &Connection, run_id: &str) -> Result<(i64, i64, Option<(u32, String)>), StoreError> {
+pub(crate) fn run_summary(c: &Connection, run_id: &str) -> Result<RunSummary, StoreError> {
     let checkpoints: i64 =
         c.query_row("SELECT count(*) FROM checkpoints WHERE run_id = ?1", params![run_id], |r| r.get(0))?;
     let steps: i64 = c.query_row("SELECT count(*) FROM steps WHERE run_id = ?1", params![run_id], |r| r.get(0))?;

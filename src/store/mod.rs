@@ -20,6 +20,7 @@
 
 pub(crate) mod check;
 pub(crate) mod desk;
+pub(crate) mod durable;
 pub(crate) mod journal;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -33,6 +34,7 @@ use crate::world::SentEmail;
 
 pub(crate) use check::{BadRow, RowCode, Rows};
 pub use desk::{Desk, DeskAction, DeskError, POLICYPAL_MODEL, RunSpec, SinkCheck};
+pub use durable::{Durability, DurableRun, DurableSpec, END_STEP, EndRecord, RunRow, outcome_lines};
 pub use journal::{STEP_DOMAIN, StepRecord, StepWriter, WriterStats};
 pub use rows::{OUTBOX_DOMAIN, PENDING_DOMAIN, REQUEST_DOMAIN};
 
