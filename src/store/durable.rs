@@ -32,7 +32,9 @@ use super::{StoreError, rows};
 use crate::BoxFuture;
 use crate::agent::{AgentState, Durable, FixedPlan, Progress, StepSink, Trace};
 use crate::cost::Ledger;
-use crate::design::{Design, DesignConfig, DesignOutcome, PLAN_STEP, PlanRecord, run_design};
+use crate::design::{
+    Design, DesignConfig, DesignOutcome, PLAN_STEP, PlanFake, PlanFakeKind, PlanRecord, plan_then_execute, run_design,
+};
 use crate::gate::AuditEvent;
 use crate::human::{ApprovalRequest, Checkpoint, resume_run};
 use crate::lab::DeciderSpec;
@@ -267,14 +269,12 @@ impl Desk {
                 if let Some(bad) = journal.bad.into_iter().next() {
                     return Err(DeskError::Quarantined(bad));
                 }
-                match journal.good.into_iter().rev().find(|r| r.kind == PLAN_STEP) {
-                    Some(r) => {
-                        let record: PlanRecord = serde_json::from_str(&r.body).map_err(store_err)?;
-                        self.carry_loop(run_id, spec, &d, writer, Some(record)).await
-                    }
+                let record = match journal.good.into_iter().rev().find(|r| r.kind == PLAN_STEP) {
+                    Some(r) => Some(serde_json::from_str::<PlanRecord>(&r.body).map_err(store_err)?),
                     // nothing durable after the planner: plan again
-                    None => self.carry_design(run_id, spec, &d, writer).await,
-                }
+                    None => None,
+                };
+                self.carry_loop(run_id, spec, &d, writer, Some(record)).await
             }
             _ => self.carry_design(run_id, spec, &d, writer).await,
         }
@@ -288,11 +288,11 @@ impl Desk {
         spec: &RunSpec,
         d: &DurableSpec,
         writer: &Arc<StepWriter>,
-        plan: Option<PlanRecord>,
+        plan: Option<Option<PlanRecord>>,
     ) -> Result<DurableRun, DeskError> {
         let sent_before = rows::sent(self.store.conn(), &self.key)?.good;
         let mut config = spec.lab_config_for_loop(d)?;
-        if let Some(p) = &plan {
+        if let Some(Some(p)) = &plan {
             config.decider = DeciderSpec::Fixed(p.executor());
         }
         let mut lab = config.build(&self.env);
@@ -313,23 +313,38 @@ impl Desk {
             expected: Mutex::new(Expected { checkpoints: again, records: VecDeque::new() }),
         };
         lab.agent.set_durable(Durable::to(Arc::new(sink)));
-        let run = match latest {
-            Some(checkpoint) => {
-                if let Some(memory) = lab.agent.memory.as_mut() {
-                    memory.restore_facts(checkpoint.state.observations());
-                }
-                resume_run(&mut lab.agent, checkpoint).await?
-            }
-            None => lab.agent.run(&d.goal, run_id).await?,
-        };
         let design = match d.design.as_str() {
             "fixed" => Design::Fixed,
             "plan" => Design::Plan,
             _ => Design::React,
         };
-        let (ledger, trace) = match plan {
-            Some(p) => (p.ledger, p.trace),
-            None => (Ledger::default(), Trace::new(run_id)),
+        let (run, ledger, trace) = match (latest, plan) {
+            (_, Some(None)) => {
+                // plan: ask the planner; the checked plan is durable before it runs
+                let kind = if d.fake.is_empty() { "sensible" } else { d.fake.as_str() };
+                let kind: PlanFakeKind = kind.parse().map_err(store_err)?;
+                let mut planner = PlanFake::new(kind);
+                let out = plan_then_execute(&mut planner, &mut lab.agent, &d.goal, run_id).await.map_err(store_err)?;
+                match out.run {
+                    Some(run) => (run, out.ledger, out.trace),
+                    None => return self.plan_rejected(run_id, d, out).await,
+                }
+            }
+            (Some(checkpoint), plan) => {
+                if let Some(memory) = lab.agent.memory.as_mut() {
+                    memory.restore_facts(checkpoint.state.observations());
+                }
+                let run = resume_run(&mut lab.agent, checkpoint).await?;
+                let (ledger, trace) =
+                    plan.flatten().map_or_else(|| (Ledger::default(), Trace::new(run_id)), |p| (p.ledger, p.trace));
+                (run, ledger, trace)
+            }
+            (None, plan) => {
+                let run = lab.agent.run(&d.goal, run_id).await?;
+                let (ledger, trace) =
+                    plan.flatten().map_or_else(|| (Ledger::default(), Trace::new(run_id)), |p| (p.ledger, p.trace));
+                (run, ledger, trace)
+            }
         };
         let emails = lab.world.outbox.len().saturating_sub(sent_before.len());
         let outcome = DesignOutcome { emails, ..DesignOutcome::from_run(design, run.clone(), &ledger, trace) };
@@ -379,7 +394,39 @@ impl Desk {
         Ok(DurableRun { run_id: run_id.to_string(), end, request, already_ended: false })
     }
 
-    /// PolicyPal and the three roles (and a plan not yet checked): carried out from the
+    /// A plan refused by its checks: nothing ran; its end is the only record.
+    async fn plan_rejected(
+        &mut self,
+        run_id: &str,
+        _d: &DurableSpec,
+        out: crate::design::plan::PlanOutcome,
+    ) -> Result<DurableRun, DeskError> {
+        let s = out.ledger.summary();
+        let outcome = DesignOutcome {
+            design: Design::Plan,
+            code: crate::design::DesignCode::PlanRejected,
+            calls: Vec::new(),
+            model_calls: s.calls,
+            input_tokens: s.input_tokens,
+            steps: 0,
+            problems: out.problems.iter().map(ToString::to_string).collect(),
+            emails: 0,
+            answer: None,
+            trace: out.trace,
+            run: None,
+            multi: None,
+        };
+        let end = EndRecord { code: outcome.code.as_str().to_string(), lines: outcome_lines(&outcome), request: None };
+        super::crash_point("durable:before_end");
+        let Self { store, key, sinks, .. } = self;
+        let tx = store.begin()?;
+        write_end(&tx, key, run_id, 0, &end)?;
+        sinks_ok(sinks)?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(DurableRun { run_id: run_id.to_string(), end, request: None, already_ended: false })
+    }
+
+    /// PolicyPal and the three roles: carried out from the
     /// spec, every step already durable checked against its record.
     async fn carry_design(
         &mut self,
