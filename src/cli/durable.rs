@@ -145,7 +145,7 @@ pub(crate) fn runs(command: &RunsCommand) -> u8 {
         }
         ListFormat::Table => {
             out(&format!(
-                "{:<10} {:<9} {:<10} {:<16} {:>11} {:>7} {:>9}",
+                "{:<10} {:<9} {:<10} {:<17} {:>11} {:>7} {:>9}",
                 "run", "design", "durability", "status", "checkpoints", "records", "last_step"
             ));
             for r in &rows {
@@ -155,7 +155,7 @@ pub(crate) fn runs(command: &RunsCommand) -> u8 {
                 };
                 let last = r.last_step.map_or_else(|| "-".to_string(), |s| s.to_string());
                 if !out(&format!(
-                    "{:<10} {:<9} {:<10} {:<16} {:>11} {:>7} {:>9}",
+                    "{:<10} {:<9} {:<10} {:<17} {:>11} {:>7} {:>9}",
                     r.run_id, r.design, durability, r.status, r.checkpoints, r.records, last
                 )) {
                     break;
@@ -226,6 +226,9 @@ impl Wanted<'_> {
             let model = if model == "auto" { "fake:sensible" } else { model };
             match model.strip_prefix("fake:") {
                 Some(f) => (model.to_string(), f.to_string()),
+                // a real model's run is not rebuilt by `resume` (yet): unless step durability
+                // was asked for, it runs as before the store kept durable runs
+                None if self.durability.is_none() => return Ok(None),
                 None => {
                     return Err(format!(
                         "a durable {} run takes fake models (fake:KIND); {model} is not one (leave out --store to run it)",

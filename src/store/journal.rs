@@ -55,13 +55,26 @@ pub struct WriterStats {
     pub steps: AtomicU64,
 }
 
-/// The group-commit writer of one store file. Cloning the `Arc` shares it; the thread ends
-/// when the last clone is dropped (after writing what was sent).
+/// The group-commit writer of one store file. Cloning the `Arc` shares it; dropping the
+/// last clone ends the thread after it wrote what was sent, and waits for it, so the
+/// writer's connection is closed (and its WAL checkpointed) before the drop returns.
 #[derive(Debug)]
 pub struct StepWriter {
-    tx: std::sync::Mutex<mpsc::Sender<Job>>,
+    tx: std::sync::Mutex<Option<mpsc::Sender<Job>>>,
     key: SigningKey,
     stats: Arc<WriterStats>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for StepWriter {
+    fn drop(&mut self) {
+        drop(self.tx.lock().map(|mut tx| tx.take()));
+        if let Ok(mut thread) = self.thread.lock() {
+            if let Some(t) = thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
 }
 
 /// One record of the `steps` table as read back (its signature verified).
@@ -113,11 +126,16 @@ impl StepWriter {
         let (tx, rx) = mpsc::channel::<Job>();
         let stats = Arc::new(WriterStats::default());
         let counters = stats.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("rolegate-steps".into())
             .spawn(move || write_loop(store, &rx, &counters))
             .map_err(StoreError::from_io)?;
-        Ok(Arc::new(Self { tx: std::sync::Mutex::new(tx), key, stats }))
+        Ok(Arc::new(Self {
+            tx: std::sync::Mutex::new(Some(tx)),
+            key,
+            stats,
+            thread: std::sync::Mutex::new(Some(thread)),
+        }))
     }
 
     /// The writer's counters.
@@ -127,7 +145,8 @@ impl StepWriter {
 
     fn send(&self, row: Result<Row, String>) -> BoxFuture<'static, Result<(), String>> {
         let (ack, wait) = tokio::sync::oneshot::channel();
-        let sent = self.tx.lock().map_err(|_| ()).and_then(|tx| tx.send(Job { row, ack }).map_err(|_| ()));
+        let sent =
+            self.tx.lock().map_err(|_| ()).and_then(|tx| tx.as_ref().ok_or(())?.send(Job { row, ack }).map_err(|_| ()));
         Box::pin(async move {
             sent.map_err(|()| "the step writer has stopped".to_string())?;
             wait.await.map_err(|_| "the step writer stopped before the commit".to_string())?
