@@ -198,3 +198,57 @@ fn an_exit_durability_run_cannot_be_resumed_and_runs_list_says_how_each_run_was_
     let refused = rolegate(&store, &["run", "--design", "multi", "--durability", "exit", "goal"]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
 }
+
+/// A real `SIGKILL` from the test: the process is held right after its K-th durable step
+/// committed (the hook says so on standard error), the test kills it, and the resumed run
+/// ends as the run never interrupted did, for every K of a three-role and a single run.
+#[test]
+fn a_run_sigkilled_after_each_durable_step_resumes_to_the_same_end() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    for (name, args) in [
+        ("multi", &["run", "--design", "multi", "--user", "kwame", "Status of T-601 and our refund policy?"][..]),
+        ("single", &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL][..]),
+    ] {
+        let base = temp_dir(&format!("durable-sigkill-{name}"));
+        let plain = base.join("plain.db");
+        let whole = rolegate(&plain, args);
+        let expected = (printed(&whole, &plain), whole.status.code(), rows_of(&plain));
+        let mut k = 1;
+        loop {
+            let store = base.join(format!("killed-{k}.db"));
+            let mut child = Command::new(env!("CARGO_BIN_EXE_rolegate"))
+                .current_dir(&base)
+                .args(args)
+                .arg("--store")
+                .arg(&store)
+                .env("ROLEGATE_SIGNING_KEY", KEY)
+                .env_remove("ROLEGATE_SIGNING_KEY_FILE")
+                .env("ROLEGATE_TEST_CRASH_AT", format!("durable:hold_after_commit:{k}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+            if !line.starts_with("rolegate-test: held") {
+                // fewer than k durable steps: the run ended by itself
+                assert!(child.wait().unwrap().code().is_some(), "{name} {k}: {line}");
+                break;
+            }
+            child.kill().unwrap();
+            let ended = child.wait().unwrap();
+            assert_eq!(ended.code(), None, "{name} {k}: killed by a signal");
+            assert_eq!(status(&store), "interrupted", "{name} {k}");
+            let resumed = rolegate(&store, &["resume", "run-1"]);
+            assert_eq!(
+                (printed(&resumed, &store), resumed.status.code(), rows_of(&store)),
+                expected,
+                "{name}: SIGKILL after step {k}: {}",
+                stderr(&resumed)
+            );
+            k += 1;
+        }
+        assert!(k > 3, "{name}: killed after every one of its durable steps ({})", k - 1);
+    }
+}

@@ -192,10 +192,20 @@ impl StepSink for StepWriter {
 
 /// The crash test hook of the writer: `durable:before_commit:K` aborts with the K-th
 /// durable record of this process written but not committed, `durable:after_commit:K`
-/// once it is committed but before its run hears so.
+/// once it is committed but before its run hears so; `durable:hold_after_commit:K` says so
+/// on standard error and holds the process there for the test to `SIGKILL` it.
 fn crash_at(phase: &str, first: u64, last: u64) {
     let Some(v) = std::env::var_os(super::CRASH_AT_ENV) else { return };
     let v = v.to_string_lossy();
+    if phase == "after_commit" {
+        let held = v.strip_prefix("durable:hold_after_commit:").and_then(|k| k.parse::<u64>().ok());
+        if let Some(k) = held.filter(|k| (first..=last).contains(k)) {
+            eprintln!("rolegate-test: held after durable step {k}");
+            loop {
+                std::thread::park();
+            }
+        }
+    }
     let Some(k) = v.strip_prefix("durable:").and_then(|r| r.strip_prefix(phase)).and_then(|r| r.strip_prefix(':'))
     else {
         return;
