@@ -351,6 +351,7 @@ impl Desk {
         super::crash_point("durable:before_end");
         let Self { store, key, env, clock, sinks } = self;
         let tx = store.begin()?;
+        ended_elsewhere(&tx, run_id)?;
         let (mut queue, _) = queue_from(&tx, env, clock, key)?;
         let audit_before = queue.audit.len();
         let request = match run.state.pending_id().and_then(|id| lab.agent.gate.pending().get(id)) {
@@ -420,6 +421,7 @@ impl Desk {
         super::crash_point("durable:before_end");
         let Self { store, key, sinks, .. } = self;
         let tx = store.begin()?;
+        ended_elsewhere(&tx, run_id)?;
         write_end(&tx, key, run_id, 0, &end)?;
         sinks_ok(sinks)?;
         tx.commit().map_err(StoreError::from)?;
@@ -468,6 +470,7 @@ impl Desk {
         super::crash_point("durable:before_end");
         let Self { store, key, sinks, .. } = self;
         let tx = store.begin()?;
+        ended_elsewhere(&tx, run_id)?;
         write_end(&tx, key, run_id, step, &end)?;
         sinks_ok(sinks)?;
         super::crash_point("durable:before_end_commit");
@@ -518,6 +521,26 @@ fn checkpoint_steps(c: &rusqlite::Connection, run_id: &str) -> Result<Vec<(u32, 
     let mut st = c.prepare("SELECT step, status FROM checkpoints WHERE run_id = ?1 ORDER BY seq")?;
     let rows = st.query_map(rusqlite::params![run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Refuses to end a run that another process ended meanwhile (two resumes of one run at
+/// once): checked under the write lock, so only one end, one request and one parked
+/// action are ever written.
+fn ended_elsewhere(c: &rusqlite::Connection, run_id: &str) -> Result<(), DeskError> {
+    let ended: i64 = c
+        .query_row(
+            "SELECT count(*) FROM steps WHERE run_id = ?1 AND kind = ?2",
+            rusqlite::params![run_id, END_STEP],
+            |r| r.get(0),
+        )
+        .map_err(StoreError::from)?;
+    if ended > 0 {
+        return Err(DeskError::Diverged {
+            run_id: run_id.to_string(),
+            detail: "another process ended this run meanwhile; its end is kept".into(),
+        });
+    }
+    Ok(())
 }
 
 fn write_end(
