@@ -2,8 +2,14 @@
 # Measures rolegate's three-role pipeline next to its peers in one session, so the
 # ratios compare figures taken on the same machine under the same load:
 #   - the bare tokio floor, built from ../shared/bench-peers/limit into a temp dir;
-#   - AutoGen core and LangGraph, in a venv set up from the pinned requirements;
-#   - `rolegate bench`, given the peers' figures.
+#   - AutoGen core and LangGraph, in a venv set up from the pinned requirements
+#     (peers/requirements-lock.txt pins langgraph 1.2.24, langgraph-checkpoint-sqlite 3.1.2
+#     and aiosqlite 0.22.1 for the durable column);
+#   - `rolegate bench`, given the peers' figures;
+#   - durable runs: LangGraph `invoke` with its SqliteSaver and durability=sync (a
+#     checkpoint committed before the next node runs) beside `rolegate bench --durable`
+#     (every hand-off and researcher step committed before the run goes on), both files in
+#     $WORK on the same disk, both with SQLite's synchronous commits.
 # Nothing of the peers is copied into this repository.
 #
 #   bench/side_by_side.sh            # PEERS=../shared/bench-peers WORK=/tmp/rolegate-bench
@@ -16,6 +22,7 @@ WORK=${WORK:-/tmp/rolegate-bench}
 ROUNDS=${ROUNDS:-3}
 INFLIGHT=${INFLIGHT:-1000}
 PEER_N=${PEER_N:-2000}
+DURABLE_N=${DURABLE_N:-300}
 mkdir -p "$WORK"
 RAW=$WORK/raw.jsonl
 : > "$RAW"
@@ -47,6 +54,11 @@ for r in $(seq 1 "$ROUNDS"); do
   keep "$LIMIT" conc --rt multi --inflight "$INFLIGHT" -n 300000
   keep "$LIMIT" seq --rt multi -n 100000
   "$RG" bench --parked 0 --format json > "$WORK/rolegate-$r.json" || true
+  rm -f "$WORK"/lg-durable.sqlite* "$WORK"/rg-durable.db*
+  keep "$PY" "$PEERS/peers/langgraph_pipeline.py" --mode invoke --checkpointer --sqlite "$WORK/lg-durable.sqlite" \
+    --durability sync -n "$DURABLE_N"
+  "$RG" bench --durable --durable-store "$WORK/rg-durable.db" --inflight "$INFLIGHT" --format json \
+    > "$WORK/rolegate-durable-$r.json" || true
 done
 echo "== memory"
 keep "$LIMIT" mem-midrun -k 100000
@@ -63,7 +75,10 @@ def med(pred):
 ag_conc = med(lambda r: r["bench"] == "autogen" and r["variant"].startswith("conc"))
 ag_seq = med(lambda r: r["bench"] == "autogen" and r["variant"].startswith("seq"))
 lg_conc = med(lambda r: r["bench"] == "langgraph" and "ainvoke" in r["variant"])
-lg_seq = med(lambda r: r["bench"] == "langgraph" and "ainvoke" not in r["variant"] and "invoke" in r["variant"])
+lg_seq = med(lambda r: r["bench"] == "langgraph" and "ainvoke" not in r["variant"] and "invoke" in r["variant"]
+             and "SqliteSaver" not in r["variant"])
+lg_durable = med(lambda r: r["bench"] == "langgraph" and "SqliteSaver" in r["variant"])
+durable = [json.load(open(f"{work}/rolegate-durable-{i}.json")) for i in range(1, rounds + 1)]
 floor_conc = med(lambda r: r["bench"] == "rust" and r["variant"].startswith("conc"))
 floor_seq = med(lambda r: r["bench"] == "rust" and r["variant"].startswith("seq"))
 mem = [r["bytes_per_run"] for r in rows if r["bench"] == "rust" and "mem" in r["variant"]]
@@ -82,10 +97,33 @@ print(f"  rolegate coordinator intake: {ours_env:.2f} us/envelope", file=sys.std
 print(f"  rolegate in flight / fastest Python figure ({py_best:.0f}): {ours_conc / py_best:.1f}x (target >= 30x)", file=sys.stderr)
 print(f"  tokio floor / rolegate in flight: {floor_conc / ours_conc:.2f}x slower (target <= 4x)", file=sys.stderr)
 print(f"  rolegate parked run: {m['bytes_per_parked_run'] / 1000:.1f} KB (target <= 24 KB)", file=sys.stderr)
+def raw_of(pred):
+    return [round(r["runs_per_sec"]) for r in rows if pred(r)]
+print("  raw rounds, runs/s:", file=sys.stderr)
+print(f"    tokio floor in flight:        {raw_of(lambda r: r['bench'] == 'rust' and r['variant'].startswith('conc'))}", file=sys.stderr)
+print(f"    rolegate in flight:           {[round(o['inflight_runs_per_sec']) for o in ours]}", file=sys.stderr)
+print(f"    LangGraph invoke:             {raw_of(lambda r: r['bench'] == 'langgraph' and 'ainvoke' not in r['variant'] and 'SqliteSaver' not in r['variant'])}", file=sys.stderr)
+print(f"    AutoGen in flight:            {raw_of(lambda r: r['bench'] == 'autogen' and r['variant'].startswith('conc'))}", file=sys.stderr)
+print("  raw rounds, durable runs/s:", file=sys.stderr)
+print(f"    LangGraph + SqliteSaver sync: {[round(r['runs_per_sec']) for r in rows if r['bench'] == 'langgraph' and 'SqliteSaver' in r['variant']]}", file=sys.stderr)
+print(f"    rolegate durable in flight:   {[round(d['durable_inflight_runs_per_sec']) for d in durable]}", file=sys.stderr)
+print(f"    rolegate durable one at a time: {[round(d['durable_sequential_runs_per_sec']) for d in durable]}", file=sys.stderr)
+print(f"    rolegate steps per commit:    {[round(d['durable_steps_per_commit'], 1) for d in durable]}", file=sys.stderr)
+dur_conc = statistics.median(d["durable_inflight_runs_per_sec"] for d in durable)
+dur_seq = statistics.median(d["durable_sequential_runs_per_sec"] for d in durable)
+print(f"  durable (synchronous SQLite commits): LangGraph + SqliteSaver {lg_durable:.0f} runs/s; "
+      f"rolegate {dur_conc:.0f} runs/s in flight, {dur_seq:.0f} one at a time", file=sys.stderr)
+print(f"  rolegate durable in flight / LangGraph + SqliteSaver: {dur_conc / lg_durable:.1f}x (target >= 20x); "
+      f"one at a time: {dur_seq / lg_durable:.1f}x", file=sys.stderr)
+open(f"{work}/lg-durable.txt", "w").write(f"{lg_durable:.0f}")
 print(f"--python-peer AutoGen-in-flight={ag_conc:.0f} --python-peer AutoGen-sequential={ag_seq:.0f} "
       f"--python-peer LangGraph-in-flight={lg_conc:.0f} --python-peer LangGraph-sequential={lg_seq:.0f} "
       f"--floor {floor_conc:.0f} --floor-bytes {mem[0]:.0f}")
 PY
+echo "== rolegate bench --durable, printed against this session's LangGraph + SqliteSaver"
+rm -f "$WORK"/rg-durable.db*
+"$RG" bench --durable --durable-store "$WORK/rg-durable.db" --inflight "$INFLIGHT" \
+  --langgraph-durable "$(cat "$WORK/lg-durable.txt")" || true
 echo "== one more rolegate bench, printed against this session's peers"
 # shellcheck disable=SC2046
 "$RG" bench --parked 20000 $(cat "$WORK/args.txt") || true

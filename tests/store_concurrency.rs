@@ -152,7 +152,12 @@ fn a_process_killed_before_its_commit_leaves_nothing_half_done_and_the_decision_
 fn a_run_killed_with_uncommitted_pages_in_the_wal_is_rolled_back_by_sqlite() {
     let store = temp_dir("store-crash-spill").join("rolegate.db");
     park(&store);
-    crashed(&store, "start:before_commit", &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL]);
+    // the one transaction of `--durability exit` (a durable run commits its steps as it goes)
+    crashed(
+        &store,
+        "start:before_commit",
+        &["run", "--durability", "exit", "--task", "reply", "--user", "kwame", REPLY_GOAL],
+    );
     let mut wal = store.as_os_str().to_owned();
     wal.push("-wal");
     let frames = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
@@ -180,7 +185,12 @@ fn a_process_killed_after_its_commit_keeps_the_decision_and_nothing_is_sent_twic
 fn a_run_killed_before_its_commit_files_nothing_and_the_next_run_takes_its_place() {
     let store = temp_dir("store-crash-run").join("rolegate.db");
     park(&store);
-    crashed(&store, "start:before_commit", &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL]);
+    // the one transaction of `--durability exit` (a durable run commits its steps as it goes)
+    crashed(
+        &store,
+        "start:before_commit",
+        &["run", "--durability", "exit", "--task", "reply", "--user", "kwame", REPLY_GOAL],
+    );
     assert_eq!(run_ids(&store), ["run-1"], "the killed run left no row");
     park(&store);
     assert_eq!(run_ids(&store), ["run-1", "run-2"]);

@@ -15,6 +15,8 @@ mod designs_grade;
 mod designs_plans;
 mod designs_policypal;
 mod designs_table;
+mod durable_crash;
+mod durable_store;
 mod http_failures;
 mod http_interop;
 mod http_limits;

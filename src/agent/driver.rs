@@ -172,6 +172,10 @@ pub struct Agent {
     pub(crate) cancel: CancellationToken,
     /// Called at the top of every step (checkpoint writers).
     pub(crate) on_step: Vec<StepHook>,
+    /// Makes the top of every step durable (awaited before the step goes on).
+    pub(crate) durable: super::Durable,
+    /// How many of the gate's audit events a durable step already carried.
+    pub(crate) audit_flushed: usize,
     /// A built-in prompt is borrowed, not copied per agent.
     pub(crate) system_prompt: Cow<'static, str>,
     /// The role this agent plays in a multi-agent run; its trace lines carry it.
@@ -249,6 +253,8 @@ impl Agent {
             checks,
             cancel,
             on_step: Vec::new(),
+            durable: super::Durable::none(),
+            audit_flushed: 0,
             system_prompt,
             trace_role: role,
         }
@@ -300,6 +306,23 @@ impl Agent {
         self.on_step.push(hook);
     }
 
+    /// Makes the top of every step durable through `durable` (a store's step writer): the
+    /// loop awaits each commit before the step asks the model or runs a tool.
+    pub fn set_durable(&mut self, durable: super::Durable) {
+        self.durable = durable;
+    }
+
+    /// The sink this agent's steps go to.
+    pub fn durable(&self) -> &super::Durable {
+        &self.durable
+    }
+
+    /// How many of the gate's audit events durable steps already carried (the rest are
+    /// the run's end's to write).
+    pub fn audit_flushed(&self) -> usize {
+        self.audit_flushed
+    }
+
     /// Runs `goal` from the start.
     ///
     /// # Errors
@@ -347,6 +370,13 @@ impl Agent {
             }
             for hook in &mut self.on_step {
                 hook(&state, &progress).map_err(AgentError::Checkpoint)?;
+            }
+            if self.durable.is_on() {
+                progress.tool_counts = self.gate.counts_of(&run_id);
+                let audit = self.gate.audit().get(self.audit_flushed..).unwrap_or_default();
+                let step = self.durable.agent_step(&state, &progress, audit);
+                self.audit_flushed = self.gate.audit().len();
+                step.await.map_err(AgentError::Checkpoint)?;
             }
             let prepared = self.next_request(&mut cached, &state);
             let (request, tokens) = (&prepared.request, prepared.input_tokens());

@@ -5,6 +5,7 @@
 mod budget;
 mod decider;
 mod driver;
+mod durable;
 mod env;
 mod export;
 mod finish;
@@ -18,6 +19,7 @@ pub use driver::Agent;
 pub(crate) use driver::AgentConfig;
 pub use driver::{AgentError, CheckMode, Progress, Run};
 pub(crate) use driver::{CheckCode, Session};
+pub use durable::{Durable, StepSink};
 pub use env::Env;
 pub(crate) use env::EnvError;
 pub(crate) use export::TraceExportError;

@@ -55,6 +55,130 @@ pub struct BenchArgs {
     /// --http: calls per connection, timed.
     #[arg(long, default_value_t = 20)]
     pub calls_per_connection: usize,
+    /// Measure durable runs instead: the three-role pipeline with every step (each
+    /// hand-off and each researcher step) committed to a store file before the run goes on
+    /// (group commit, `synchronous = FULL`).
+    #[arg(long)]
+    pub durable: bool,
+    /// --durable: the store file, which must not exist (it is removed afterwards); put it
+    /// on the disk the peer's SQLite file is on.
+    #[arg(long, value_name = "PATH", default_value = "rolegate-bench.db")]
+    pub durable_store: std::path::PathBuf,
+    /// --durable: runs one at a time.
+    #[arg(long, default_value_t = 300)]
+    pub durable_sequential: u64,
+    /// --durable: runs with --inflight in flight.
+    #[arg(long, default_value_t = 20_000)]
+    pub durable_concurrent: u64,
+    /// --durable: LangGraph + SqliteSaver (durability=sync) measured in this session, runs
+    /// per second, for the ratio.
+    #[arg(long, value_name = "RUNS_PER_SEC")]
+    pub langgraph_durable: Option<f64>,
+}
+
+/// The durable bench: its own store file, the writer's counters, one at a time and in
+/// flight.
+async fn durable(args: &BenchArgs, env: Arc<MultiEnv>) -> u8 {
+    use rolegate::agent::Durable;
+    use rolegate::store::StepWriter;
+    use std::sync::atomic::Ordering;
+    let path = args.durable_store.clone();
+    if path.exists() {
+        eprintln!("rolegate: bench --durable: {} exists; give a new file (--durable-store)", path.display());
+        return EXIT_USAGE;
+    }
+    // an ephemeral key: the rows are the bench's own and removed afterwards
+    let key = match rolegate::human::SigningKey::new(
+        format!("rolegate bench key {:?}", std::time::SystemTime::now()).as_bytes(),
+    ) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let writer = match StepWriter::start(&path, key) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let sink = Durable::to(writer.clone());
+    let (n_seq, n_conc, inflight) = (args.durable_sequential, args.durable_concurrent, args.inflight);
+    let env2 = env.clone();
+    let sink2 = sink.clone();
+    let task = tokio::spawn(async move {
+        // warm-up, then one at a time, then in flight
+        rolegate::eval::durable_runs(&env2, 50, 1, &sink2, 0).await.map_err(|e| e.to_string())?;
+        let seq = rolegate::eval::durable_runs(&env2, n_seq, 1, &sink2, 1_000_000).await.map_err(|e| e.to_string())?;
+        let conc = rolegate::eval::durable_runs(&env2, n_conc, inflight, &sink2, 2_000_000)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((seq, conc))
+    });
+    let before = (writer.stats().commits.load(Ordering::Relaxed), writer.stats().steps.load(Ordering::Relaxed));
+    let result = task.await;
+    let after = (writer.stats().commits.load(Ordering::Relaxed), writer.stats().steps.load(Ordering::Relaxed));
+    drop(sink);
+    drop(writer);
+    let (seq, conc) = match result {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            eprintln!("rolegate: bench: {e}");
+            return EXIT_USAGE;
+        }
+        Err(e) => {
+            eprintln!("rolegate: bench: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let runs = 50 + n_seq + n_conc;
+    let (commits, steps) = (after.0 - before.0, after.1 - before.1);
+    let steps_per_run = steps as f64 / runs.max(1) as f64;
+    let steps_per_commit = steps as f64 / commits.max(1) as f64;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.clone().into_os_string();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
+    let ratio = args.langgraph_durable.map(|lg| conc.runs_per_sec() / lg);
+    match args.format {
+        ReportFormat::Table => {
+            out(
+                "durable three-role runs of m01 (every step committed before the next; SQLite WAL, synchronous=FULL, group commit):",
+            );
+            out(&format!("  one at a time:          {:>10.0} runs/s ({} runs)", seq.runs_per_sec(), seq.runs));
+            out(&format!(
+                "  {inflight:>5} in flight:        {:>10.0} runs/s ({} runs)",
+                conc.runs_per_sec(),
+                conc.runs
+            ));
+            out(&format!(
+                "  durable steps per run:  {steps_per_run:>10.1}   steps per commit: {steps_per_commit:.1} ({steps} steps, {commits} commits)"
+            ));
+            if let (Some(lg), Some(r)) = (args.langgraph_durable, ratio) {
+                out(&format!("  LangGraph + SqliteSaver (durability=sync), this session: {lg:.0} runs/s"));
+                out(&format!(
+                    "  rolegate durable in flight / LangGraph durable: {r:.1}x (target >= 20x) {}",
+                    if r >= 20.0 { "met" } else { "MISSED" }
+                ));
+            }
+        }
+        ReportFormat::Json => {
+            let _ = out(&serde_json::json!({
+                "durable_sequential_runs_per_sec": seq.runs_per_sec(),
+                "durable_inflight": inflight,
+                "durable_inflight_runs_per_sec": conc.runs_per_sec(),
+                "durable_steps_per_run": steps_per_run,
+                "durable_steps_per_commit": steps_per_commit,
+                "langgraph_durable_runs_per_sec": args.langgraph_durable,
+                "ratio": ratio,
+            })
+            .to_string());
+        }
+    }
+    if ratio.is_some_and(|r| r < 20.0) { EXIT_MISMATCH } else { EXIT_OK }
 }
 
 fn peers(args: &BenchArgs) -> Result<Peers, String> {
@@ -165,6 +289,9 @@ pub(crate) async fn run(args: BenchArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if args.durable {
+        return durable(&args, env).await;
+    }
     let opts = BenchOptions {
         sequential: args.sequential,
         concurrent: args.concurrent,

@@ -166,26 +166,9 @@ async fn multi(args: &RunArgs) -> u8 {
 }
 
 fn print_outcome(o: &DesignOutcome) {
-    for l in o.trace.lines() {
+    for l in o.lines() {
         out(&l);
     }
-    if !o.problems.is_empty() {
-        out(&format!("problems: {:?}", o.problems));
-    }
-    let usage = rolegate::cost::Summary {
-        calls: o.model_calls,
-        input_tokens: o.input_tokens,
-        output_tokens: o.output_tokens,
-        cost: o.credits,
-    };
-    out(&super::usage::usage_line(&o.design.to_string(), &usage));
-    if let Some(a) = &o.answer {
-        out(&super::usage::answer_line(a));
-    }
-    out(&format!(
-        "{} {} calls={:?} model_calls={} input_tokens={} emails={}",
-        o.design, o.code, o.calls, o.model_calls, o.input_tokens, o.emails
-    ));
 }
 
 async fn policypal(args: &RunArgs, fake: &str, http: Option<&HttpConfig>, env: &Env) -> u8 {
@@ -262,6 +245,7 @@ async fn confirm_with_key(
         user: cfg.user.clone(),
         task: cfg.task.clone(),
         grants: cfg.grants.to_vec(),
+        durable: None,
     };
     let (run_id, sent) = match desk.reserve_run(&spec).and_then(|id| Ok((id, desk.outbox()?))) {
         Ok(r) => r,

@@ -11,6 +11,7 @@ mod compare;
 mod data_args;
 mod design;
 mod desk;
+mod durable;
 mod experiment;
 mod input;
 mod merge;
@@ -23,11 +24,11 @@ pub mod run_multi;
 pub mod run_row;
 mod store_check;
 mod suite;
-mod usage;
 
 pub use approvals::ApprovalsCommand;
 pub use approvers::ApproversCommand;
 pub use desk::{ListFormat, StoreArg};
+pub use durable::{DurabilityArg, RunsCommand};
 pub use model_args::{ModelArgs, RoleModelArgs};
 pub use store_check::StoreCommand;
 
@@ -172,6 +173,11 @@ pub enum Command {
         /// Keep the run in this store (default for runs that may park: rolegate.db).
         #[arg(long, value_name = "PATH")]
         store: Option<std::path::PathBuf>,
+        /// With a store: `step` (default) commits every step before the next one starts,
+        /// so a run whose process died continues with `rolegate resume RUN`; `exit` writes
+        /// the run once, when the command ends (single design only).
+        #[arg(long, value_enum)]
+        durability: Option<DurabilityArg>,
         /// multi: the planner's fake behaviour: sensible, grant, delegate.
         #[arg(long, default_value = "sensible")]
         planner: rolegate::multi::PlannerKind,
@@ -217,6 +223,21 @@ pub enum Command {
         /// (redacted by default).
         #[arg(long, requires = "html")]
         show_addresses: bool,
+    },
+    /// Continue a durable run whose process died, from its last durable step (a run that
+    /// ended is shown as it ended; nothing runs twice).
+    Resume {
+        /// The run id, e.g. run-3 (see `rolegate runs list`).
+        run: String,
+        /// The store.
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// The runs in the store: `runs list`.
+    Runs {
+        /// What to do.
+        #[command(subcommand)]
+        command: RunsCommand,
     },
     /// Approval requests in the store: list, approve, deny, cancel.
     Approvals {
@@ -390,6 +411,7 @@ pub fn main() -> ExitCode {
                 card,
                 key,
                 store,
+                durability,
                 planner,
                 researcher,
                 reviewer,
@@ -439,6 +461,16 @@ pub fn main() -> ExitCode {
                         claims,
                     };
                     return run_row::run(r, flags).await;
+                }
+                let durable =
+                    durable::Wanted { design: &design, store: store.as_deref(), durability, card: card.is_some() };
+                match durable.spec(&goal, &model, &user, task.as_deref(), &grant, roles, claims) {
+                    Ok(Some((path, spec))) => return durable::run(&path, &spec).await,
+                    Ok(None) => {}
+                    Err(e) => {
+                        eprintln!("rolegate: {e}");
+                        return EXIT_USAGE;
+                    }
                 }
                 if design != "single" {
                     let model = if model == "auto" { "fake:sensible".to_string() } else { model };
@@ -491,6 +523,8 @@ pub fn main() -> ExitCode {
             }
             Command::Bench(args) => bench::run(args).await,
             Command::Approvals { command } => approvals::approvals(command).await,
+            Command::Resume { run, store } => durable::resume(&run, &store).await,
+            Command::Runs { command } => durable::runs(&command),
             Command::Outbox { format, store } => outbox::outbox(&store, format),
             Command::Store { command } => store_check::store(&command),
             Command::Approvers { command } => approvers::approvers(command),

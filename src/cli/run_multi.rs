@@ -35,10 +35,10 @@ pub fn log(run: &MultiRun) -> Vec<String> {
         run.emails
     ));
     for (role, u) in &run.usage {
-        lines.push(super::usage::usage_line(&role.to_string(), u));
+        lines.push(rolegate::design::usage_line(&role.to_string(), u));
     }
     if let Some(answer) = &run.answer {
-        lines.push(super::usage::answer_line(answer));
+        lines.push(rolegate::design::answer_line(answer));
     }
     if let Some(f) = &run.failed {
         lines.push(format!("failed role: {} ({})", f.role, f.detail));

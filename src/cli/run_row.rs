@@ -212,9 +212,9 @@ pub fn lines(result: &RowResult) -> Vec<String> {
             if let Some(t) = &o.trace {
                 lines.extend(t.lines());
             }
-            lines.push(super::usage::usage_line("agent", &o.usage));
+            lines.push(rolegate::design::usage_line("agent", &o.usage));
             if let Some(a) = &o.answer {
-                lines.push(super::usage::answer_line(a));
+                lines.push(rolegate::design::answer_line(a));
             }
             lines.push(format!(
                 "outcome: {} {} | calls [{}] | e-mails {} | model calls {}",

@@ -225,9 +225,9 @@ pub(crate) async fn run_one(
             for l in run.trace().lines() {
                 out(&l);
             }
-            out(&super::usage::usage_line("agent", &run.ledger().summary()));
+            out(&rolegate::design::usage_line("agent", &run.ledger().summary()));
             if let Some(a) = run.state.answer() {
-                out(&super::usage::answer_line(a));
+                out(&rolegate::design::answer_line(a));
             }
             out(&format!(
                 "{} {} calls={:?} emails={}",

@@ -39,6 +39,7 @@ use crate::multi::{ClaimMode, MultiConfig, MultiEnv, MultiError, MultiReason, Mu
 use rust_decimal::Decimal;
 
 pub(crate) use fixed::{default_routes, route};
+pub(crate) use plan::{PLAN_STEP, PlanRecord};
 pub use plan::{PlanCode, check_plan, parse_plan, plan_then_execute};
 pub(crate) use planners::PLAN_FAKE_KINDS;
 pub use planners::{PlanFake, PlanFakeKind};
@@ -234,7 +235,50 @@ fn lines<S: serde::Serializer>(t: &Trace, s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(t.lines())
 }
 
+/// `usage    WHO: calls N | input tokens N | output tokens N | credits X`: what one decider
+/// (the agent, a design, a role) paid, in the one wording every `run` prints.
+pub fn usage_line(who: &str, s: &Summary) -> String {
+    format!(
+        "usage    {who}: calls {} | input tokens {} | output tokens {} | credits {}",
+        s.calls, s.input_tokens, s.output_tokens, s.cost
+    )
+}
+
+/// `answer (agent output, shown as data): …`, redacted; the first line of a multi-line
+/// answer carries the label.
+pub fn answer_line(answer: &str) -> String {
+    format!("answer (agent output, shown as data): {}", crate::security::redact(answer))
+}
+
 impl DesignOutcome {
+    /// What the design's model calls paid, summed.
+    pub fn usage(&self) -> Summary {
+        Summary {
+            calls: self.model_calls,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cost: self.credits,
+        }
+    }
+
+    /// The lines `run` prints for it (and a durable run keeps as its end): the trace, any
+    /// problems, the usage line, the answer, then the one-line summary.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.trace.lines();
+        if !self.problems.is_empty() {
+            lines.push(format!("problems: {:?}", self.problems));
+        }
+        lines.push(usage_line(&self.design.to_string(), &self.usage()));
+        if let Some(a) = &self.answer {
+            lines.push(answer_line(a));
+        }
+        lines.push(format!(
+            "{} {} calls={:?} model_calls={} input_tokens={} emails={}",
+            self.design, self.code, self.calls, self.model_calls, self.input_tokens, self.emails
+        ));
+        lines
+    }
+
     /// An outcome for a design that ran `run`, plus usage paid before it (a planner).
     pub fn from_run(design: Design, run: Run, before: &Ledger, mut trace: Trace) -> Self {
         let (b, r) = (before.summary(), run.ledger().summary());
@@ -317,6 +361,8 @@ pub struct DesignConfig {
     pub grants: Vec<String>,
     /// The run id.
     pub run_id: String,
+    /// Where every step is made durable (a store's step writer); off by default.
+    pub durable: crate::agent::Durable,
 }
 
 impl Default for DesignConfig {
@@ -330,6 +376,7 @@ impl Default for DesignConfig {
             claims: ClaimMode::default(),
             grants: Vec::new(),
             run_id: "run-1".into(),
+            durable: crate::agent::Durable::none(),
         }
     }
 }
@@ -382,6 +429,7 @@ pub async fn run_design(
                 });
             }
             let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::new(calls))).build(env);
+            lab.agent.set_durable(cfg.durable.clone());
             let run = lab.agent.run(goal, &cfg.run_id).await?;
             let out = DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id));
             Ok(DesignOutcome { emails: lab.world.outbox.len(), ..out })
@@ -392,6 +440,7 @@ pub async fn run_design(
                 None => DeciderSpec::Fake(cfg.fake.parse::<FakeKind>().map_err(DesignError::UnknownFake)?),
             };
             let mut lab = cfg.lab(design, decider).build(env);
+            lab.agent.set_durable(cfg.durable.clone());
             let run = lab.agent.run(goal, &cfg.run_id).await?;
             let out = DesignOutcome::from_run(design, run, &empty, Trace::new(&cfg.run_id));
             Ok(DesignOutcome { emails: lab.world.outbox.len(), ..out })
@@ -402,6 +451,7 @@ pub async fn run_design(
                 None => Box::new(PlanFake::new(cfg.fake.parse::<PlanFakeKind>().map_err(DesignError::UnknownFake)?)),
             };
             let mut lab = cfg.lab(design, DeciderSpec::Fixed(FixedPlan::default())).build(env);
+            lab.agent.set_durable(cfg.durable.clone());
             let out = plan_then_execute(planner.as_mut(), &mut lab.agent, goal, &cfg.run_id).await?;
             match out.run {
                 Some(run) => {
@@ -444,12 +494,18 @@ pub async fn run_design(
             if let Some(http) = &cfg.model {
                 lab.pal.use_model(http);
             }
+            lab.pal.durable = cfg.durable.clone();
             let pal_run = lab.pal.run(goal, &cfg.run_id).await?;
             Ok(DesignOutcome { emails: lab.world.outbox.len(), ..pal_run.outcome() })
         }
         Design::Multi => {
             let menv = MultiEnv::new(env)?;
-            let mcfg = MultiConfig { user: cfg.user.clone(), claims: cfg.claims, ..MultiConfig::default() };
+            let mcfg = MultiConfig {
+                user: cfg.user.clone(),
+                claims: cfg.claims,
+                durable: cfg.durable.clone(),
+                ..MultiConfig::default()
+            };
             let run = crate::multi::run(&menv, mcfg, cfg.roles.models(), goal, &cfg.run_id).await?;
             Ok(DesignOutcome::from_multi(run))
         }

@@ -12,7 +12,7 @@ use std::fmt;
 
 use super::DesignError;
 use crate::agent::FixedPlan;
-use crate::agent::{Agent, AgentState, CheckCode, Proposal, Run, Trace, TraceKind};
+use crate::agent::{Agent, AgentError, AgentState, CheckCode, Proposal, Run, Trace, TraceKind};
 use crate::cost::{Ledger, UsageRecord, estimate_tokens};
 use crate::gate::Access;
 use crate::human::{Level, classify};
@@ -161,6 +161,29 @@ pub(crate) fn plan_request(agent: &Agent, model: &str, max_tokens: Option<u32>, 
     }
 }
 
+/// The journal kind of a checked plan.
+pub(crate) const PLAN_STEP: &str = "plan";
+
+/// The durable record of a checked plan: what a resumed run executes, and the planner's
+/// usage and lines the outcome reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PlanRecord {
+    /// The plan (clean).
+    pub(crate) plan: Plan,
+    /// The planner's usage.
+    pub(crate) ledger: Ledger,
+    /// The planning lines.
+    pub(crate) trace: Trace,
+}
+
+impl PlanRecord {
+    /// The executor of this plan.
+    pub(crate) fn executor(&self) -> FixedPlan {
+        FixedPlan::new(self.plan.steps.iter().map(|s| (s.tool.clone(), s.arguments.clone())).collect())
+    }
+}
+
 /// What plan-then-execute did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanOutcome {
@@ -229,6 +252,12 @@ pub async fn plan_then_execute(
     }
     if !problems.is_empty() {
         return Ok(PlanOutcome { plan: Some(plan), problems, ledger, trace, run: None });
+    }
+    if agent.durable().is_on() {
+        // the checked plan is durable before its first step runs
+        let record = PlanRecord { plan: plan.clone(), ledger: ledger.clone(), trace: trace.clone() };
+        let body = serde_json::to_string(&record).map_err(|e| AgentError::Checkpoint(e.to_string()))?;
+        agent.durable().design_step(run_id, PLAN_STEP, 0, body).await.map_err(AgentError::Checkpoint)?;
     }
     let calls = plan.steps.iter().map(|s| (s.tool.clone(), s.arguments.clone())).collect();
     agent.decider = Box::new(FixedPlan::new(calls));

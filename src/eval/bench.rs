@@ -18,9 +18,12 @@ use super::multi_scenarios::{MultiRow, bundled_multi};
 use crate::BoxFuture;
 use crate::agent::AgentState;
 use crate::agent::Decider;
+use crate::agent::Durable;
 use crate::gate::Observation;
 use crate::model::{LlmRequest, LlmResponse, ModelError};
-use crate::multi::{Intake, MultiEnv, MultiError, MultiHandle, MultiReason, MultiRun, Role, RoleModels, start};
+use crate::multi::{
+    Intake, MultiConfig, MultiEnv, MultiError, MultiHandle, MultiReason, MultiRun, Role, RoleModels, start,
+};
 use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
 use crate::world::World;
 
@@ -131,8 +134,47 @@ fn m01() -> Result<MultiRow, BenchError> {
 }
 
 fn launch(env: &Arc<MultiEnv>, row: &MultiRow, models: RoleModels, i: u64) -> Result<MultiHandle, BenchError> {
+    launch_with(env, row, models, i, &Durable::none())
+}
+
+fn launch_with(
+    env: &Arc<MultiEnv>,
+    row: &MultiRow,
+    models: RoleModels,
+    i: u64,
+    durable: &Durable,
+) -> Result<MultiHandle, BenchError> {
     let run_id = format!("bench-{i}");
-    Ok(start(env, row.config(), models, &row.goal, &run_id, CancellationToken::new())?)
+    let cfg = MultiConfig { durable: durable.clone(), ..row.config() };
+    Ok(start(env, cfg, models, &row.goal, &run_id, CancellationToken::new())?)
+}
+
+/// `n` complete m01 runs with `inflight` of them in flight (1: one at a time), every step
+/// made durable through `durable` (a store's group-commit writer) before the run goes on.
+///
+/// # Errors
+/// As [`sequential`].
+pub async fn durable_runs(
+    env: &Arc<MultiEnv>,
+    n: u64,
+    inflight: usize,
+    durable: &Durable,
+    first: u64,
+) -> Result<Rate, BenchError> {
+    let row = m01()?;
+    let mut window: VecDeque<MultiHandle> = VecDeque::with_capacity(inflight);
+    let t0 = Instant::now();
+    let mut next = 0;
+    while next < n || !window.is_empty() {
+        while window.len() < inflight.max(1) && next < n {
+            window.push_back(launch_with(env, &row, RoleModels::fakes(row.roles), first + next, durable)?);
+            next += 1;
+        }
+        if let Some(h) = window.pop_front() {
+            done(h.finish().await?)?;
+        }
+    }
+    Ok(Rate { runs: n, secs: t0.elapsed().as_secs_f64() })
 }
 
 fn done(run: MultiRun) -> Result<(), BenchError> {

@@ -11,7 +11,7 @@ pub(crate) mod rows;
 pub(crate) mod scenarios;
 pub(crate) mod single_vs_multi;
 
-pub use bench::{BenchOptions, BenchReport, Peers, bench, ratios};
+pub use bench::{BenchOptions, BenchReport, Peers, Rate, bench, durable_runs, ratios};
 pub use checklist::{AUTOMATIC, ChecklistInput, MANUAL, unreached};
 pub use checklist::{Attestation, Attested, AutoCheck, automatic, go_no_go};
 pub use compare::{

@@ -294,6 +294,7 @@ impl MultiRow {
             },
             filter: self.defenses.filter(),
             approval: self.defenses.approval(),
+            durable: crate::agent::Durable::none(),
         }
     }
 

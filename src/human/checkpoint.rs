@@ -273,6 +273,14 @@ struct Sealed {
     signature: String,
 }
 
+/// The sealed text of a checkpoint body.
+fn seal_body<T: Serialize>(body: &T, key: &SigningKey) -> Result<String, CheckpointError> {
+    let encode = |e: serde_json::Error| CheckpointError::Encode(e.to_string());
+    let body = serde_json::to_string(body).map_err(encode)?;
+    let sealed = Sealed { format: CHECKPOINT_FORMAT.into(), signature: key.sign(&body), body };
+    serde_json::to_string(&sealed).map_err(encode)
+}
+
 /// A run as it stood at the top of a step (or parked): state and progress.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -300,16 +308,28 @@ impl Checkpoint {
         Run { state: self.state, progress: self.progress }
     }
 
+    /// The signed JSON text of a checkpoint of `state` and `progress`, without copying
+    /// them (the same text as `Checkpoint::new(state, progress).seal(key)`).
+    ///
+    /// # Errors
+    /// As [`Checkpoint::seal`].
+    pub fn seal_parts(state: &AgentState, progress: &Progress, key: &SigningKey) -> Result<String, CheckpointError> {
+        /// The shape of [`Checkpoint`], borrowed.
+        #[derive(Serialize)]
+        struct Parts<'a> {
+            state: &'a AgentState,
+            progress: &'a Progress,
+        }
+        seal_body(&Parts { state, progress }, key)
+    }
+
     /// The signed JSON text to store.
     ///
     /// # Errors
     /// [`CheckpointError::Encode`] when the checkpoint cannot be written as JSON: nothing
     /// is signed then, and no empty text stands in for it.
     pub fn seal(&self, key: &SigningKey) -> Result<String, CheckpointError> {
-        let encode = |e: serde_json::Error| CheckpointError::Encode(e.to_string());
-        let body = serde_json::to_string(self).map_err(encode)?;
-        let sealed = Sealed { format: CHECKPOINT_FORMAT.into(), signature: key.sign(&body), body };
-        serde_json::to_string(&sealed).map_err(encode)
+        seal_body(self, key)
     }
 
     /// Loads signed JSON text: shape, then signature (constant time), then the state rules.

@@ -38,7 +38,7 @@ impl Default for MultiBudget {
 }
 
 /// What a run has used so far.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Usage {
     /// Messages received from roles, accepted or rejected.
     pub messages: u32,

@@ -87,6 +87,9 @@ pub struct MultiConfig {
     /// What the roles' gates do with a granted write (roles hold none unless their scopes
     /// were widened on purpose).
     pub approval: ApprovalMode,
+    /// Makes every accepted hand-off durable before the next role sees it (and the
+    /// researcher's loop steps); off by default.
+    pub durable: crate::agent::Durable,
 }
 
 impl Default for MultiConfig {
@@ -98,6 +101,7 @@ impl Default for MultiConfig {
             on_reject: OnReject::Stop,
             filter: InstructionFilter::On,
             approval: ApprovalMode::Required,
+            durable: crate::agent::Durable::none(),
         }
     }
 }
@@ -372,6 +376,15 @@ impl Intake {
     }
 }
 
+/// The durable record of one accepted hand-off.
+#[derive(serde::Serialize)]
+struct HandoffRecord<'a> {
+    round: u32,
+    depth: u32,
+    envelope: &'a Envelope,
+    used: &'a Usage,
+}
+
 /// The coordinator's state for one run.
 struct Coordinator {
     run_id: String,
@@ -437,6 +450,8 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         env.prices.clone(),
         config,
     );
+    let mut agent = agent;
+    agent.set_durable(cfg.durable.clone());
     let researcher = ResearchRole::new(agent, &run_id);
     let mut roles = Vec::with_capacity(3);
     let mut joins = Vec::with_capacity(3);
@@ -562,6 +577,17 @@ impl Coordinator {
             let accepted = self.intake.accept(role, &text, &observations, round, depth);
             self.used.messages = self.intake.received();
             match accepted {
+                Ok(env) if self.cfg.durable.is_on() => {
+                    // the hand-off is durable before the next role sees it
+                    let n = u32::try_from(self.intake.messages.len()).unwrap_or(u32::MAX);
+                    let body = HandoffRecord { round, depth, envelope: &env, used: &self.used };
+                    let Ok(body) = serde_json::to_string(&body) else { return Err(MultiReason::RoleFailed) };
+                    if let Err(e) = self.cfg.durable.design_step(&self.run_id, "handoff", n, body).await {
+                        self.failed = Some(RoleFailure { role: Role::Coordinator, detail: format!("checkpoint: {e}") });
+                        return Err(MultiReason::RoleFailed);
+                    }
+                    return Ok(env);
+                }
                 Ok(env) => return Ok(env),
                 Err(_) if self.cfg.on_reject == OnReject::Retry => {}
                 Err(_) => return Err(MultiReason::RejectedMessage),

@@ -60,6 +60,19 @@ pub enum DeskError {
     /// commit; the transaction was rolled back, so nothing was filed, decided or sent.
     #[error("{0}; the store was not changed: nothing was filed, decided or sent")]
     Sink(String),
+    /// A run of `--durability exit` (or of a store written before durable runs): it has no
+    /// durable steps to continue from.
+    #[error("{0} was not run with --durability step: there are no durable steps to resume it from")]
+    NotDurable(String),
+    /// A re-executed step of a resumed run differs from its durable record: nothing of it
+    /// was written.
+    #[error("{run_id}: {detail}; the resume stopped and wrote nothing further")]
+    Diverged {
+        /// The run.
+        run_id: String,
+        /// Which step and how.
+        detail: String,
+    },
     /// A run spec that names no known model.
     #[error("model {0:?}: use auto, scripted:research or fake:<kind>")]
     UnknownModel(String),
@@ -77,6 +90,11 @@ pub struct RunSpec {
     pub task: String,
     /// Write tools granted (each use still needs a person).
     pub grants: Vec<String>,
+    /// A run made durable step by step (`--durability step`): its design and goal, so
+    /// `rolegate resume` can rebuild it. Absent in the runs of `--durability exit` (and of
+    /// stores written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<super::durable::DurableSpec>,
 }
 
 impl RunSpec {
@@ -94,7 +112,7 @@ impl RunSpec {
             "auto" => "fake:sensible",
             other => other,
         };
-        Self { model: model.into(), user: user.into(), task: task.into(), grants }
+        Self { model: model.into(), user: user.into(), task: task.into(), grants, durable: None }
     }
 
     /// The lab this spec describes.
@@ -209,7 +227,7 @@ impl std::fmt::Debug for SinkCheck {
     }
 }
 
-fn sinks_ok(check: &Option<SinkCheck>) -> Result<(), DeskError> {
+pub(super) fn sinks_ok(check: &Option<SinkCheck>) -> Result<(), DeskError> {
     match check {
         Some(SinkCheck(f)) => f().map_err(DeskError::Sink),
         None => Ok(()),
@@ -222,18 +240,18 @@ pub struct Desk {
     /// The store; owned by the desk.
     pub store: Store,
     /// Signs and verifies checkpoints.
-    key: SigningKey,
+    pub(super) key: SigningKey,
     /// World, policy and prices runs are built in.
-    env: Env,
+    pub(super) env: Env,
     /// Time for approvals (expiry, audit).
-    clock: SharedClock,
+    pub(super) clock: SharedClock,
     /// Flushes the output sinks before each commit ([`Desk::check_sinks_with`]).
-    sinks: Option<SinkCheck>,
+    pub(super) sinks: Option<SinkCheck>,
 }
 
 /// The queue held in the store: its requests and audit lines that read back, and the
 /// request rows set aside.
-fn queue_from(
+pub(super) fn queue_from(
     c: &rusqlite::Connection,
     env: &Env,
     clock: &SharedClock,
@@ -248,7 +266,7 @@ fn queue_from(
     Ok((queue, requests.bad))
 }
 
-fn save_queue(
+pub(super) fn save_queue(
     c: &rusqlite::Connection,
     queue: &ApprovalQueue,
     audit_before: usize,
@@ -330,7 +348,7 @@ fn recorded_approval(
     Ok(())
 }
 
-fn with_outbox(lab: &mut Lab, sent: Vec<SentEmail>) {
+pub(super) fn with_outbox(lab: &mut Lab, sent: Vec<SentEmail>) {
     // the lab's world is the gate's: one outbox, filled in place
     lab.world.outbox.load(sent);
 }
@@ -766,6 +784,7 @@ impl Desk {
         bad.extend(rows::sent(&tx, &self.key)?.bad);
         bad.extend(rows::approval_audit(&tx)?.bad);
         bad.extend(rows::gate_audit(&tx)?.bad);
+        bad.extend(super::journal::steps_of(&tx, None, &self.key)?.bad);
         tx.finish().map_err(StoreError::from)?;
         Ok(bad)
     }

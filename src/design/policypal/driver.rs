@@ -188,6 +188,9 @@ impl Pal {
             if self.cancel.is_cancelled() {
                 return self.give_up(state, progress, turns, StopReason::Cancelled);
             }
+            if self.durable.is_on() {
+                self.durable.agent_step(&state, &progress, &[]).await.map_err(AgentError::Checkpoint)?;
+            }
             let request = self.request(&turns.messages);
             if let Some(reason) = self.over_budget(&state, &request, &progress) {
                 return self.give_up(state, progress, turns, reason);

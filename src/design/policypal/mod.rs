@@ -212,6 +212,9 @@ pub struct Pal {
     pub cancel: CancellationToken,
     /// The trusted system prompt.
     pub system_prompt: String,
+    /// Makes the top of every turn durable (a checkpoint of state and progress), awaited
+    /// before the model is asked.
+    pub durable: crate::agent::Durable,
 }
 
 impl Pal {
@@ -285,6 +288,7 @@ impl PalConfig {
             prices: env.prices.clone(),
             cancel: CancellationToken::new(),
             system_prompt: crate::model::prompts::policypal().to_string(),
+            durable: crate::agent::Durable::none(),
         };
         PalLab { pal, world, clock }
     }

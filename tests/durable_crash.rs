@@ -1,0 +1,254 @@
+//! Durable runs across a crash, in separate processes: the built binary is killed (the
+//! test hook `ROLEGATE_TEST_CRASH_AT` aborts the process as `kill -9` would) right after
+//! each durable step of a single, plan, PolicyPal and three-role run commits, or just
+//! before it commits; `rolegate resume` then carries the run to exactly the end, the trace
+//! and the effects of the same run never interrupted.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::util::{REPLY_GOAL, run_binary, stderr, stdout, temp_dir};
+
+const KEY: &str = "durable-crash test signing key, not a real secret";
+
+fn rolegate(store: &Path, args: &[&str]) -> Output {
+    if args.contains(&"lena.key") {
+        crate::util::register_lena(store, KEY);
+    }
+    run_binary(store, KEY, args)
+}
+
+fn crashing(store: &Path, point: &str, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
+        .current_dir(store.parent().unwrap())
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .env("ROLEGATE_SIGNING_KEY", KEY)
+        .env_remove("ROLEGATE_SIGNING_KEY_FILE")
+        .env("ROLEGATE_TEST_CRASH_AT", point)
+        .output()
+        .expect("the binary runs")
+}
+
+/// `(checkpoints, journal records, requests, parked actions, outbox rows, gate audit
+/// rows)` of `run-1`, read with SQLite directly.
+fn rows_of(store: &Path) -> [i64; 6] {
+    let c = rusqlite::Connection::open(store).unwrap();
+    let n = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+    [
+        n("SELECT count(*) FROM checkpoints WHERE run_id = 'run-1'"),
+        n("SELECT count(*) FROM steps WHERE run_id = 'run-1'"),
+        n("SELECT count(*) FROM requests WHERE run_id = 'run-1'"),
+        n("SELECT count(*) FROM pending WHERE run_id = 'run-1'"),
+        n("SELECT count(*) FROM outbox"),
+        n("SELECT count(*) FROM gate_audit WHERE run_id = 'run-1'"),
+    ]
+}
+
+fn status(store: &Path) -> String {
+    let out = rolegate(store, &["runs", "list", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    list[0]["status"].as_str().unwrap().to_string()
+}
+
+/// What a run printed, without what differs between two stores by design: the store's
+/// path and a request's expiry (read from the system clock).
+fn printed(out: &Output, store: &Path) -> String {
+    let text = stdout(out).replace(&store.display().to_string(), "STORE");
+    let mut parts = text.split("expires_at=");
+    let mut normal = parts.next().unwrap_or_default().to_string();
+    for rest in parts {
+        normal.push_str("expires_at=T");
+        normal.push_str(rest.trim_start_matches(|c: char| c.is_ascii_digit()));
+    }
+    normal
+}
+
+fn check_clean(store: &Path) {
+    let check = rolegate(store, &["store", "check"]);
+    assert_eq!(check.status.code(), Some(0), "{}{}", stdout(&check), stderr(&check));
+}
+
+/// Runs `args` once uninterrupted, then, for every durable step K of that run, in a fresh
+/// store: killed after step K committed (and, with `before`, killed with step K written
+/// but not committed), resumed, and compared with the uninterrupted run: the same printed
+/// trace and outcome, the same exit code, the same rows (checkpoints, journal, requests,
+/// parked actions, mail, audit). Returns how many steps were tried.
+fn every_step_resumes_the_same(name: &str, args: &[&str], before: bool) -> u64 {
+    let base = temp_dir(&format!("durable-{name}"));
+    let plain = base.join("plain.db");
+    let whole = rolegate(&plain, args);
+    assert!(matches!(whole.status.code(), Some(0 | 1)), "{}", stderr(&whole));
+    let expected = (printed(&whole, &plain), whole.status.code(), rows_of(&plain));
+    check_clean(&plain);
+    let mut k = 1;
+    loop {
+        let mut killed_any = false;
+        let phases: &[&str] = if before { &["after_commit", "before_commit"] } else { &["after_commit"] };
+        for phase in phases {
+            let store = base.join(format!("{phase}-{k}.db"));
+            let crashed = crashing(&store, &format!("durable:{phase}:{k}"), args);
+            if crashed.status.code().is_some() {
+                // the run has fewer than k durable steps: it ended as the plain run did
+                assert_eq!(printed(&crashed, &store), expected.0, "{name}: no crash at step {k}");
+                continue;
+            }
+            killed_any = true;
+            assert_eq!(status(&store), "interrupted", "{name}: {phase} {k}");
+            let resumed = rolegate(&store, &["resume", "run-1"]);
+            assert_eq!(
+                (printed(&resumed, &store), resumed.status.code(), rows_of(&store)),
+                expected,
+                "{name}: killed {phase} step {k}: {}",
+                stderr(&resumed)
+            );
+            check_clean(&store);
+            let again = rolegate(&store, &["resume", "run-1"]);
+            assert!(stdout(&again).contains("had already ended"), "{}", stdout(&again));
+            assert_eq!(rows_of(&store), expected.2, "{name}: a second resume runs nothing");
+        }
+        if !killed_any {
+            return k - 1;
+        }
+        k += 1;
+    }
+}
+
+#[test]
+fn a_single_run_killed_at_each_step_resumes_to_the_same_end_and_parks_its_email_once() {
+    let args = ["run", "--task", "reply", "--user", "kwame", REPLY_GOAL];
+    let steps = every_step_resumes_the_same("single", &args, true);
+    assert!(steps >= 3, "the reply run has a durable step per loop step ({steps})");
+}
+
+#[test]
+fn a_single_run_that_finishes_killed_at_each_step_resumes_to_the_same_answer() {
+    let args = ["run", "--user", "kwame", "What is the status of T-601 and our refund policy?"];
+    assert!(every_step_resumes_the_same("single-done", &args, false) >= 2);
+}
+
+#[test]
+fn a_plan_run_killed_at_each_step_resumes_to_the_same_end() {
+    let args = ["run", "--design", "plan", "--user", "kwame", "What is the status of T-601 and our refund policy?"];
+    assert!(every_step_resumes_the_same("plan", &args, true) >= 3, "the plan and each executed step");
+}
+
+#[test]
+fn a_policypal_run_killed_at_each_turn_resumes_to_the_same_end() {
+    let args =
+        ["run", "--design", "policypal", "--user", "kwame", "E-mail the refund policy for T-601 to kwame@example.com."];
+    assert!(every_step_resumes_the_same("policypal", &args, false) >= 2);
+}
+
+#[test]
+fn a_three_role_run_killed_at_each_hand_off_resumes_to_the_same_verdict() {
+    let args = ["run", "--design", "multi", "--user", "kwame", "Status of T-601 and our refund policy?"];
+    let steps = every_step_resumes_the_same("multi", &args, true);
+    assert!(steps >= 3, "three hand-offs and the researcher's steps ({steps})");
+}
+
+/// The crash between the effect and the checkpoint: the gate parked the e-mail in memory
+/// (the effect), the process dies before the transaction that holds the parked action,
+/// its request and the checkpoint waiting on it commits (or inside it). The resumed run
+/// parks it once; approving sends one e-mail, and approving again sends none.
+#[test]
+fn a_crash_between_parking_the_email_and_its_commit_parks_and_sends_it_exactly_once() {
+    for point in ["durable:before_end", "durable:before_end_commit"] {
+        let store = temp_dir(&format!("durable-effect-{}", point.replace(':', "-"))).join("rolegate.db");
+        let crashed = crashing(&store, point, &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL]);
+        assert_eq!(crashed.status.code(), None, "{point}: killed");
+        let [_, _, requests, pending, sent, _] = rows_of(&store);
+        assert_eq!((requests, pending, sent), (0, 0, 0), "{point}: nothing of the effect is kept half-done");
+        let resumed = rolegate(&store, &["resume", "run-1"]);
+        assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+        assert!(stdout(&resumed).contains("approval needed: req-1"), "{}", stdout(&resumed));
+        let [_, _, requests, pending, _, _] = rows_of(&store);
+        assert_eq!((requests, pending), (1, 1), "{point}: parked exactly once");
+        let approved = rolegate(&store, &["approvals", "approve", "req-1", "--key", "lena.key"]);
+        assert!(stdout(&approved).contains("emails_sent=1"), "{}{}", stdout(&approved), stderr(&approved));
+        let again = rolegate(&store, &["approvals", "approve", "req-1", "--key", "lena.key"]);
+        assert!(stdout(&again).contains("not_pending"), "{}", stdout(&again));
+        let resumed_again = rolegate(&store, &["resume", "run-1"]);
+        assert!(stdout(&resumed_again).contains("had already ended"), "{}", stdout(&resumed_again));
+        assert_eq!(rows_of(&store)[4], 1, "{point}: one e-mail, ever");
+        check_clean(&store);
+    }
+}
+
+#[test]
+fn an_exit_durability_run_cannot_be_resumed_and_runs_list_says_how_each_run_was_kept() {
+    let store = temp_dir("durable-exit").join("rolegate.db");
+    let exit = rolegate(&store, &["run", "--durability", "exit", "--task", "reply", "--user", "kwame", REPLY_GOAL]);
+    assert_eq!(exit.status.code(), Some(0), "{}", stderr(&exit));
+    let step = rolegate(&store, &["run", "--design", "plan", "--user", "kwame", "What is the status of T-601?"]);
+    assert!(step.status.code().is_some(), "{}", stderr(&step));
+    let resumed = rolegate(&store, &["resume", "run-1"]);
+    assert_eq!(resumed.status.code(), Some(2));
+    assert!(stderr(&resumed).contains("not run with --durability step"), "{}", stderr(&resumed));
+    let list = stdout(&rolegate(&store, &["runs", "list"]));
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), 3, "{list}");
+    assert!(
+        lines[1].starts_with("run-1") && lines[1].contains(" exit ") && lines[1].contains("awaiting_approval"),
+        "{list}"
+    );
+    assert!(lines[2].starts_with("run-2") && lines[2].contains(" plan ") && lines[2].contains(" step "), "{list}");
+    let refused = rolegate(&store, &["run", "--design", "multi", "--durability", "exit", "goal"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+}
+
+/// A real `SIGKILL` from the test: the process is held right after its K-th durable step
+/// committed (the hook says so on standard error), the test kills it, and the resumed run
+/// ends as the run never interrupted did, for every K of a three-role and a single run.
+#[test]
+fn a_run_sigkilled_after_each_durable_step_resumes_to_the_same_end() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    for (name, args) in [
+        ("multi", &["run", "--design", "multi", "--user", "kwame", "Status of T-601 and our refund policy?"][..]),
+        ("single", &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL][..]),
+    ] {
+        let base = temp_dir(&format!("durable-sigkill-{name}"));
+        let plain = base.join("plain.db");
+        let whole = rolegate(&plain, args);
+        let expected = (printed(&whole, &plain), whole.status.code(), rows_of(&plain));
+        let mut k = 1;
+        loop {
+            let store = base.join(format!("killed-{k}.db"));
+            let mut child = Command::new(env!("CARGO_BIN_EXE_rolegate"))
+                .current_dir(&base)
+                .args(args)
+                .arg("--store")
+                .arg(&store)
+                .env("ROLEGATE_SIGNING_KEY", KEY)
+                .env_remove("ROLEGATE_SIGNING_KEY_FILE")
+                .env("ROLEGATE_TEST_CRASH_AT", format!("durable:hold_after_commit:{k}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+            if !line.starts_with("rolegate-test: held") {
+                // fewer than k durable steps: the run ended by itself
+                assert!(child.wait().unwrap().code().is_some(), "{name} {k}: {line}");
+                break;
+            }
+            child.kill().unwrap();
+            let ended = child.wait().unwrap();
+            assert_eq!(ended.code(), None, "{name} {k}: killed by a signal");
+            assert_eq!(status(&store), "interrupted", "{name} {k}");
+            let resumed = rolegate(&store, &["resume", "run-1"]);
+            assert_eq!(
+                (printed(&resumed, &store), resumed.status.code(), rows_of(&store)),
+                expected,
+                "{name}: SIGKILL after step {k}: {}",
+                stderr(&resumed)
+            );
+            k += 1;
+        }
+        assert!(k > 3, "{name}: killed after every one of its durable steps ({})", k - 1);
+    }
+}
