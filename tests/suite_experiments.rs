@@ -129,6 +129,36 @@ async fn the_matrix_runs_with_a_model_deciding_and_its_benign_runs_match_the_ref
     assert_eq!(header["config"]["models"]["model"], "openai:fake-sensible");
     assert_eq!(header["config"]["models"]["tool_mode"], "native");
     assert_eq!(header["config"]["repeat"], 2);
+    let settings = header["config"]["models"]["model.settings"].as_str().unwrap_or_default().to_string();
+    assert!(settings.starts_with("tool_choice=auto max_tokens="), "{header}");
+
+    // another output allowance is another experiment: its resume is refused
+    let mut other = args(&["suite", "--matrix", "--model", "openai:fake-sensible", "--zero-price", "--repeat", "2"]);
+    other.extend(small());
+    other.extend(args(&["--base-url", &server.base_url, "--out", "out.jsonl", "--max-tokens", "64"]));
+    let d = dir.clone();
+    let refused = tokio::task::spawn_blocking(move || rolegate(&d, &other, &[])).await.unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("mismatched_configuration"), "{}", stderr(&refused));
+
+    // with --cache, each repetition is its own recorded exchange: the second repetition
+    // asks the server again instead of replaying the first one's answers (identical
+    // requests within one repetition share an exchange)
+    let mut cached = args(&["suite", "--matrix", "--model", "openai:fake-sensible", "--zero-price", "--repeat", "2"]);
+    cached.extend(small());
+    cached.extend(args(&["--base-url", &server.base_url, "--cache", "recording"]));
+    let before = server.seen().len();
+    let d = dir.clone();
+    ok(&tokio::task::spawn_blocking(move || rolegate(&d, &cached, &[])).await.unwrap());
+    let asked = server.seen().len() - before;
+    assert!(asked > 144, "both repetitions asked the server: {asked}");
+    let mut by_rep: std::collections::BTreeMap<u64, std::collections::BTreeSet<String>> = Default::default();
+    for f in std::fs::read_dir(dir.join("recording")).unwrap() {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(f.unwrap().path()).unwrap()).unwrap();
+        by_rep.entry(v["repetition"].as_u64().unwrap()).or_default().insert(v["request"].to_string());
+    }
+    assert_eq!(by_rep.keys().copied().collect::<Vec<_>>(), [0, 1], "one set of exchanges per repetition");
+    assert_eq!(by_rep[&0], by_rep[&1], "the same requests, recorded once for each repetition");
 }
 
 #[test]

@@ -48,6 +48,35 @@ fn models_named(a: &SuiteArgs<'_>) -> BTreeMap<String, String> {
     m
 }
 
+/// What each HTTP model of the run is asked with, by who it is for (`model`, `planner`, …):
+/// tool choice, output allowance, temperature and seed change what a model answers, so a
+/// results file records them and a resume with other values is refused.
+fn model_settings(decider: Option<&DeciderSpec>, roles: Option<&RoleSetup>) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let single = match decider {
+        Some(DeciderSpec::Http(cfg)) => Some(cfg),
+        _ => None,
+    };
+    let roles = roles.map(|r| [("planner", &r.planner), ("researcher", &r.researcher), ("reviewer", &r.reviewer)]);
+    let all = std::iter::once(("model", single)).chain(roles.into_iter().flatten().map(|(who, c)| (who, c.as_ref())));
+    for (who, cfg) in all {
+        if let Some(cfg) = cfg {
+            let e = &cfg.endpoint;
+            let temperature = e.temperature.map_or("-".to_string(), |t| t.get().to_string());
+            let seed = e.seed.map_or("-".to_string(), |s| s.to_string());
+            m.insert(
+                format!("{who}.settings"),
+                format!(
+                    "tool_choice={} max_tokens={} temperature={temperature} seed={seed}",
+                    e.tool_choice.as_str(),
+                    cfg.max_tokens
+                ),
+            );
+        }
+    }
+    m
+}
+
 /// The cells a results file already holds, by id.
 type Done = BTreeMap<String, serde_json::Value>;
 
@@ -124,6 +153,7 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
         if let Some(mode) = tool_mode(plan.models.single.as_ref(), plan.models.roles.as_ref()) {
             config.models.insert("tool_mode".into(), mode.into());
         }
+        config.models.extend(model_settings(plan.models.single.as_ref(), plan.models.roles.as_ref()));
         config.data = super::data_args::env_hashes(&env);
         let json = |v: serde_json::Result<String>| sha256_hex(v.unwrap_or_default().as_bytes());
         config.data.insert("tasks".into(), json(serde_json::to_string(&spec.tasks)));
@@ -201,6 +231,7 @@ pub(crate) async fn rows(a: &SuiteArgs<'_>) -> u8 {
         if let Some(mode) = tool_mode(plan.model.as_ref(), plan.roles.as_ref()) {
             config.models.insert("tool_mode".into(), mode.into());
         }
+        config.models.extend(model_settings(plan.model.as_ref(), plan.roles.as_ref()));
         config.data = super::data_args::env_hashes(&loaded.env);
         config.data.insert("rows".into(), rows_hash(&loaded.rows));
         let (file, done) = open_out(a, config, shard)?;

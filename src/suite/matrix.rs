@@ -38,6 +38,7 @@ use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer, Resear
 use crate::lab::{DeciderSpec, LabConfig};
 use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::model::HttpClient;
+use crate::model::http::HttpConfig;
 use crate::multi::RoleSetup;
 use crate::multi::{Behaviours, ClaimMode, InstructionFilter, MultiConfig, MultiEnv, MultiReason, RoleModels, Scopes};
 use crate::tools::Registry;
@@ -594,20 +595,22 @@ impl Shared {
 
 /// The roles of one three-role run: the compromised fakes, each replaced by its real
 /// model when `setup` has one.
-fn role_models(shared: &Shared, planted: Arc<[Attack]>) -> RoleModels {
+fn role_models(shared: &Shared, planted: Arc<[Attack]>, rep: u32) -> RoleModels {
+    // each repetition is its own recorded exchange (`--cache`): the same request again
+    let at_rep = |cfg: &HttpConfig| HttpConfig { repetition: rep, ..cfg.clone() };
     let mut models = RoleModels::fakes(Behaviours::default());
     let r = shared.roles;
     models.researcher = Box::new(CompromisedResearcher { mode: r.researcher, planted: planted.clone() });
     models.reviewer = Box::new(CompromisedReviewer { planted });
     if let Some(setup) = &shared.models.roles {
         if let Some(cfg) = &setup.planner {
-            models.planner = Box::new(HttpClient::new(cfg.clone()));
+            models.planner = Box::new(HttpClient::new(at_rep(cfg)));
         }
         if let Some(cfg) = &setup.researcher {
-            models.researcher = Box::new(crate::agent::ModelDecider::new(HttpClient::new(cfg.clone())));
+            models.researcher = Box::new(crate::agent::ModelDecider::new(HttpClient::new(at_rep(cfg))));
         }
         if let Some(cfg) = &setup.reviewer {
-            models.reviewer = Box::new(HttpClient::new(cfg.clone()));
+            models.reviewer = Box::new(HttpClient::new(at_rep(cfg)));
         }
     }
     models
@@ -646,7 +649,12 @@ pub(crate) async fn run_variant(
                 ScopeWidth::Wide => shared.env.policy.clone().widened(&task.task),
             };
             let env = Env { world, policy, prices: shared.env.prices.clone() };
-            let decider = shared.models.single.clone().unwrap_or(DeciderSpec::Compromised(planted));
+            let decider = match shared.models.single.clone() {
+                // each repetition is its own recorded exchange (`--cache`)
+                Some(DeciderSpec::Http(cfg)) => DeciderSpec::Http(HttpConfig { repetition: rep, ..cfg }),
+                Some(other) => other,
+                None => DeciderSpec::Compromised(planted),
+            };
             let cfg = LabConfig {
                 decider,
                 user: task.user.clone(),
@@ -683,7 +691,7 @@ pub(crate) async fn run_variant(
                 approval: approval_mode(approval),
                 ..MultiConfig::default()
             };
-            let models = role_models(&shared, planted);
+            let models = role_models(&shared, planted, rep);
             let run = crate::multi::run(&menv, cfg, models, &task.goal, &run_id)
                 .await
                 .map_err(|source| ScenarioError::Multi { id: name.clone(), source })?;
