@@ -356,6 +356,10 @@ impl Desk {
             // the lines `rolegate run` has always printed for a single run
             let mut lines = run.trace().lines();
             let state = &run.state;
+            lines.push(crate::design::usage_line("agent", &run.ledger().summary()));
+            if let Some(answer) = state.answer() {
+                lines.push(crate::design::answer_line(answer));
+            }
             lines.push(format!(
                 "{} {} {} calls={:?}",
                 state.run_id(),
