@@ -301,6 +301,27 @@ impl DesignOutcome {
         }
     }
 
+    /// The outcome of a plan its checks refused: nothing ran; only the planner was paid.
+    pub fn plan_rejected(out: plan::PlanOutcome) -> Self {
+        let s = out.ledger.summary();
+        Self {
+            design: Design::Plan,
+            code: DesignCode::PlanRejected,
+            calls: Vec::new(),
+            model_calls: s.calls,
+            input_tokens: s.input_tokens,
+            output_tokens: s.output_tokens,
+            credits: s.cost,
+            steps: 0,
+            problems: out.problems.iter().map(ToString::to_string).collect(),
+            emails: 0,
+            answer: None,
+            trace: out.trace,
+            run: None,
+            multi: None,
+        }
+    }
+
     /// An outcome for a three-role run: calls are each role's tools in pipeline order, the
     /// model figures are summed over the roles' paid calls.
     pub fn from_multi(run: MultiRun) -> Self {
@@ -458,25 +479,7 @@ pub async fn run_design(
                     let done = DesignOutcome::from_run(design, run, &out.ledger, out.trace);
                     Ok(DesignOutcome { emails: lab.world.outbox.len(), ..done })
                 }
-                None => {
-                    let s = out.ledger.summary();
-                    Ok(DesignOutcome {
-                        design,
-                        code: DesignCode::PlanRejected,
-                        calls: Vec::new(),
-                        model_calls: s.calls,
-                        input_tokens: s.input_tokens,
-                        output_tokens: s.output_tokens,
-                        credits: s.cost,
-                        steps: 0,
-                        problems: out.problems.iter().map(ToString::to_string).collect(),
-                        emails: lab.world.outbox.len(),
-                        answer: None,
-                        trace: out.trace,
-                        run: None,
-                        multi: None,
-                    })
-                }
+                None => Ok(DesignOutcome { emails: lab.world.outbox.len(), ..DesignOutcome::plan_rejected(out) }),
             }
         }
         Design::PolicyPal => {

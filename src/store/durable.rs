@@ -390,23 +390,7 @@ impl Desk {
         _d: &DurableSpec,
         out: crate::design::plan::PlanOutcome,
     ) -> Result<DurableRun, DeskError> {
-        let s = out.ledger.summary();
-        let outcome = DesignOutcome {
-            design: Design::Plan,
-            code: crate::design::DesignCode::PlanRejected,
-            calls: Vec::new(),
-            model_calls: s.calls,
-            input_tokens: s.input_tokens,
-            output_tokens: s.output_tokens,
-            credits: s.cost,
-            steps: 0,
-            problems: out.problems.iter().map(ToString::to_string).collect(),
-            emails: 0,
-            answer: None,
-            trace: out.trace,
-            run: None,
-            multi: None,
-        };
+        let outcome = DesignOutcome::plan_rejected(out);
         let end = EndRecord { code: outcome.code.as_str().to_string(), lines: outcome.lines(), request: None };
         super::crash_point("durable:before_end");
         let Self { store, key, sinks, .. } = self;
