@@ -103,6 +103,14 @@ fn switches_that_do_not_fit_the_design_are_unusable_input() {
         let o = rolegate(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
     }
+    // data the row path would not use is refused, not ignored
+    for (flag, file) in [("--policy", "policy.json"), ("--world", "world.json"), ("--prices", "prices.json")] {
+        let path = format!("{}/data/{file}", env!("CARGO_MANIFEST_DIR"));
+        let o = rolegate(&["run", GOAL, "--scopes", "wide", flag, &path]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains("are not taken with them"), "{flag}: {err}");
+    }
 }
 
 /// The verdict `run` prints for `args`.

@@ -444,9 +444,19 @@ pub fn main() -> ExitCode {
                     show_addresses,
                 };
                 if flags.any() {
-                    if store.is_some() || card.is_some() || key.is_some() || model.starts_with("openai:") {
+                    // the row path runs the bundled world, policy and prices (a row checks its
+                    // payload and targets against them): flags that change them are refused,
+                    // not ignored
+                    let data = &model_args.data;
+                    let changes_data = data.world.is_some() || data.policy.is_some() || model_args.prices.is_some();
+                    if store.is_some()
+                        || card.is_some()
+                        || key.is_some()
+                        || model.starts_with("openai:")
+                        || changes_data
+                    {
                         eprintln!(
-                            "rolegate: the defense switches, --attack and --html run the fakes as a row does; --store, --card, --key and openai: models are not taken with them"
+                            "rolegate: the defense switches, --attack and --html run the fakes as a row does; --store, --card, --key, openai: models, --world, --policy and --prices are not taken with them"
                         );
                         return EXIT_USAGE;
                     }
