@@ -122,12 +122,8 @@ async fn durable(args: &BenchArgs, env: Arc<MultiEnv>) -> u8 {
     let after = (writer.stats().commits.load(Ordering::Relaxed), writer.stats().steps.load(Ordering::Relaxed));
     drop(sink);
     drop(writer);
-    let (seq, conc) = match result {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => {
-            eprintln!("rolegate: bench: {e}");
-            return EXIT_USAGE;
-        }
+    let (seq, conc) = match joined(result) {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("rolegate: bench: {e}");
             return EXIT_USAGE;
@@ -179,6 +175,16 @@ async fn durable(args: &BenchArgs, env: Arc<MultiEnv>) -> u8 {
         }
     }
     if ratio.is_some_and(|r| r < 20.0) { EXIT_MISMATCH } else { EXIT_OK }
+}
+
+/// The result of a bench task the command spawned and joined: its own error or the
+/// join's (a panic), as text.
+fn joined<T, E: std::fmt::Display>(r: Result<Result<T, E>, tokio::task::JoinError>) -> Result<T, String> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn peers(args: &BenchArgs) -> Result<Peers, String> {
@@ -301,12 +307,8 @@ pub(crate) async fn run(args: BenchArgs) -> u8 {
     };
     // the driver is itself a runtime task, like the peers' drivers
     let task = tokio::spawn(async move { bench(&Arc::clone(&env), &opts).await });
-    let report = match task.await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => {
-            eprintln!("rolegate: bench: {e}");
-            return EXIT_USAGE;
-        }
+    let report = match joined(task.await) {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("rolegate: bench: {e}");
             return EXIT_USAGE;
