@@ -16,6 +16,7 @@ mod designs_plans;
 mod designs_policypal;
 mod designs_table;
 mod durable_crash;
+mod durable_http;
 mod durable_store;
 mod http_failures;
 mod http_interop;

@@ -173,6 +173,10 @@ pub(crate) struct Wanted<'a> {
     pub durability: Option<DurabilityArg>,
     /// A PolicyPal card decision (`--card`): decided in its own process, written at exit.
     pub card: bool,
+    /// How to reach an `openai:` model.
+    pub model_args: &'a super::ModelArgs,
+    /// multi: a model per role.
+    pub role_models: &'a super::RoleModelArgs,
 }
 
 impl Wanted<'_> {
@@ -220,32 +224,25 @@ impl Wanted<'_> {
         }
         let design: rolegate::design::Design = self.design.parse().map_err(|e| format!("{e}"))?;
         let task = task.map_or_else(|| design.default_task().to_string(), str::to_string);
-        let (spec_model, fake) = if single {
-            (model.to_string(), String::new())
-        } else {
-            let model = if model == "auto" { "fake:sensible" } else { model };
-            match model.strip_prefix("fake:") {
-                Some(f) => (model.to_string(), f.to_string()),
-                // a real model's run is not rebuilt by `resume` (yet): unless step durability
-                // was asked for, it runs as before the store kept durable runs
-                None if self.durability.is_none() => return Ok(None),
-                None => {
-                    return Err(format!(
-                        "a durable {} run takes fake models (fake:KIND); {model} is not one (leave out --store to run it)",
-                        self.design
-                    ));
-                }
-            }
-        };
+        let model = if !single && model == "auto" { "fake:sensible" } else { model };
         if design == rolegate::design::Design::Multi && !grants.is_empty() {
             return Err("--grant does not apply to --design multi: no role may hold a write tool".into());
         }
-        let spec = RunSpec::new(&spec_model, user, &task, grants).durable(rolegate::store::DurableSpec {
+        let http = super::durable_http::http_spec(design, model, roles, self.model_args, self.role_models)?;
+        let fake = match (single, &http, model.strip_prefix("fake:")) {
+            (true, _, _) | (false, Some(_), _) => String::new(),
+            (false, None, Some(f)) => f.to_string(),
+            (false, None, None) => {
+                return Err(format!("model {model:?}: a {} run takes fake:KIND or openai:NAME", self.design));
+            }
+        };
+        let spec = RunSpec::new(model, user, &task, grants).durable(rolegate::store::DurableSpec {
             design: if single { "single".into() } else { self.design.to_string() },
             goal: goal.to_string(),
             fake,
             roles,
             claims,
+            http,
         });
         Ok(Some((path, spec)))
     }

@@ -12,6 +12,7 @@ mod data_args;
 mod design;
 mod desk;
 mod durable;
+mod durable_http;
 mod experiment;
 mod input;
 mod merge;
@@ -472,8 +473,14 @@ pub fn main() -> ExitCode {
                     };
                     return run_row::run(r, flags).await;
                 }
-                let durable =
-                    durable::Wanted { design: &design, store: store.as_deref(), durability, card: card.is_some() };
+                let durable = durable::Wanted {
+                    design: &design,
+                    store: store.as_deref(),
+                    durability,
+                    card: card.is_some(),
+                    model_args: &model_args,
+                    role_models: &role_models,
+                };
                 match durable.spec(&goal, &model, &user, task.as_deref(), &grant, roles, claims) {
                     Ok(Some((path, spec))) => return durable::run(&path, &spec).await,
                     Ok(None) => {}

@@ -76,13 +76,23 @@ pub enum DeskError {
     /// A run spec that names no known model.
     #[error("model {0:?}: use auto, scripted:research or fake:<kind>")]
     UnknownModel(String),
+    /// A durable run on a real model whose client cannot be rebuilt from its spec and
+    /// this process's environment (say its API key is missing): nothing ran.
+    #[error("{run_id}: its model client cannot be rebuilt: {source}; nothing ran")]
+    Rebuild {
+        /// The run.
+        run_id: String,
+        /// Why.
+        source: super::durable_http::RebuildError,
+    },
 }
 
 /// How to rebuild a run's agent in another process: model, user, task and grants.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSpec {
-    /// `scripted:research` or `fake:<kind>`.
+    /// `scripted:research`, `fake:<kind>`, or (a durable run, see
+    /// [`DurableSpec::http`](super::DurableSpec::http)) `openai:<name>`.
     pub model: String,
     /// The signed-in user.
     pub user: String,
@@ -785,6 +795,7 @@ impl Desk {
         bad.extend(rows::approval_audit(&tx)?.bad);
         bad.extend(rows::gate_audit(&tx)?.bad);
         bad.extend(super::journal::steps_of(&tx, None, &self.key)?.bad);
+        bad.extend(super::exchanges::exchanges_of(&tx, None, &self.key)?.bad);
         tx.finish().map_err(StoreError::from)?;
         Ok(bad)
     }

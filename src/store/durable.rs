@@ -21,12 +21,21 @@
 //! A parked action is written only with the run's end, in the same transaction as the
 //! checkpoint that waits on it, so a crash between the gate parking it and that commit
 //! leaves nothing parked: the resumed run parks it once.
+//!
+//! A run on a real model (`openai:NAME`, per role for the three roles) keeps in its spec how
+//! to reach the server again, never the key ([`HttpSpec`](super::HttpSpec)); every model
+//! exchange is committed through the same writer before its answer is used
+//! (`exchanges.rs`), and a carried-on run answers the exchanges it made already from the
+//! store, so re-executing PolicyPal or the three roles reproduces their durable steps
+//! exactly and the server is never asked the same thing twice.
 
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::desk::{Desk, DeskError, RunSpec, queue_from, save_queue, sinks_ok, with_outbox};
+use super::durable_http::{RebuildError, Rebuilt};
+use super::exchanges::RunExchanges;
 use super::journal::{StepRecord, StepWriter, push_step, run_summary, sign_step, steps_of};
 use super::{StoreError, rows};
 use crate::BoxFuture;
@@ -38,6 +47,8 @@ use crate::design::{
 use crate::gate::AuditEvent;
 use crate::human::{ApprovalRequest, Checkpoint, resume_run};
 use crate::lab::DeciderSpec;
+use crate::model::LlmClient;
+use crate::model::http::{Exchanges, HttpClient};
 use crate::multi::{Behaviours, ClaimMode, RoleSetup};
 
 /// The journal kind of a run's end.
@@ -71,6 +82,9 @@ pub struct DurableSpec {
     /// The three roles' claim mode.
     #[serde(default)]
     pub claims: ClaimMode,
+    /// A run on a real model: how to reach it again (never the key). Absent for fakes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<super::durable_http::HttpSpec>,
 }
 
 /// What a run's `end` record holds: how it ended and the lines it printed.
@@ -246,8 +260,10 @@ impl Desk {
     /// Carries a recorded durable run to its end, from wherever its journal stands.
     async fn carry(&mut self, run_id: &str, spec: &RunSpec, writer: &Arc<StepWriter>) -> Result<DurableRun, DeskError> {
         let Some(d) = spec.durable.clone() else { return Err(DeskError::NotDurable(run_id.to_string())) };
+        let models = self.models_of(run_id, spec, &d, writer)?;
+        let models = models.as_ref();
         match d.design.as_str() {
-            "single" | "fixed" => self.carry_loop(run_id, spec, &d, writer, None).await,
+            "single" | "fixed" => self.carry_loop(run_id, spec, &d, writer, None, models).await,
             "plan" => {
                 let journal = steps_of(self.store.conn(), Some(run_id), &self.key)?;
                 if let Some(bad) = journal.bad.into_iter().next() {
@@ -258,10 +274,36 @@ impl Desk {
                     // nothing durable after the planner: plan again
                     None => None,
                 };
-                self.carry_loop(run_id, spec, &d, writer, Some(record)).await
+                self.carry_loop(run_id, spec, &d, writer, Some(record), models).await
             }
-            _ => self.carry_design(run_id, spec, &d, writer).await,
+            _ => self.carry_design(run_id, spec, &d, writer, models).await,
         }
+    }
+
+    /// The real models of a durable run, built again from its spec with the key from this
+    /// process's environment and every call going through the run's exchange log (loaded
+    /// and verified now, before anything runs); `None` for a run on fakes.
+    fn models_of(
+        &self,
+        run_id: &str,
+        spec: &RunSpec,
+        d: &DurableSpec,
+        writer: &Arc<StepWriter>,
+    ) -> Result<Option<Rebuilt>, DeskError> {
+        let rebuild = |source| DeskError::Rebuild { run_id: run_id.to_string(), source };
+        let Some(http) = &d.http else {
+            if spec.model.starts_with("openai:") {
+                return Err(rebuild(RebuildError::NoSettings(spec.model.clone())));
+            }
+            return Ok(None);
+        };
+        let log = match RunExchanges::load(self.store.conn(), run_id, writer.clone()) {
+            Ok(log) => log,
+            Err(Ok(bad)) => return Err(DeskError::Quarantined(bad)),
+            Err(Err(e)) => return Err(e.into()),
+        };
+        let endpoint = http.endpoint(&|k| std::env::var(k).ok(), Exchanges::to(Arc::new(log))).map_err(rebuild)?;
+        Rebuilt::new(http, &endpoint, d.roles, &self.env).map(Some).map_err(rebuild)
     }
 
     /// The loop designs (single, fixed, a plan's executor): continued from the latest
@@ -273,13 +315,15 @@ impl Desk {
         d: &DurableSpec,
         writer: &Arc<StepWriter>,
         plan: Option<Option<PlanRecord>>,
+        models: Option<&Rebuilt>,
     ) -> Result<DurableRun, DeskError> {
         let sent_before = rows::sent(self.store.conn(), &self.key)?.good;
-        let mut config = spec.lab_config_for_loop(d)?;
+        let mut config = spec.lab_config_for_loop(d, models)?;
         if let Some(Some(p)) = &plan {
             config.decider = DeciderSpec::Fixed(p.executor());
         }
-        let mut lab = config.build(&self.env);
+        let env = models.map_or(&self.env, |m| &m.env);
+        let mut lab = config.build(env);
         with_outbox(&mut lab, sent_before.clone());
         let pending = rows::pending_of(self.store.conn(), Some(run_id), &self.key)?;
         if let Some(bad) = pending.bad.into_iter().next() {
@@ -305,10 +349,16 @@ impl Desk {
         let (run, ledger, trace) = match (latest, plan) {
             (_, Some(None)) => {
                 // plan: ask the planner; the checked plan is durable before it runs
-                let kind = if d.fake.is_empty() { "sensible" } else { d.fake.as_str() };
-                let kind: PlanFakeKind = kind.parse().map_err(store_err)?;
-                let mut planner = PlanFake::new(kind);
-                let out = plan_then_execute(&mut planner, &mut lab.agent, &d.goal, run_id).await.map_err(store_err)?;
+                let mut planner: Box<dyn LlmClient> = match models.and_then(|m| m.model.clone()) {
+                    Some(http) => Box::new(HttpClient::new(http)),
+                    None => {
+                        let kind = if d.fake.is_empty() { "sensible" } else { d.fake.as_str() };
+                        let kind: PlanFakeKind = kind.parse().map_err(store_err)?;
+                        Box::new(PlanFake::new(kind))
+                    }
+                };
+                let out =
+                    plan_then_execute(planner.as_mut(), &mut lab.agent, &d.goal, run_id).await.map_err(store_err)?;
                 match out.run {
                     Some(run) => (run, out.ledger, out.trace),
                     None => return self.plan_rejected(run_id, d, out).await,
@@ -410,6 +460,7 @@ impl Desk {
         spec: &RunSpec,
         d: &DurableSpec,
         writer: &Arc<StepWriter>,
+        models: Option<&Rebuilt>,
     ) -> Result<DurableRun, DeskError> {
         let design: Design = d.design.parse().map_err(store_err)?;
         let journal = steps_of(self.store.conn(), Some(run_id), &self.key)?;
@@ -421,18 +472,22 @@ impl Desk {
             writer: writer.clone(),
             expected: Mutex::new(Expected { checkpoints: checkpoints.into(), records: journal.good.into() }),
         };
+        // every field is set today; the update keeps a field added later at its default
+        #[allow(clippy::needless_update)]
         let cfg = DesignConfig {
             user: spec.user.clone(),
             task: if design == Design::Multi { None } else { Some(spec.task.clone()) },
             fake: if d.fake.is_empty() { "sensible".into() } else { d.fake.clone() },
-            roles: RoleSetup::fakes(d.roles),
+            model: models.and_then(|m| m.model.clone()),
+            roles: models.map_or_else(|| RoleSetup::fakes(d.roles), |m| m.roles.clone()),
             claims: d.claims,
             grants: spec.grants.clone(),
             run_id: run_id.to_string(),
             durable: Durable::to(Arc::new(replay)),
             ..DesignConfig::default()
         };
-        let outcome = run_design(design, &d.goal, &self.env, &cfg).await.map_err(|e| {
+        let env = models.map_or(&self.env, |m| &m.env);
+        let outcome = run_design(design, &d.goal, env, &cfg).await.map_err(|e| {
             let text = e.to_string();
             match text.split_once("diverged: ") {
                 Some((_, why)) => DeskError::Diverged { run_id: run_id.to_string(), detail: why.to_string() },
@@ -538,9 +593,20 @@ impl RunSpec {
 
     /// The lab of a loop design (single: the spec's model; fixed: the routing rules' plan;
     /// plan: replaced by the checked plan).
-    fn lab_config_for_loop(&self, d: &DurableSpec) -> Result<crate::lab::LabConfig, DeskError> {
-        match d.design.as_str() {
-            "single" => self.lab_config(),
+    fn lab_config_for_loop(
+        &self,
+        d: &DurableSpec,
+        models: Option<&Rebuilt>,
+    ) -> Result<crate::lab::LabConfig, DeskError> {
+        match (d.design.as_str(), models.and_then(|m| m.model.clone())) {
+            ("single", Some(http)) => Ok(crate::lab::LabConfig {
+                decider: DeciderSpec::Http(http),
+                user: self.user.clone(),
+                task: self.task.clone(),
+                grants: self.grants.clone(),
+                ..crate::lab::LabConfig::default()
+            }),
+            ("single", None) => self.lab_config(),
             _ => Ok(crate::lab::LabConfig {
                 decider: DeciderSpec::Fixed(FixedPlan::new(crate::design::route(
                     &d.goal,

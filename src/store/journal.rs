@@ -38,6 +38,8 @@ enum Row {
     Checkpoint { run_id: String, step: u32, status: &'static str, sealed: String, audit: Vec<(String, String)> },
     /// A design's record.
     Step { run_id: String, kind: &'static str, step: u32, body: String, sig: String },
+    /// A model exchange of a durable run (see `exchanges.rs`), signed.
+    Exchange(super::exchanges::ExchangeRow),
 }
 
 /// A step waiting for the writer, with where to say it is committed.
@@ -141,6 +143,17 @@ impl StepWriter {
     /// The writer's counters.
     pub fn stats(&self) -> &WriterStats {
         &self.stats
+    }
+
+    /// Commits a durable run's model exchange with the next batch; the future resolves
+    /// once it is committed.
+    pub(crate) fn keep_exchange(&self, row: super::exchanges::ExchangeRow) -> BoxFuture<'static, Result<(), String>> {
+        self.send(Ok(Row::Exchange(row)))
+    }
+
+    /// The key the writer signs with.
+    pub(crate) fn key(&self) -> &SigningKey {
+        &self.key
     }
 
     fn send(&self, row: Result<Row, String>) -> BoxFuture<'static, Result<(), String>> {
@@ -258,6 +271,7 @@ fn commit(store: &mut Store, jobs: &[Job], first: u64, last: u64) -> Result<(), 
                 }
             }
             Ok(Row::Step { run_id, kind, step, body, sig }) => push_step(&tx, run_id, kind, *step, body, sig)?,
+            Ok(Row::Exchange(row)) => super::exchanges::push_exchange(&tx, row)?,
             Err(_) => {}
         }
     }

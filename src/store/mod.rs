@@ -21,6 +21,8 @@
 pub(crate) mod check;
 pub(crate) mod desk;
 pub(crate) mod durable;
+pub(crate) mod durable_http;
+pub(crate) mod exchanges;
 pub(crate) mod journal;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -35,6 +37,8 @@ use crate::world::SentEmail;
 pub(crate) use check::{BadRow, RowCode, Rows};
 pub use desk::{Desk, DeskAction, DeskError, POLICYPAL_MODEL, RunSpec, SinkCheck};
 pub use durable::{Durability, DurableRun, DurableSpec, END_STEP, EndRecord, RunRow};
+pub use durable_http::{HttpSpec, RebuildError, RoleModel};
+pub use exchanges::EXCHANGE_DOMAIN;
 pub use journal::{STEP_DOMAIN, StepRecord, StepWriter, WriterStats};
 pub use rows::{OUTBOX_DOMAIN, PENDING_DOMAIN, REQUEST_DOMAIN};
 
@@ -80,14 +84,28 @@ CREATE TABLE IF NOT EXISTS decisions (request_id TEXT PRIMARY KEY, json TEXT NOT
 CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, step INTEGER NOT NULL,
     body TEXT NOT NULL, sig TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS exchanges (
+    run_id TEXT NOT NULL, key TEXT NOT NULL, occurrence INTEGER NOT NULL, repetition INTEGER NOT NULL,
+    answer TEXT NOT NULL, sig TEXT NOT NULL, PRIMARY KEY (run_id, key, occurrence));
 ";
 
 /// The tables [`SCHEMA`] creates, to tell a store that has them all from one that needs
 /// the schema transaction.
 /// `steps` (the durable journal of the designs) came after the issue-13 stores, which
 /// get it on their next open; the format tag stays `/2`.
-const TABLES: &[&str] =
-    &["meta", "runs", "checkpoints", "requests", "approval_audit", "gate_audit", "pending", "outbox", "steps"];
+/// `exchanges` (a durable run's model exchanges) came after `steps`, the same way.
+const TABLES: &[&str] = &[
+    "meta",
+    "runs",
+    "checkpoints",
+    "requests",
+    "approval_audit",
+    "gate_audit",
+    "pending",
+    "outbox",
+    "steps",
+    "exchanges",
+];
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]

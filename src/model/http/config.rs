@@ -333,6 +333,9 @@ pub struct Endpoint {
     pub connections: ConnectionLimit,
     /// Record answers to a directory, or replay them from one without a server.
     pub recording: Option<Recording>,
+    /// A durable run's exchange log: asked before the recording and the server, and
+    /// every new answer is made durable in it before it is used.
+    pub exchanges: Option<super::exchanges::Exchanges>,
 }
 
 /// The default per-attempt timeout.
@@ -373,6 +376,7 @@ impl Endpoint {
             max_tokens: DEFAULT_MAX_TOKENS,
             connections: ConnectionLimit::new(DEFAULT_MAX_CONNECTIONS)?,
             recording: None,
+            exchanges: None,
         })
     }
 

@@ -20,6 +20,9 @@
 //!   holds one, so a queue never times a call out; the run's deadline bounds the wait.
 //! - Record and replay ([`Recording`], `record`): a recorded exchange answers without the
 //!   server; a replay never contacts one.
+//! - A durable run's exchange log ([`Exchanges`], `exchanges`): asked first; an exchange
+//!   the run made already is answered from it, a new answer is durable in it before it is
+//!   read (`exchange_not_durable` otherwise).
 //! - Each attempt has a timeout; 429 and 5xx answers are retried a bounded number of
 //!   times with a doubling backoff or the server's `Retry-After` (seconds form; the
 //!   date form falls back to the backoff). The backoff sleeps through an injected
@@ -31,6 +34,7 @@
 //! - Every failure is a [`ModelError::Failed`] with an [`HttpCode`], never a panic.
 
 pub(crate) mod config;
+pub(crate) mod exchanges;
 pub(crate) mod record;
 pub(crate) mod wire;
 
@@ -48,6 +52,7 @@ use crate::BoxFuture;
 pub(crate) use config::ConfigError;
 pub use config::{ApiKey, ConnectionLimit, Endpoint, HttpConfig, HttpFlags, Jitter, RetryPolicy, Temperature};
 pub use config::{DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_TOKENS, MAX_CONNECTIONS, MAX_MAX_TOKENS, ToolChoice, ToolMode};
+pub use exchanges::{ExchangeLog, Exchanges};
 pub use record::{RecordMode, Recording};
 pub(crate) use wire::{FINISH_TOOL, Reading, proposal_of};
 
@@ -105,6 +110,9 @@ codes! {
         BadRecording = "bad_recording",
         /// `--cache`: an answer could not be written to the recording.
         RecordingFailed = "recording_failed",
+        /// A durable run: an answer could not be made durable in the store (or the run's
+        /// exchange log could not answer), so it was not used.
+        ExchangeNotDurable = "exchange_not_durable",
     }
 }
 
@@ -242,12 +250,28 @@ impl HttpClient {
     async fn call(&mut self, request: &LlmRequest, reading: Reading) -> Result<LlmResponse, HttpFailure> {
         let ep = self.config.endpoint.clone();
         let body = wire::request_body(&self.config.model, &ep, request)?;
+        // a durable run: an exchange it made already is answered from its log; a new
+        // answer is durable in the log before it is read
+        let durable = match &ep.exchanges {
+            Some(log) => {
+                let key = record::key_of(&body, self.config.repetition)?;
+                let not_durable = |why: String| HttpFailure::new(HttpCode::ExchangeNotDurable, why);
+                match log.log().recall(&key).map_err(not_durable)? {
+                    (_, Some(answer)) => return wire::read_reply_as(answer.as_bytes(), &self.config.model, reading),
+                    (occurrence, None) => Some((log.clone(), key, occurrence)),
+                }
+            }
+            None => None,
+        };
         // a recorded exchange answers without the server; a replay never asks it
         let recorded = match &ep.recording {
             Some(rec) => {
                 let key = record::key_of(&body, self.config.repetition)?;
                 match rec.load(&key)? {
-                    Some(answer) => return wire::read_reply_as(&answer, &self.config.model, reading),
+                    Some(answer) => {
+                        let answer = kept(durable.as_ref(), self.config.repetition, answer).await?;
+                        return wire::read_reply_as(&answer, &self.config.model, reading);
+                    }
                     None if rec.mode() == RecordMode::Replay => {
                         return Err(HttpFailure::new(
                             HttpCode::ReplayMiss,
@@ -294,6 +318,7 @@ impl HttpClient {
                     return Err(past_deadline("during the call"));
                 }
                 Attempt::Answer(bytes) => {
+                    let bytes = kept(durable.as_ref(), self.config.repetition, bytes).await?;
                     if let Some((rec, key)) = &recorded {
                         rec.store(key, self.config.repetition, &body, &bytes)?;
                     }
@@ -390,6 +415,23 @@ impl HttpClient {
         };
         result.map_err(ModelError::from)
     }
+}
+
+/// Makes `answer` durable in a durable run's exchange log (when the call has one) and
+/// returns the bytes to read: the very bytes kept, so a resumed run reads what this one
+/// read.
+async fn kept(
+    durable: Option<&(Exchanges, String, u32)>,
+    repetition: u32,
+    answer: Vec<u8>,
+) -> Result<Vec<u8>, HttpFailure> {
+    let Some((log, key, occurrence)) = durable else { return Ok(answer) };
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    log.log()
+        .keep(key, *occurrence, repetition, text.clone())
+        .await
+        .map_err(|why| HttpFailure::new(HttpCode::ExchangeNotDurable, why))?;
+    Ok(text.into_bytes())
 }
 
 enum Attempt {
