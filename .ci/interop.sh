@@ -4,7 +4,10 @@
 #   - fakellm (rules matched on the request: the model's part of every design, native
 #     and text), and a recording of a run replayed offline byte for byte;
 #   - llmock (scripted through its control API: every design, then a 429 with
-#     Retry-After, a hang, a reply cut at max_tokens and a withheld one).
+#     Retry-After, a hang, a reply cut at max_tokens and a withheld one);
+#   - durable runs on both: a three-role run on fakellm and a single run on llmock, held
+#     after a durable record and killed with SIGKILL, resume to the uninterrupted run's
+#     end, and llmock is asked no request twice.
 # Each case checks the exit code and the named outcome the binary printed; no case may
 # panic. The in-repo loopback tests (tests/http_*.rs) cover the same failures with exact
 # assertions; this script shows they hold against servers written by others.
@@ -198,6 +201,46 @@ if curl -s "http://127.0.0.1:$MOCK_PORT/_llmock/requests" | grep -q '"status": *
 else
   FAILED=$((FAILED + 1)); echo "FAIL the server saw no 429"
 fi
+# durable runs on a real model (before the hang below, whose request llmock logs only when
+# its 30 s delay ends): held after a durable record (the test hook), killed with
+# SIGKILL, resumed; the stored exchanges answer what the killed process asked already
+export ROLEGATE_SIGNING_KEY="interop signing key, not a real secret"
+killed() { # STORE K ARGS...: runs the binary held after durable record K, then kill -9
+  local store=$1 k=$2
+  shift 2
+  ROLEGATE_TEST_CRASH_AT="durable:hold_after_commit:$k" "$BIN" "$@" --store "$store" > /dev/null 2> "$WORK/held" &
+  local pid=$!
+  for _ in $(seq 1 100); do
+    if grep -q "rolegate-test: held" "$WORK/held"; then break; fi
+    sleep 0.1
+  done
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null || true
+}
+echo "-- durable runs, killed and resumed"
+case_ "durable three roles (fakellm), uninterrupted" 0 "multi done" -- run --design multi "$MULTI_GOAL" "${COMMON[@]}" --base-url "$FAKE" --store "$WORK/durable-plain.db"
+cp "$WORK/out" "$WORK/durable-plain"
+killed "$WORK/durable-multi.db" 6 run --design multi "$MULTI_GOAL" "${COMMON[@]}" --base-url "$FAKE"
+case_ "durable three roles (fakellm), interrupted" 0 "interrupted" -- runs list --store "$WORK/durable-multi.db"
+case_ "durable three roles (fakellm), resumed" 0 "multi done" -- resume run-1 --store "$WORK/durable-multi.db"
+if cmp -s "$WORK/out" "$WORK/durable-plain"; then
+  PASSED=$((PASSED + 1)); echo "ok   the resumed run printed the uninterrupted run byte for byte"
+else
+  FAILED=$((FAILED + 1)); echo "FAIL the resumed run differs"; diff "$WORK/durable-plain" "$WORK/out" | head -20
+fi
+requests() { curl -s "http://127.0.0.1:$MOCK_PORT/_llmock/requests" | "$VENV/bin/python" -c 'import json, sys; d = json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("requests", [])))'; }
+BEFORE=$(requests)
+scenario "[$(call get_ticket '{"ticket_id": "T-601"}'), $(call finish '{"answer": "T-601 is open.", "sources": ["o1"]}')]"
+# held once its first exchange (checkpoint 1, then the answer) is committed
+killed "$WORK/durable-single.db" 2 run "$GOAL" "${COMMON[@]}" --base-url "$MOCK"
+case_ "durable single (llmock), resumed" 0 "done done" -- resume run-1 --store "$WORK/durable-single.db"
+AFTER=$(requests)
+if [ $((AFTER - BEFORE)) = 2 ]; then
+  PASSED=$((PASSED + 1)); echo "ok   killed and resumed, the server was asked 2 requests: none twice"
+else
+  FAILED=$((FAILED + 1)); echo "FAIL the server was asked $((AFTER - BEFORE)) requests (wanted 2)"
+fi
+
 # a hang: the attempt's timeout ends it
 scenario '[{"type": "delay", "seconds": 30}]'
 case_ "hang" 1 "timeout" -- run "$GOAL" --model openai:mock-model --zero-price --retries 0 --timeout-secs 1 --base-url "$MOCK"
