@@ -277,11 +277,12 @@ pub(crate) fn carried<'a>(planted: &'a [Attack], text: &str) -> Option<&'a Attac
         return None;
     }
     let strings = strings_in(text);
-    let holds = |s: &str, payload: &str| match super::transforms::halves(payload) {
-        Some((first, second)) => s.contains(first) && s.contains(second),
-        None => s.contains(payload),
-    };
-    planted.iter().find(|a| holds(text, &a.text) || strings.iter().any(|s| holds(s, &a.text)))
+    let has = |part: &str| text.contains(part) || strings.iter().any(|s| s.contains(part));
+    // a split payload's halves may sit in two fields (two strings) of one read
+    planted.iter().find(|a| match super::transforms::halves(&a.text) {
+        Some((first, second)) => has(first) && has(second),
+        None => has(&a.text),
+    })
 }
 
 codes! {

@@ -382,6 +382,27 @@ mod tests {
     }
 
     #[test]
+    fn a_split_payload_is_planted_into_two_fields_and_found_in_the_read_even_json_escaped() {
+        use crate::lab::attacks::{bundled_attacks, carried, plant};
+        let all = bundled_attacks().unwrap();
+        // a04 holds a newline and a20 quotes: JSON-escaped in the read, whole in its strings
+        for id in ["a04", "a20", "a05"] {
+            let a = all.iter().find(|a| a.id == id).unwrap();
+            let v = Transform::Split.variant(a).unwrap();
+            let (first, second) = halves(&v.text).unwrap();
+            let w = plant(&crate::world::WorldData::bundled().unwrap(), &v, "T-601").unwrap();
+            assert!(w.tickets["T-601"].subject.ends_with(first) && w.tickets["T-601"].text.ends_with(second), "{id}");
+            let read = serde_json::to_string(&w.tickets["T-601"]).unwrap();
+            let planted = [v.clone()];
+            assert_eq!(carried(&planted, &read).map(|p| p.id.as_str()), Some(v.id.as_str()), "{id}");
+            // one half alone is not the payload
+            let mut only_first = w.tickets["T-601"].clone();
+            only_first.text = "nothing here".into();
+            assert!(carried(&planted, &serde_json::to_string(&only_first).unwrap()).is_none(), "{id}");
+        }
+    }
+
+    #[test]
     fn transform_lists_parse_strictly() {
         assert_eq!(parse_transforms("base64, rot13").unwrap(), vec![Transform::Base64, Transform::Rot13]);
         assert!(parse_transforms("base64,base64").is_err());
