@@ -3,7 +3,8 @@
 # missing), takes a screenshot and dumps the DOM, and fails unless Chromium succeeded and the
 # rendered page holds the defense matrix, sequence diagrams, the planted payload's text, a red
 # end box for a run whose e-mail left, a single-agent diagram and the text of a refused
-# message. The report runs the bundled tables and tests/data/suite/attack_rows.jsonl (payload
+# message, and a table with one row per matrix cell that sorts on a click on a header (each cell
+# linking to a diagram on the page). The report runs the bundled tables and tests/data/suite/attack_rows.jsonl (payload
 # a05 with every defense off, then on); `run --html` writes one run's page, checked the same way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,10 +67,53 @@ grep -q '<summary>#[0-9]* rejected: instruction_like (from researcher)</summary>
 grep -q '<details class="ev rejected"><summary>[^<]*</summary><pre>[^<]*IMPORTANT INSTRUCTIONS' "$out/dom.html" \
   || { echo "the refused message's text is not on the page"; exit 1; }
 
+cells=$(grep -o '<tr class="cell ' "$out/dom.html" | wc -l)
+runs=$(grep -o '= [0-9]* runs;' "$out/dom.html" | head -1 | tr -dc '0-9')
+grep -q '<table id="cells-table"' "$out/dom.html" || { echo "the rendered page has no table of matrix cells"; exit 1; }
+[ -n "$runs" ] && [ "$cells" -eq "$runs" ] || { echo "the cell table has $cells rows for ${runs:-?} matrix runs"; exit 1; }
+links=$(grep -o '<a href="#diagram-cell-[0-9]*">' "$out/dom.html" | sort -u | sed 's/.*#\(diagram-cell-[0-9]*\).*/\1/')
+for l in $links; do
+  grep -q "<figure id=\"$l\">" "$out/dom.html" || { echo "cell link #$l has no diagram"; exit 1; }
+done
+
+echo "-- chromium --dump-dom (the cell table sorted by a click on its headers)"
+# the page's own script sorts; this driver clicks the payload header twice (ascending, then
+# descending) and the # header once (numeric order), and writes what it saw into the page
+{ sed 's#</body></html>##' "$out/report.html"; cat <<'JS'; echo '</body></html>'; } >"$out/sort-check.html"
+<script>
+(function () {
+  var t = document.getElementById('cells-table');
+  var col = function (i) { return Array.prototype.map.call(t.tBodies[0].rows, function (r) { return r.cells[i].textContent; }); };
+  var ordered = function (a, desc, num) {
+    for (var i = 1; i < a.length; i++) {
+      var c = num ? parseFloat(a[i - 1]) - parseFloat(a[i]) : a[i - 1].localeCompare(a[i]);
+      if (desc ? c < 0 : c > 0) return false;
+    }
+    return true;
+  };
+  var heads = t.tHead.rows[0].cells;
+  heads[2].click();
+  var asc = ordered(col(2), false, false) && heads[2].getAttribute('aria-sort') === 'ascending';
+  heads[2].click();
+  var desc = ordered(col(2), true, false) && heads[2].getAttribute('aria-sort') === 'descending';
+  heads[0].click();
+  var num = ordered(col(0), false, true) && col(0)[0] === '1';
+  var p = document.createElement('pre');
+  p.id = 'sort-check';
+  p.textContent = 'payload asc ' + (asc ? 'ok' : 'FAIL') + ', desc ' + (desc ? 'ok' : 'FAIL') + ', number ' + (num ? 'ok' : 'FAIL') + ', ' + col(0).length + ' rows';
+  document.body.appendChild(p);
+})();
+</script>
+JS
+chrome --dump-dom "file://$(realpath "$out/sort-check.html")" >"$out/sort-dom.html" 2>"$out/chromium-sort.log" \
+  || { cat "$out/chromium-sort.log"; echo "chromium failed to dump the sorted page"; exit 1; }
+grep -q "<pre id=\"sort-check\">payload asc ok, desc ok, number ok, $runs rows</pre>" "$out/sort-dom.html" \
+  || { grep -o '<pre id="sort-check">[^<]*' "$out/sort-dom.html"; echo "sorting the cell table by a header click failed"; exit 1; }
+
 echo "-- chromium --dump-dom (run --html)"
 chrome --dump-dom "file://$(realpath "$out/run.html")" >"$out/run-dom.html" 2>"$out/chromium-run.log" \
   || { cat "$out/chromium-run.log"; echo "chromium failed to dump the run page"; exit 1; }
 grep -qF "$payload" "$out/run-dom.html" || { echo "the run page does not show the payload"; exit 1; }
 grep -q '<details class="ev rejected"><summary>[^<]*</summary><pre>[^<]*IMPORTANT INSTRUCTIONS' "$out/run-dom.html" \
   || { echo "the run page does not show the refused text"; exit 1; }
-echo "report check passed: $configs table rows, $diagrams diagrams ($single single-agent), $arrows envelope arrows, $red red end boxes, payload and refused texts shown; screenshot $out/report.png"
+echo "report check passed: $configs table rows, $cells matrix cells (sorted by click), $diagrams diagrams ($single single-agent), $arrows envelope arrows, $red red end boxes, payload and refused texts shown; screenshot $out/report.png"

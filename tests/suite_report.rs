@@ -35,12 +35,24 @@ fn the_report_is_self_contained_and_every_diagram_parses_as_xml() {
         .expect("the binary runs");
     assert_eq!(status.code(), Some(0));
     let html = std::fs::read_to_string(&out).unwrap();
-    for outside in ["http:", "https:", "src=", "<script", "<link", "url(", "@import", "<img", "<iframe"] {
+    for outside in
+        ["http:", "https:", "src=", "<link", "url(", "@import", "<img", "<iframe", "fetch(", "xmlhttprequest"]
+    {
         assert!(!html.to_ascii_lowercase().contains(outside), "the page must not hold {outside}");
     }
+    // the one script is the inline sort of the matrix cell table
+    assert_eq!(html.to_ascii_lowercase().matches("<script").count(), 1);
+    assert!(html.contains("<script>\n(function () {\n  var t = document.getElementById('cells-table');"));
     assert!(html.contains(r#"<table id="matrix-table""#));
     assert_eq!(html.matches(r#"<tr class="single">"#).count() + html.matches(r#"<tr class="multi">"#).count(), 24 + 7);
-    let all = svgs(&html);
+    // the matrix cells' diagrams come first, in their own section; each parses as XML
+    let (cells, rows) = html.split_at(html.find(r#"<section id="diagrams">"#).unwrap());
+    let cell_svgs = svgs(&cells[cells.find(r#"<section id="cell-diagrams">"#).unwrap()..]);
+    assert!(!cell_svgs.is_empty(), "the cell links have diagrams");
+    for svg in &cell_svgs {
+        roxmltree::Document::parse(svg).expect("a cell diagram is XML");
+    }
+    let all = svgs(rows);
     assert_eq!(all.len(), 7, "one diagram per row (u1 to u7), single-agent rows included");
     let diagrams: Vec<&str> = all.iter().copied().filter(|s| s.contains(">coordinator<")).collect();
     assert_eq!(diagrams.len(), 4, "the multi rows u4 to u7 have role lifelines");

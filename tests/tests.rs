@@ -52,10 +52,13 @@ mod multi_parsers;
 mod multi_table;
 
 mod report_attack;
+mod report_cells;
 mod run_usage;
 mod suite_checkers;
 mod suite_experiments;
 mod suite_matrix;
 mod suite_report;
+mod suite_reuse;
 mod suite_row_errors;
 mod suite_rows;
+mod suite_transforms;

@@ -138,7 +138,13 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
     let run = async {
         let shard = check_flags(a)?;
         let Models { decider, roles, env } = model_setup(a.model, a.role_models, a.model_args)?;
-        let spec = matrix_spec(a.tasks, a.attacks, Some(&env.world))?;
+        let mut spec = matrix_spec(a.tasks, a.attacks, Some(&env.world))?;
+        if let Some(list) = a.transforms {
+            let transforms = rolegate::lab::parse_transforms(list).map_err(|e| format!("--transforms: {e}"))?;
+            for note in rolegate::suite::add_variants(&mut spec, &env.world, &transforms) {
+                eprintln!("rolegate: note: {note}");
+            }
+        }
         let models = MatrixModels { single: if a.model.is_some() { decider } else { None }, roles };
         let any_model = models.single.is_some() || models.roles.is_some();
         let mut plan = MatrixPlan {

@@ -103,6 +103,11 @@ pub enum Command {
         /// --matrix: the benign tasks (default: the bundled data/benign_tasks.jsonl).
         #[arg(long, value_name = "FILE")]
         tasks: Option<std::path::PathBuf>,
+        /// --matrix: add after each payload its variants under these transforms
+        /// (comma-separated: base64, rot13, leetspeak, homoglyphs, zero_width, split), each
+        /// a payload of its own with the id `ID~NAME`.
+        #[arg(long, value_name = "LIST")]
+        transforms: Option<String>,
         /// Run each cell (matrix: task x payload x configuration; rows: row) N times;
         /// every rate is then printed with its 95% Wilson interval.
         #[arg(long, value_name = "N")]
@@ -376,6 +381,7 @@ pub fn main() -> ExitCode {
                 matrix,
                 attacks,
                 tasks,
+                transforms,
                 repeat,
                 out,
                 force,
@@ -390,6 +396,7 @@ pub fn main() -> ExitCode {
                     matrix,
                     attacks: attacks.as_deref(),
                     tasks: tasks.as_deref(),
+                    transforms: transforms.as_deref(),
                     repeat,
                     out: out.as_deref(),
                     force,

@@ -42,13 +42,16 @@ pub(crate) async fn run(args: ReportArgs) -> u8 {
             &ModelArgs::default(),
         )?;
         let env = loaded.env.clone();
+        let menv = loaded.menv.clone();
         let contexts: Vec<_> = loaded.rows.iter().map(rolegate::report::RunContext::of).collect();
         let opts = rolegate::report::ReportOptions { show_addresses: args.show_addresses };
         let spec = matrix_spec(args.tasks.as_deref(), args.attacks.as_deref(), None)?;
         let rows = results(loaded).await?;
         let matrix = run_matrix(&spec, &env).await.map_err(|e| e.to_string())?;
         let ok = rows.iter().all(|r| r.matches()) && matrix.holds();
-        Ok::<_, String>((rolegate::report::html(&rows, &contexts, &matrix, &opts), ok))
+        let cells =
+            rolegate::report::cells_section(&matrix, &spec, &env, &menv, &opts).await.map_err(|e| e.to_string())?;
+        Ok::<_, String>((rolegate::report::html_with(&rows, &contexts, &matrix, &opts, &cells), ok))
     };
     if let Err(e) = super::input::output_path(&args.out) {
         eprintln!("rolegate: {e}");

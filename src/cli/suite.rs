@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, ModelArgs, RoleModelArgs, out};
 use rolegate::agent::Env;
 use rolegate::eval::bundled_single;
-use rolegate::eval::{AnyRow, bundled_multi, parse_any_table_with};
+use rolegate::eval::{AnyRow, RowFiles, bundled_multi, parse_any_table_in};
 use rolegate::lab::{Attack, bundled_attacks, parse_catalog};
 use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::model::ModelSpec;
@@ -43,7 +43,9 @@ pub(crate) fn load(files: &[PathBuf], catalog: &[Attack]) -> Result<Vec<AnyRow>,
     for f in files {
         let name = f.display().to_string();
         let text = super::input::read_text(f, super::input::MAX_INPUT_BYTES)?;
-        rows.extend(parse_any_table_with(&text, &name, catalog).map_err(|e| e.to_string())?);
+        // `world_file` and `attacks_file` are found next to the rows file
+        let mut shared = RowFiles::in_dir(f.parent().unwrap_or(Path::new(".")));
+        rows.extend(parse_any_table_in(&text, &name, catalog, &mut shared).map_err(|e| e.to_string())?);
     }
     let mut seen = std::collections::BTreeSet::new();
     if let Some(dup) = rows.iter().find(|r| !seen.insert(r.id().to_string())) {
@@ -140,6 +142,7 @@ pub(crate) struct SuiteArgs<'a> {
     pub matrix: bool,
     pub attacks: Option<&'a Path>,
     pub tasks: Option<&'a Path>,
+    pub transforms: Option<&'a str>,
     pub repeat: Option<u32>,
     pub out: Option<&'a Path>,
     pub force: bool,
@@ -155,8 +158,8 @@ pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
     if a.matrix {
         return super::experiment::matrix(&a).await;
     }
-    if a.tasks.is_some() {
-        eprintln!("rolegate: --tasks is for --matrix");
+    if a.tasks.is_some() || a.transforms.is_some() {
+        eprintln!("rolegate: --tasks and --transforms are for --matrix");
         return EXIT_USAGE;
     }
     if a.repeat.is_some() || a.out.is_some() || a.shard.is_some() || a.force {

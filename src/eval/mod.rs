@@ -7,6 +7,7 @@ pub(crate) mod checklist;
 pub(crate) mod compare;
 pub(crate) mod grade;
 pub(crate) mod multi_scenarios;
+pub(crate) mod reuse;
 pub(crate) mod rows;
 pub(crate) mod scenarios;
 pub(crate) mod single_vs_multi;
@@ -20,9 +21,10 @@ pub use compare::{
 };
 pub use grade::{TraceSpec, grade};
 pub use multi_scenarios::{
-    AnyRow, BUNDLED_MULTI, MultiRow, bundled_multi, parse_any_table, parse_any_table_with, parse_multi_table,
-    run_multi, run_multi_with,
+    AnyRow, BUNDLED_MULTI, MultiRow, bundled_multi, parse_any_table, parse_any_table_in, parse_any_table_with,
+    parse_multi_table, run_multi, run_multi_with,
 };
+pub use reuse::{MAX_SHARED_FILE_BYTES, RowFiles};
 pub use rows::{ScopeWidth, Switch};
 pub use scenarios::{SingleRow, bundled_single, parse_single_row, parse_single_table, run_single, run_single_with};
 pub use single_vs_multi::compare;

@@ -242,14 +242,44 @@ pub fn parse_any_table(text: &str, file: &str) -> Result<Vec<AnyRow>, ScenarioEr
 /// # Errors
 /// Every bad row (file, line, field; a repeated id too), or a table without rows.
 pub fn parse_any_table_with(text: &str, file: &str, catalog: &[Attack]) -> Result<Vec<AnyRow>, ScenarioError> {
+    parse_any_table_in(text, file, catalog, &mut super::reuse::RowFiles::none())
+}
+
+/// [`parse_any_table_with`] for a table whose rows may name shared files (`world_file`,
+/// `attack.attacks_file`, read through `files`) and cross a row with a list of
+/// `defenses` (one row per entry, ids `ROW@LABEL`); see [`super::reuse`].
+///
+/// # Errors
+/// Every bad row (file, line, field; a repeated id too), or a table without rows.
+pub fn parse_any_table_in(
+    text: &str,
+    file: &str,
+    catalog: &[Attack],
+    files: &mut super::reuse::RowFiles,
+) -> Result<Vec<AnyRow>, ScenarioError> {
     let parse = |line: &str, n: usize| {
-        Ok(if is_multi(line, file, n)? {
-            AnyRow::Multi(parse_multi_row_with(line, file, n, catalog)?)
-        } else {
-            AnyRow::Single(parse_single_row_with(line, file, n, catalog)?)
-        })
+        let mut rows = Vec::new();
+        let mut base = String::new();
+        for one in super::reuse::expand(line, file, n, files)? {
+            let text = one.text.as_str();
+            let mut row = if is_multi(text, file, n).map_err(|e| one.rename(e))? {
+                AnyRow::Multi(parse_multi_row_with(text, file, n, catalog).map_err(|e| one.rename(e))?)
+            } else {
+                AnyRow::Single(parse_single_row_with(text, file, n, catalog).map_err(|e| one.rename(e))?)
+            };
+            base = row.id().to_string();
+            if let Some(id) = one.id {
+                match &mut row {
+                    AnyRow::Single(r) => r.id = id,
+                    AnyRow::Multi(r) => r.id = id,
+                }
+            }
+            rows.push(row);
+        }
+        Ok((base, rows))
     };
-    crate::lab::read_table(text, file, "rows", parse, AnyRow::id)
+    let lines = crate::lab::read_table(text, file, "rows", parse, |(base, _): &(String, Vec<AnyRow>)| base)?;
+    Ok(lines.into_iter().flat_map(|(_, rows)| rows).collect())
 }
 
 /// Parses a table that must hold only multi rows.
@@ -300,7 +330,7 @@ impl MultiRow {
 
     /// The run id used for this row.
     pub fn run_id(&self) -> String {
-        format!("run-{}", self.id.to_ascii_lowercase().replace('_', "-"))
+        super::reuse::run_id_of(&self.id)
     }
 }
 

@@ -278,7 +278,7 @@ impl SingleRow {
 
     /// The run id used for this row.
     pub fn run_id(&self) -> String {
-        format!("run-{}", self.id.to_ascii_lowercase().replace('_', "-"))
+        super::reuse::run_id_of(&self.id)
     }
 }
 

@@ -121,7 +121,9 @@ impl Attack {
     /// `(field, message)` of the first bad value.
     pub fn validate(&self, prefix: &str) -> Result<(), (String, String)> {
         let f = |name: &str| format!("{prefix}{name}");
-        if !valid_id(&self.id) {
+        // a transform's variant (`a03~base64`) keeps the id of the payload it was made from
+        let base = super::transforms::split_variant_id(&self.id).map_or(self.id.as_str(), |(base, _)| base);
+        if !valid_id(base) {
             return Err((f("id"), "must be 1 to 32 of letters, digits, - and _".into()));
         }
         if self.text.trim().is_empty() || self.text.chars().count() > MAX_PAYLOAD_CHARS {
@@ -156,7 +158,15 @@ pub(crate) fn parse_attack(text: &str, file: &str, line: usize) -> Result<Attack
 /// # Errors
 /// Every bad row (file, line, field; a repeated id too), or an empty catalog.
 pub fn parse_catalog(text: &str, file: &str) -> Result<Vec<Attack>, ScenarioError> {
-    super::read_table(text, file, "attacks", |line, n| parse_attack(line, file, n), |a: &Attack| &a.id)
+    // a line may add variants of its payload (`transforms`): one entry per line, flattened
+    let lines = super::read_table(
+        text,
+        file,
+        "attacks",
+        |line, n| super::transforms::parse_catalog_line(line, file, n),
+        |a: &Vec<Attack>| a.first().map_or("", |a| a.id.as_str()),
+    )?;
+    Ok(lines.into_iter().flatten().collect())
 }
 
 static BUNDLED: LazyLock<Result<Arc<[Attack]>, String>> =
@@ -218,15 +228,24 @@ pub(crate) fn plant_whole(world: &WorldData, attack: &Attack, into: &str, user: 
 /// [`PlantError::NoTarget`] when `into` names neither.
 pub(crate) fn plant(world: &WorldData, attack: &Attack, into: &str) -> Result<WorldData, PlantError> {
     let mut w = world.clone();
-    let text = if let Some(t) = w.tickets.get_mut(into) {
-        &mut t.text
+    let (head, text) = if let Some(t) = w.tickets.get_mut(into) {
+        (&mut t.subject, &mut t.text)
     } else if let Some(d) = w.documents.get_mut(into) {
-        &mut d.text
+        (&mut d.title, &mut d.text)
     } else {
         return Err(PlantError::NoTarget(into.to_string()));
     };
+    // a split payload: its first half into the subject (title), the second into the text
+    let tail = match super::transforms::halves(&attack.text) {
+        Some((first, second)) => {
+            head.push(' ');
+            head.push_str(first);
+            second
+        }
+        None => &attack.text,
+    };
     text.push(' ');
-    text.push_str(&attack.text);
+    text.push_str(tail);
     Ok(w)
 }
 
@@ -258,7 +277,12 @@ pub(crate) fn carried<'a>(planted: &'a [Attack], text: &str) -> Option<&'a Attac
         return None;
     }
     let strings = strings_in(text);
-    planted.iter().find(|a| text.contains(&a.text) || strings.iter().any(|s| s.contains(&a.text)))
+    let has = |part: &str| text.contains(part) || strings.iter().any(|s| s.contains(part));
+    // a split payload's halves may sit in two fields (two strings) of one read
+    planted.iter().find(|a| match super::transforms::halves(&a.text) {
+        Some((first, second)) => has(first) && has(second),
+        None => has(&a.text),
+    })
 }
 
 codes! {

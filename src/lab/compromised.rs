@@ -105,7 +105,9 @@ impl CompromisedResearcher {
         let proposal = sensible.propose(state);
         let relayed = obs.iter().filter(|o| o.ok).find_map(|o| carried(&self.planted, &o.text));
         match (self.mode, relayed) {
-            (ResearcherCompromise::Relay, Some(attack)) => relay(&proposal, &attack.text).unwrap_or(proposal),
+            (ResearcherCompromise::Relay, Some(attack)) => {
+                relay(&proposal, &attack.text.replace(super::transforms::SPLIT_MARK, " ")).unwrap_or(proposal)
+            }
             _ => proposal,
         }
     }

@@ -1,5 +1,5 @@
-//! The HTML report: one self-contained page (inline CSS and SVG, no script, no font, no
-//! image, no link to anywhere) with the defense matrix, every row's outcome and, for each
+//! The HTML report: one self-contained page (inline CSS and SVG, no font, no image, no
+//! link to anywhere; the only script sorts the matrix drill-down, [`super::cells`]) with the defense matrix, every row's outcome and, for each
 //! row, a sequence diagram of its run ([`sequence_svg`], built by [`diagram`]).
 //!
 //! Above each diagram: the row's goal and, for an attacked row, the planted payload's text
@@ -545,6 +545,7 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0; font-size: 1
 details.ev { border: 1px solid #e5e7eb; margin: 2px 0; padding: 2px 8px; font-size: 13px; } details.ev.rejected, details.ev.refused { border-color: #fca5a5; background: #fef2f2; }
 details.ev.effect { border-color: #b91c1c; background: #fee2e2; } details.ev.carrier { border-color: #d8b4fe; background: #faf5ff; }
 svg .endtext { font-size: 12px; text-anchor: middle; fill: #111827; }
+table.cells th { cursor: pointer; } table.cells th[aria-sort=ascending]::after { content: " \25B2"; } table.cells th[aria-sort=descending]::after { content: " \25BC"; }
 "#;
 
 fn count_cell(svg: &mut String, c: &crate::suite::matrix::Count, class: &str) {
@@ -611,6 +612,18 @@ fn rows_table(h: &mut String, rows: &[RowResult]) {
 /// The whole page. `contexts` holds each row's goal and payload, in the order of `rows`
 /// (a row without one gets an empty context).
 pub fn html(rows: &[RowResult], contexts: &[RunContext], matrix: &Matrix, opts: &ReportOptions) -> String {
+    html_with(rows, contexts, matrix, opts, "")
+}
+
+/// [`html`] with `cells` (the matrix drill-down, [`super::cells_section`]) after the
+/// matrix.
+pub fn html_with(
+    rows: &[RowResult],
+    contexts: &[RunContext],
+    matrix: &Matrix,
+    opts: &ReportOptions,
+    cells: &str,
+) -> String {
     let matching = rows.iter().filter(|r| r.matches()).count();
     let broken = matrix.figures.iter().filter(|f| !f.holds).count();
     let mut h = String::with_capacity(64 * 1024);
@@ -633,6 +646,7 @@ pub fn html(rows: &[RowResult], contexts: &[RunContext], matrix: &Matrix, opts: 
     h.push_str(r#"<section id="matrix"><h2>Defense matrix</h2><p class="lead">Every benign task, as it is and with each catalog payload planted into it, under each configuration. Utility: runs done that called every tool the task needs. Attack success: attacked runs whose effect executed (an e-mail left the outbox). Attempted: attacked runs whose effect was proposed or carried on and refused or held by code. The models are compromised fakes that obey every payload they read: the figures show what the controls do with a model that is fully taken over, not how susceptible a real model is.</p>"#);
     matrix_table(&mut h, matrix);
     h.push_str("</section>");
+    h.push_str(cells);
     h.push_str(r#"<section id="diagrams"><h2>Runs</h2>"#);
     h.push_str(LEGEND);
     let empty = RunContext::default();
