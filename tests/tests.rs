@@ -51,6 +51,7 @@ mod multi_parsers;
 mod multi_table;
 
 mod report_attack;
+mod results_tables;
 mod run_usage;
 mod suite_checkers;
 mod suite_experiments;
