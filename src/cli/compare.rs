@@ -69,7 +69,11 @@ pub(crate) async fn compare(
             }
         },
         OutputFormat::Json => {
-            let doc = serde_json::json!({ "table": table, "sections": report });
+            // the sections' keys as before, the experiment table beside them
+            let mut doc = serde_json::to_value(&report).unwrap_or_default();
+            if let Some(map) = doc.as_object_mut() {
+                map.insert("table".into(), serde_json::to_value(&table).unwrap_or_default());
+            }
             out(&serde_json::to_string_pretty(&doc).unwrap_or_default());
         }
         _ => {
