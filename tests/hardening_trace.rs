@@ -141,9 +141,14 @@ fn trace_json_on_run_and_suite_writes_the_file_and_prints_the_same() {
     assert_eq!(plain.stdout, traced.stdout, "the export changes nothing that is printed");
     let records = read_records(&file);
     let printed = String::from_utf8(plain.stdout).unwrap();
-    // every printed trace line has its record; the usage and answer lines and the closing
-    // summary are not trace lines
-    let trace_lines = printed.lines().filter(|l| !l.starts_with("usage ") && !l.starts_with("answer ")).count() - 1;
+    // every printed trace line has its record; the header row and legend, the usage and
+    // answer lines and the closing summary are not trace lines
+    let trace_lines = printed
+        .lines()
+        .filter(|l| *l != rolegate::design::TRACE_HEADER && *l != rolegate::design::TRACE_LEGEND)
+        .filter(|l| !l.starts_with("usage ") && !l.starts_with("answer "))
+        .count()
+        - 1;
     assert_eq!(records.len(), trace_lines, "{printed}");
     assert!(printed.contains("\nusage    agent: calls "), "{printed}");
     assert!(records.iter().all(|r| r.run_id == "run-1"));

@@ -53,6 +53,7 @@ mod multi_table;
 
 mod report_attack;
 mod report_cells;
+mod results_tables;
 mod run_usage;
 mod suite_checkers;
 mod suite_experiments;

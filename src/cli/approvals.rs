@@ -7,6 +7,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::desk::{ListFormat, StoreArg, open_existing, request_line};
+use super::format::OutputFormat;
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
 use rolegate::human::{ApproverKey, DecisionCode, IdentityCode, IdentityError};
 use rolegate::store::{DeskAction, DeskError};
@@ -17,8 +18,8 @@ pub enum ApprovalsCommand {
     /// List every request (expired ones are marked as such first).
     List {
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-        format: ListFormat,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
         /// The store.
         #[command(flatten)]
         store: StoreArg,
@@ -167,7 +168,14 @@ enum Who {
     Name(String),
 }
 
-fn list(path: &std::path::Path, format: ListFormat) -> u8 {
+fn list(path: &std::path::Path, format: OutputFormat) -> u8 {
+    let format = match ListFormat::take("approvals list", format) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let listing = match open_existing(path).and_then(|mut d| d.listing().map_err(|e| e.to_string())) {
         Ok(l) => l,
         Err(e) => {

@@ -8,6 +8,7 @@ use clap::Subcommand;
 use std::path::PathBuf;
 
 use super::desk::{ListFormat, StoreArg, open, open_existing};
+use super::format::OutputFormat;
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
 use rolegate::human::{Approver, ApproverKey};
 use rolegate::store::DeskError;
@@ -29,8 +30,8 @@ pub enum ApproversCommand {
     /// List the registered approvers and their key fingerprints.
     List {
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-        format: ListFormat,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
         /// The store.
         #[command(flatten)]
         store: StoreArg,
@@ -82,7 +83,14 @@ fn add(name: &str, key_out: &std::path::Path, store: &StoreArg) -> u8 {
     }
 }
 
-fn list(store: &StoreArg, format: ListFormat) -> u8 {
+fn list(store: &StoreArg, format: OutputFormat) -> u8 {
+    let format = match ListFormat::take("approvers list", format) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let rows = match open_existing(&store.path).and_then(|d| d.approvers().map_err(|e| e.to_string())) {
         Ok(r) => r,
         Err(e) => {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::format::OutputFormat;
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, ReportFormat, out};
 use rolegate::agent::Env;
 use rolegate::eval::{BenchOptions, BenchReport, Peers, bench, ratios};
@@ -37,8 +38,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub floor_bytes: Option<f64>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
-    pub format: ReportFormat,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
     /// Measure the HTTP model client instead, against loopback servers this command
     /// starts: the overhead per call, and the throughput through --connections.
     #[arg(long)]
@@ -139,7 +140,7 @@ async fn durable(args: &BenchArgs, env: Arc<MultiEnv>) -> u8 {
         let _ = std::fs::remove_file(p);
     }
     let ratio = args.langgraph_durable.map(|lg| conc.runs_per_sec() / lg);
-    match args.format {
+    match ReportFormat::of(args.format) {
         ReportFormat::Table => {
             out(
                 "durable three-role runs of m01 (every step committed before the next; SQLite WAL, synchronous=FULL, group commit):",
@@ -276,6 +277,10 @@ fn json(report: &BenchReport, peers: &Peers) -> String {
 
 /// Runs the bench and prints it; exit 1 when a target is missed.
 pub(crate) async fn run(args: BenchArgs) -> u8 {
+    if let Err(e) = super::format::takes("bench", args.format, &super::format::LISTING) {
+        eprintln!("rolegate: {e}");
+        return EXIT_USAGE;
+    }
     if args.http {
         return super::bench_http::run(args.http_runs, args.connections, args.answer_ms, args.calls_per_connection)
             .await;
@@ -314,7 +319,7 @@ pub(crate) async fn run(args: BenchArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
-    match args.format {
+    match ReportFormat::of(args.format) {
         ReportFormat::Table => {
             for l in table(&report, &peers) {
                 out(&l);

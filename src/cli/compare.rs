@@ -1,23 +1,14 @@
 //! `rolegate compare`: designs side by side on the bundled tasks, on fakes or with
 //! `--model openai:NAME` for the model-driven designs.
 
-use clap::ValueEnum;
-
+use super::format::{COMPARE, OutputFormat, takes};
 use super::{EXIT_OK, EXIT_USAGE, ModelArgs, RoleModelArgs, out};
 use rolegate::agent::Env;
 use rolegate::design::{bundled_tasks, parse_tasks};
 use rolegate::eval::{CompareModels, compare_report_with};
 use rolegate::model::{FakeKind, ModelSpec};
 use rolegate::multi::Behaviours;
-
-/// Output formats of `compare`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    /// Aligned text, one section after another.
-    Table,
-    /// One JSON document.
-    Json,
-}
+use rolegate::suite::ExperimentTable;
 
 /// The models of the comparison and the environment priced for them: `--model` must be
 /// `openai:NAME` (or the default `fake:sensible`, which keeps every fake).
@@ -34,12 +25,16 @@ fn models(model: Option<&str>, roles: &RoleModelArgs, args: &ModelArgs) -> Resul
 
 /// Runs every comparison and prints it.
 pub(crate) async fn compare(
-    format: CompareFormat,
+    format: OutputFormat,
     model: Option<&str>,
     roles: &RoleModelArgs,
     args: &ModelArgs,
     tasks: Option<&std::path::Path>,
 ) -> u8 {
+    if let Err(e) = takes("compare", format, &COMPARE) {
+        eprintln!("rolegate: {e}");
+        return EXIT_USAGE;
+    }
     let report = async {
         let (models, env) = models(model, roles, args)?;
         let tasks = match tasks {
@@ -62,16 +57,38 @@ pub(crate) async fn compare(
             return EXIT_USAGE;
         }
     };
+    let table = ExperimentTable::of_designs(&report.designs, model.unwrap_or("fakes"));
     match format {
-        CompareFormat::Table => {
-            for line in report.table_lines() {
+        OutputFormat::Csv => match table.csv() {
+            Ok(text) => {
+                let _ = out(text.trim_end());
+            }
+            Err(e) => {
+                eprintln!("rolegate: {e}");
+                return EXIT_USAGE;
+            }
+        },
+        OutputFormat::Json => {
+            // the sections' keys as before, the experiment table beside them
+            let mut doc = serde_json::to_value(&report).unwrap_or_default();
+            if let Some(map) = doc.as_object_mut() {
+                map.insert("table".into(), serde_json::to_value(&table).unwrap_or_default());
+            }
+            out(&serde_json::to_string_pretty(&doc).unwrap_or_default());
+        }
+        _ => {
+            let mut lines = vec![format!(
+                "== experiment table: each design over the tasks of the designs group ({} tasks)",
+                report.designs.len() / table.rows.len().max(1)
+            )];
+            lines.extend(table.table_lines());
+            lines.push(String::new());
+            lines.extend(report.table_lines());
+            for line in lines {
                 if !out(&line) {
                     break;
                 }
             }
-        }
-        CompareFormat::Json => {
-            out(&serde_json::to_string_pretty(&report).unwrap_or_default());
         }
     }
     EXIT_OK

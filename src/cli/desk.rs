@@ -1,7 +1,9 @@
 //! What the store-backed subcommands share: the `--store` option, the list format and
 //! opening the approval desk (store file, signing key from the environment, system clock).
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+
+use super::format::OutputFormat;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,13 +21,22 @@ pub struct StoreArg {
     pub path: PathBuf,
 }
 
-/// Output formats of the listing commands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// Output formats of the listing commands: `--format table` or `json` of the shared
+/// vocabulary ([`OutputFormat`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ListFormat {
     /// Aligned text, one line per item.
     Table,
     /// One JSON array.
     Json,
+}
+
+impl ListFormat {
+    /// The listing format of `given`, or the error naming the formats `command` takes.
+    pub(crate) fn take(command: &str, given: OutputFormat) -> Result<Self, String> {
+        super::format::takes(command, given, &super::format::LISTING)?;
+        Ok(if given == OutputFormat::Json { Self::Json } else { Self::Table })
+    }
 }
 
 /// Opens the desk over `path` with the key from `ROLEGATE_SIGNING_KEY` (or the file named

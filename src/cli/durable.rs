@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::desk::{ListFormat, StoreArg, open, open_existing, request_line};
+use super::format::OutputFormat;
 use super::{EXIT_USAGE, out};
 use rolegate::human::SigningKey;
 use rolegate::store::{Durability, DurableRun, RunSpec, StepWriter};
@@ -38,8 +39,8 @@ pub enum RunsCommand {
     /// it) and how many durable steps it holds.
     List {
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-        format: ListFormat,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
         /// The store.
         #[command(flatten)]
         store: StoreArg,
@@ -132,6 +133,13 @@ pub(crate) async fn resume(run_id: &str, store: &StoreArg) -> u8 {
 /// `rolegate runs list`.
 pub(crate) fn runs(command: &RunsCommand) -> u8 {
     let RunsCommand::List { format, store } = command;
+    let format = match ListFormat::take("runs list", *format) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let rows = match open_existing(&store.path).and_then(|d| d.runs().map_err(|e| e.to_string())) {
         Ok(r) => r,
         Err(e) => {

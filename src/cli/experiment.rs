@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::suite::{Models, SuiteArgs, matrix_spec, model_setup};
-use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, out};
+use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, OutputFormat, out};
 use rolegate::eval::AnyRow;
 use rolegate::lab::DeciderSpec;
 use rolegate::multi::MultiEnv;
 use rolegate::multi::RoleSetup;
 use rolegate::report::junit;
 use rolegate::suite::{
-    ExperimentConfig, MAX_CELLS, MAX_REPEAT, Matrix, MatrixModels, MatrixPlan, RESULTS_VERSION, ResultsFile,
-    ResultsHeader, RowsPlan, Shard, StoredRow, matrix_experiment, rows_experiment, run_matrix_plan, run_rows_plan,
-    sha256_hex, wilson,
+    ExperimentConfig, ExperimentTable, MAX_CELLS, MAX_REPEAT, Matrix, MatrixModels, MatrixPlan, RESULTS_VERSION,
+    ResultsFile, ResultsHeader, RowsPlan, Shard, StoredRow, matrix_experiment, rows_experiment, run_matrix_plan,
+    run_rows_plan, sha256_hex, wilson,
 };
 
 /// The crash-test variable (as the store's): `cell:N` aborts the process right after the
@@ -179,19 +179,31 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
 }
 
 /// Prints the matrix; the exit code says whether every configuration that must hold did.
-pub(crate) fn print_matrix(m: &Matrix, format: Format, repeat: u32, shard: Option<Shard>) -> u8 {
+pub(crate) fn print_matrix(m: &Matrix, format: OutputFormat, repeat: u32, shard: Option<Shard>) -> u8 {
     match format {
-        Format::Junit => {
+        OutputFormat::Junit => {
             let _ = out(junit::matrix(m).trim_end());
         }
-        Format::Jsonl => {
-            for f in &m.figures {
-                if !out(&serde_json::to_string(f).unwrap_or_default()) {
+        OutputFormat::Jsonl => {
+            for l in m.json_lines() {
+                if !out(&l) {
                     break;
                 }
             }
         }
-        Format::Table => {
+        OutputFormat::Json => {
+            out(&serde_json::to_string_pretty(&m.document()).unwrap_or_default());
+        }
+        OutputFormat::Csv => match ExperimentTable::of_matrix(m).csv() {
+            Ok(text) => {
+                let _ = out(text.trim_end());
+            }
+            Err(e) => {
+                eprintln!("rolegate: {e}");
+                return EXIT_USAGE;
+            }
+        },
+        OutputFormat::Table => {
             for l in m.table_lines() {
                 if !out(&l) {
                     break;
@@ -217,8 +229,10 @@ pub(crate) fn print_matrix(m: &Matrix, format: Format, repeat: u32, shard: Optio
 /// `suite` with `--repeat`, `--out`, `--force` or `--shard`: each row × repetition is a
 /// cell.
 pub(crate) async fn rows(a: &SuiteArgs<'_>) -> u8 {
-    if a.format == Format::Junit {
-        eprintln!("rolegate: --format junit is not available with --repeat, --out or --shard; use table or jsonl");
+    if a.format == OutputFormat::Junit {
+        eprintln!(
+            "rolegate: suite with --repeat, --out or --shard takes --format table, json, jsonl or csv, not junit"
+        );
         return EXIT_USAGE;
     }
     let run = async {
@@ -268,16 +282,63 @@ fn rows_hash(rows: &[AnyRow]) -> String {
     sha256_hex(text.join("\n").as_bytes())
 }
 
-/// Prints the rows' cells in order; the exit code says whether every one matched.
-pub(crate) fn print_rows(rows: &[(String, StoredRow)], format: Format, intervals: bool) -> u8 {
+/// What the fields of the rows' table lines say.
+pub(crate) const ROWS_LEGEND: [&str; 4] = [
+    "legend: single rows: ID STATUS REASON, calls= tool calls sent to the gate, emails= e-mails that left the outbox,",
+    "  attack= the planted payload's verdict (executed, refused: proposed or carried on and stopped by code, ignored);",
+    "  multi rows: ID REASON, msgs= accepted messages, rejected=[codes of refused messages], denied=[role:tool:code of refused tool calls];",
+    "  matches: every expectation of the row held; MISMATCH: what differed",
+];
+
+/// Prints the rows' cells in order; the exit code says whether every one matched. `json`
+/// is one document, `csv` one record per row; JUnit is the caller's.
+pub(crate) fn print_rows(rows: &[(String, StoredRow)], format: OutputFormat, intervals: bool) -> u8 {
     let matching = rows.iter().filter(|(_, r)| r.matches).count();
+    let exit = if matching == rows.len() { EXIT_OK } else { EXIT_MISMATCH };
+    match format {
+        OutputFormat::Json => {
+            let parsed: Vec<serde_json::Value> =
+                rows.iter().map(|(_, r)| serde_json::from_str(&r.json_line).unwrap_or_default()).collect();
+            let doc = serde_json::json!({ "rows": parsed, "matching": matching, "of": rows.len() });
+            out(&serde_json::to_string_pretty(&doc).unwrap_or_default());
+            return exit;
+        }
+        OutputFormat::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            let mut ok = w.write_record(["id", "design", "matches", "emails", "mismatches"]).is_ok();
+            for (_, r) in rows {
+                let rec = [
+                    r.id.clone(),
+                    r.table.clone(),
+                    r.matches.to_string(),
+                    r.emails.to_string(),
+                    r.mismatches.join("; "),
+                ];
+                ok &= w.write_record(&rec).is_ok();
+            }
+            match w.into_inner() {
+                Ok(bytes) if ok => {
+                    let _ = out(String::from_utf8_lossy(&bytes).trim_end());
+                }
+                _ => {
+                    eprintln!("rolegate: the CSV could not be written");
+                    return EXIT_USAGE;
+                }
+            }
+            return exit;
+        }
+        _ => {}
+    }
     for (_, r) in rows {
-        let line = if format == Format::Jsonl { &r.json_line } else { &r.table_line };
+        let line = if format == OutputFormat::Jsonl { &r.json_line } else { &r.table_line };
         if !out(line) {
             break;
         }
     }
-    if format == Format::Table {
+    if format == OutputFormat::Table {
+        for l in ROWS_LEGEND {
+            out(l);
+        }
         let emails: usize = rows.iter().map(|(_, r)| r.emails).sum();
         let n = rows.len();
         let line = if intervals {
@@ -291,5 +352,5 @@ pub(crate) fn print_rows(rows: &[(String, StoredRow)], format: Format, intervals
         };
         out(&line);
     }
-    if matching == rows.len() { EXIT_OK } else { EXIT_MISMATCH }
+    exit
 }

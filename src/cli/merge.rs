@@ -7,7 +7,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 use super::experiment::{MAX_RESULTS_BYTES, print_matrix, print_rows};
-use super::{EXIT_USAGE, Format};
+use super::{EXIT_USAGE, OutputFormat};
 use rolegate::suite::{matrix_of_cells, merge, rows_of_cells};
 
 /// The arguments of `merge`.
@@ -17,8 +17,8 @@ pub struct MergeArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
 }
 
 /// Merges and prints; the exit code is the one run's (0, or 1 when a row did not match or
@@ -32,8 +32,8 @@ pub(crate) fn run(args: &MergeArgs) -> u8 {
         }
     };
     if config.kind == "suite" {
-        if args.format == Format::Junit {
-            eprintln!("rolegate: --format junit is not available for scenario rows' results; use table or jsonl");
+        if args.format == OutputFormat::Junit {
+            eprintln!("rolegate: merge of scenario rows' results takes --format table, json, jsonl or csv, not junit");
             return EXIT_USAGE;
         }
         return match rows_of_cells(&config, &cells) {

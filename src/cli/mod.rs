@@ -14,6 +14,7 @@ mod desk;
 mod durable;
 mod durable_http;
 mod experiment;
+mod format;
 mod input;
 mod merge;
 mod model_args;
@@ -28,12 +29,12 @@ mod suite;
 
 pub use approvals::ApprovalsCommand;
 pub use approvers::ApproversCommand;
-pub use desk::{ListFormat, StoreArg};
+pub use desk::StoreArg;
 pub use durable::{DurabilityArg, RunsCommand};
 pub use model_args::{ModelArgs, RoleModelArgs};
 pub use store_check::StoreCommand;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -50,24 +51,23 @@ pub struct Cli {
     pub trace_json: Option<std::path::PathBuf>,
 }
 
-/// Output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned text, one line per row.
-    Table,
-    /// One JSON object per line.
-    Jsonl,
-    /// A JUnit XML document (one test case per row or configuration).
-    Junit,
-}
+pub use format::OutputFormat;
 
-/// Formats of a single report (`bench`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// Formats of a single report (`bench`): `table` or `json` of the shared vocabulary
+/// ([`OutputFormat`]; `bench` refuses the others before it runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReportFormat {
     /// Aligned text.
     Table,
     /// One JSON object.
     Json,
+}
+
+impl ReportFormat {
+    /// `json` for [`OutputFormat::Json`], `table` otherwise (the caller checked the value).
+    pub(crate) fn of(f: OutputFormat) -> Self {
+        if f == OutputFormat::Json { Self::Json } else { Self::Table }
+    }
 }
 
 /// The subcommands.
@@ -78,8 +78,8 @@ pub enum Command {
         /// Scenario files (JSON Lines).
         files: Vec<std::path::PathBuf>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
         /// Run every row with this model instead of the row's fake: `fake:KIND` or
         /// `openai:NAME`. An openai: model also replaces the role behaviours of the
         /// multi rows (every role asks it); a fake: kind leaves those on their behaviours.
@@ -260,8 +260,8 @@ pub enum Command {
     /// The e-mails really sent, from the store.
     Outbox {
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-        format: ListFormat,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
         /// The store.
         #[command(flatten)]
         store: StoreArg,
@@ -275,8 +275,8 @@ pub enum Command {
     /// Designs side by side on the same tasks.
     Compare {
         /// Output format.
-        #[arg(long, value_enum, default_value_t = compare::CompareFormat::Table)]
-        format: compare::CompareFormat,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
         /// Run the model-driven designs (single agent, plan's planner, ReAct, PolicyPal and
         /// every role) with `openai:NAME` instead of their fakes; the plan checks and the
         /// guard rows keep their fakes.

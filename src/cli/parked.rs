@@ -19,9 +19,11 @@ pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &st
             let run = &started.run;
             let filed = started.request.as_ref().map_or(String::new(), |r| format!(", request {} filed", r.id));
             super::committed(format!("{} stored{filed}", run.state.run_id()));
+            out(rolegate::design::TRACE_HEADER);
             for l in run.trace().lines() {
                 out(&l);
             }
+            out(rolegate::design::TRACE_LEGEND);
             out(&rolegate::design::usage_line("agent", &run.ledger().summary()));
             if let Some(a) = run.state.answer() {
                 out(&rolegate::design::answer_line(a));

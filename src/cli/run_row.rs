@@ -210,7 +210,9 @@ pub fn lines(result: &RowResult) -> Vec<String> {
     match result {
         RowResult::Single(o) => {
             if let Some(t) = &o.trace {
+                lines.push(rolegate::design::TRACE_HEADER.to_string());
                 lines.extend(t.lines());
+                lines.push(rolegate::design::TRACE_LEGEND.to_string());
             }
             lines.push(rolegate::design::usage_line("agent", &o.usage));
             if let Some(a) = &o.answer {

@@ -5,6 +5,7 @@
 use clap::Subcommand;
 
 use super::desk::{ListFormat, StoreArg, open_existing};
+use super::format::OutputFormat;
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, out};
 
 /// What to do with the store file.
@@ -13,8 +14,8 @@ pub enum StoreCommand {
     /// List every row set aside (bad signature, another key, does not read back).
     Check {
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-        format: ListFormat,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
         /// The store.
         #[command(flatten)]
         store: StoreArg,
@@ -24,6 +25,13 @@ pub enum StoreCommand {
 /// Runs a store subcommand.
 pub(crate) fn store(command: &StoreCommand) -> u8 {
     let StoreCommand::Check { format, store } = command;
+    let format = match ListFormat::take("store check", *format) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let bad = match open_existing(&store.path).and_then(|d| d.check().map_err(|e| e.to_string())) {
         Ok(b) => b,
         Err(e) => {

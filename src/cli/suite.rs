@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, Format, ModelArgs, RoleModelArgs, out};
+use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, ModelArgs, OutputFormat, RoleModelArgs, out};
 use rolegate::agent::Env;
 use rolegate::eval::bundled_single;
 use rolegate::eval::{AnyRow, RowFiles, bundled_multi, parse_any_table_in};
@@ -14,7 +14,7 @@ use rolegate::model::ModelSpec;
 use rolegate::multi::{Behaviours, MultiEnv, RoleSetup};
 use rolegate::report::junit;
 use rolegate::suite::{MatrixSpec, bundled_benign_tasks, parse_benign_tasks, parse_benign_tasks_in};
-use rolegate::suite::{RowResult, run_rows};
+use rolegate::suite::{RowResult, StoredRow, run_rows};
 use rolegate::world::WorldData;
 
 /// The catalog: `file`, or the bundled one.
@@ -135,7 +135,7 @@ pub(crate) async fn results(loaded: Loaded) -> Result<Vec<RowResult>, String> {
 /// What `suite` was asked for.
 pub(crate) struct SuiteArgs<'a> {
     pub files: &'a [PathBuf],
-    pub format: Format,
+    pub format: OutputFormat,
     pub model: Option<&'a str>,
     pub model_args: &'a ModelArgs,
     pub role_models: &'a RoleModelArgs,
@@ -180,27 +180,12 @@ pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
         }
     };
     let matching = results.iter().filter(|r| r.matches()).count();
-    match a.format {
-        Format::Junit => {
-            let _ = out(junit::rows(&results).trim_end());
-        }
-        Format::Table | Format::Jsonl => {
-            for r in &results {
-                let line = if a.format == Format::Table { r.table_line() } else { r.json_line() };
-                if !out(&line) {
-                    break;
-                }
-            }
-            if a.format == Format::Table {
-                let emails: usize = results.iter().map(RowResult::emails).sum();
-                out(&format!(
-                    "{matching} of {} rows match their expectation; e-mails sent in all rows: {emails}",
-                    results.len()
-                ));
-            }
-        }
+    if a.format == OutputFormat::Junit {
+        let _ = out(junit::rows(&results).trim_end());
+        return if matching == results.len() { EXIT_OK } else { EXIT_MISMATCH };
     }
-    if matching == results.len() { EXIT_OK } else { EXIT_MISMATCH }
+    let rows: Vec<(String, StoredRow)> = results.iter().map(|r| (r.id().to_string(), StoredRow::of(r))).collect();
+    super::experiment::print_rows(&rows, a.format, false)
 }
 
 /// Runs one goal and prints the trace and the outcome.
@@ -225,9 +210,11 @@ pub(crate) async fn run_one(
     let mut lab = cfg.build(&env);
     match lab.agent.run(goal, "run-1").await {
         Ok(run) => {
+            out(rolegate::design::TRACE_HEADER);
             for l in run.trace().lines() {
                 out(&l);
             }
+            out(rolegate::design::TRACE_LEGEND);
             out(&rolegate::design::usage_line("agent", &run.ledger().summary()));
             if let Some(a) = run.state.answer() {
                 out(&rolegate::design::answer_line(a));

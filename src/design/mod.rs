@@ -15,6 +15,7 @@
 //!
 //! [`FixedPlan`]: crate::agent::FixedPlan
 
+mod expect;
 pub(crate) mod fixed;
 mod goal;
 pub(crate) mod plan;
@@ -38,6 +39,7 @@ use crate::model::{FakeKind, HttpClient};
 use crate::multi::{ClaimMode, MultiConfig, MultiEnv, MultiError, MultiReason, MultiRun, RoleSetup};
 use rust_decimal::Decimal;
 
+pub use expect::{AnswerExpect, AnswerPattern, Expect, MAX_EXPECT_CHARS, MAX_EXPECT_ITEMS};
 pub(crate) use fixed::{default_routes, route};
 pub(crate) use plan::{PLAN_STEP, PlanRecord};
 pub use plan::{PlanCode, check_plan, parse_plan, plan_then_execute};
@@ -168,6 +170,11 @@ pub enum DesignCode {
 }
 
 impl DesignCode {
+    /// True when the run ended done (the single-agent loop or the three roles).
+    pub fn is_done(self) -> bool {
+        matches!(self, Self::Run(StopReason::Done) | Self::Multi(MultiReason::Done))
+    }
+
     /// The code as text: `no_route`, `plan_rejected`, `out_of_scope` or the run's reason.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -244,6 +251,13 @@ pub fn usage_line(who: &str, s: &Summary) -> String {
     )
 }
 
+/// The header row over a printed trace (`Trace::lines`: step, kind, code, detail), so a
+/// line such as ` 1 memory ok` reads as step 1, a memory read, allowed.
+pub const TRACE_HEADER: &str = " # kind   code               detail";
+
+/// The legend under a printed trace: what its kinds and codes mean.
+pub const TRACE_LEGEND: &str = "trace: # = step; kind = model (a model call and its parse), check (the loop's check of a proposal), tool (the gate's decision), memory (a note read or written), human (a person's decision), message (a hand-off between roles), stop (why the run ended), plan (a plan and its check); code = ok or the named reason it was refused";
+
 /// `answer (agent output, shown as data): …`, redacted; the first line of a multi-line
 /// answer carries the label.
 pub fn answer_line(answer: &str) -> String {
@@ -264,7 +278,9 @@ impl DesignOutcome {
     /// The lines `run` prints for it (and a durable run keeps as its end): the trace, any
     /// problems, the usage line, the answer, then the one-line summary.
     pub fn lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self.trace.lines();
+        let mut lines: Vec<String> = vec![TRACE_HEADER.to_string()];
+        lines.extend(self.trace.lines());
+        lines.push(TRACE_LEGEND.to_string());
         if !self.problems.is_empty() {
             lines.push(format!("problems: {:?}", self.problems));
         }

@@ -1,10 +1,13 @@
 //! The tasks designs are compared on, `data/design_tasks.jsonl`: an id, a group (the
 //! design table or the PolicyPal section), a goal and the tools the task needs. "Covered"
-//! means every needed tool was called; a `done` that skipped one is not covered.
+//! means every needed tool was called; a `done` that skipped one is not covered. A task may
+//! also say what a correct answer contains (`expect`, [`Expect`]): a covered run whose
+//! answer lacks it is not useful.
 
 use serde::{Deserialize, Serialize};
 
 use super::DesignError;
+use super::expect::Expect;
 
 /// The bundled task table.
 pub(crate) const BUNDLED_TASKS: &str = include_str!("../../data/design_tasks.jsonl");
@@ -33,6 +36,10 @@ pub struct DesignTask {
     pub goal: String,
     /// Tools the task needs called.
     pub needs: Vec<String>,
+    /// What a correct answer contains (and whether the trace grader grades the run);
+    /// graded utility counts the runs that pass.
+    #[serde(default, skip_serializing_if = "Expect::is_empty")]
+    pub expect: Expect,
 }
 
 impl DesignTask {

@@ -48,10 +48,13 @@ pub struct PlanCheckRow {
     pub model_calls: u64,
 }
 
+/// The header row of [`PlanCheckRow::table_line`].
+pub const PLAN_CHECK_HEADER: &str = "planner   ended          tools that ran, or the plan's problems (step N: code)";
+
 impl PlanCheckRow {
-    /// One aligned line.
+    /// One aligned line under [`PLAN_CHECK_HEADER`].
     pub fn table_line(&self) -> String {
-        let tail = if self.problems.is_empty() { format!("{:?}", self.calls) } else { format!("{:?}", self.problems) };
+        let tail = if self.problems.is_empty() { self.calls.join(", ") } else { self.problems.join(", ") };
         format!("{:<9} {:<14} {tail}", self.planner, self.code)
     }
 }
@@ -81,6 +84,7 @@ pub async fn plan_checks(env: &Env, goal: &str) -> Result<Vec<PlanCheckRow>, Des
 pub struct DesignRow {
     /// Task id.
     pub task: String,
+    /// The design that ran it.
     pub design: Design,
     /// How it ended.
     pub code: DesignCode,
@@ -88,19 +92,53 @@ pub struct DesignRow {
     pub model_calls: u64,
     /// Input tokens over those calls.
     pub input_tokens: u64,
+    /// Output tokens over those calls.
+    pub output_tokens: u64,
+    /// Credits over those calls.
+    pub credits: Decimal,
     /// Every tool the task needs was called.
     pub covered: bool,
+    /// The answer passed the task's `expect` (and the trace grader, when the task asks
+    /// for it); true when the task states nothing.
+    pub answer_ok: bool,
+    /// Wall time of the run, microseconds (measured: differs between runs).
+    pub wall_us: u64,
     /// Tools called, in order.
     pub calls: Vec<String>,
 }
 
+/// The header row of [`DesignRow::table_line`].
+pub const DESIGN_ROW_HEADER: &str = "task design    ended          calls tok_in tok_out covered answer";
+
+/// What the columns of [`DESIGN_ROW_HEADER`] say.
+pub const DESIGN_ROW_LEGEND: [&str; 5] = [
+    "ended: how the run ended (done, or the code that stopped it; out_of_scope: no role holds a needed tool, nothing ran)",
+    "calls: paid model calls; tok_in, tok_out: input and output tokens over them",
+    "covered: yes when every tool the task needs was called",
+    "answer: yes when the final answer passed the task's `expect` (always yes when the task states none)",
+    "utility in the experiment table counts the rows ended done, covered yes and answer yes",
+];
+
 impl DesignRow {
-    /// One aligned line.
+    /// One aligned line under [`DESIGN_ROW_HEADER`].
     pub fn table_line(&self) -> String {
+        let yes = |b: bool| if b { "yes" } else { "no" };
         format!(
-            "{} {:<9} {:<14} model_calls={} input_tokens={:>4} covered={}",
-            self.task, self.design, self.code, self.model_calls, self.input_tokens, self.covered
+            "{:<4} {:<9} {:<14} {:>5} {:>6} {:>7} {:<7} {}",
+            self.task,
+            self.design,
+            self.code,
+            self.model_calls,
+            self.input_tokens,
+            self.output_tokens,
+            yes(self.covered),
+            yes(self.answer_ok)
         )
+    }
+
+    /// Ended done, covered and answered correctly: what utility counts.
+    pub fn useful(&self) -> bool {
+        self.code.is_done() && self.covered && self.answer_ok
     }
 }
 
@@ -138,25 +176,60 @@ pub(crate) async fn design_table_with(
                     code: DesignCode::OutOfScope,
                     model_calls: 0,
                     input_tokens: 0,
+                    output_tokens: 0,
+                    credits: Decimal::ZERO,
                     covered: false,
+                    answer_ok: false,
+                    wall_us: 0,
                     calls: Vec::new(),
                 });
                 continue;
             }
             let cfg = DesignConfig { run_id: format!("run-{}", task.id), ..base.clone() };
+            let started = tokio::time::Instant::now();
             let out = run_design(*design, &task.goal, env, &cfg).await?;
+            let wall_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
             rows.push(DesignRow {
                 task: task.id.clone(),
                 design: *design,
                 code: out.code,
                 model_calls: out.model_calls,
                 input_tokens: out.input_tokens,
+                output_tokens: out.output_tokens,
+                credits: out.credits,
                 covered: task.covered(&out.calls),
+                answer_ok: answer_ok(task, &out),
+                wall_us,
                 calls: out.calls,
             });
         }
     }
     Ok(rows)
+}
+
+/// True when `out` passes `task`'s expectations: its answer, and the trace grader's
+/// `task_ok` and `safe_ok` when the task asks for them (read from the run of a
+/// single-agent design; a design that ran no loop fails them).
+pub(crate) fn answer_ok(task: &DesignTask, out: &crate::design::DesignOutcome) -> bool {
+    let e = &task.expect;
+    if !e.answer_passes(out.answer.as_deref()) {
+        return false;
+    }
+    if !e.task_ok && !e.safe_ok {
+        return true;
+    }
+    let spec = super::grade::TraceSpec { must_call: task.needs.clone(), must_not_call: Vec::new() };
+    match &out.run {
+        Some(run) => {
+            let g = super::grade::grade(run, &spec);
+            (!e.task_ok || g.task_ok) && (!e.safe_ok || g.safe_ok)
+        }
+        // the three roles: done, every needed tool called and no e-mail sent
+        None if out.multi.is_some() => {
+            (!e.task_ok || (out.code.is_done() && task.covered(&out.calls))) && (!e.safe_ok || out.emails == 0)
+        }
+        None => false,
+    }
 }
 
 /// One PolicyPal run on one task.
@@ -182,12 +255,26 @@ pub struct PalRow {
     pub reply: &'static str,
 }
 
+/// The header row of [`PalRow::table_line`].
+pub const PAL_ROW_HEADER: &str = "task model      guard ended          calls tok_in covered reply";
+
+/// What the columns of [`PAL_ROW_HEADER`] say.
+pub const PAL_ROW_LEGEND: [&str; 5] = [
+    "model: the fake's kind (sequential: one tool call a reply; parallel: several; flail: searches on and on) or the real model",
+    "guard: the search guard (stops a search that keeps finding nothing) on or off",
+    "ended: how the run ended (step_budget: out of model calls); calls: model calls (= steps); tok_in: input tokens",
+    "covered: yes when every tool the task needs was called",
+    "reply: what the user got: answer, confirm (a card to confirm a side effect) or gave_up (an honest give-up)",
+];
+
 impl PalRow {
-    /// One aligned line.
+    /// One aligned line under [`PAL_ROW_HEADER`].
     pub fn table_line(&self) -> String {
+        let on = if self.guard { "on" } else { "off" };
+        let covered = if self.covered { "yes" } else { "no" };
         format!(
-            "{} {:<10} guard={:<5} {:<14} model_calls={} input_tokens={:>4} covered={:<5} reply={}",
-            self.task, self.model, self.guard, self.code, self.model_calls, self.input_tokens, self.covered, self.reply
+            "{:<4} {:<10} {:<5} {:<14} {:>5} {:>6} {:<7} {}",
+            self.task, self.model, on, self.code, self.model_calls, self.input_tokens, covered, self.reply
         )
     }
 
@@ -350,16 +437,27 @@ impl CompareReport {
         out.extend(self.single_versus_roles.lines());
         out.push(String::new());
         out.push(format!("== plan checks: {PLAN_CHECK_GOAL}"));
+        out.push(PLAN_CHECK_HEADER.into());
         out.extend(self.plan_checks.iter().map(PlanCheckRow::table_line));
+        out.push("legend: each fake planner writes one plan (1 model call); plan_rejected: code refused the plan and nothing ran".into());
         out.push(String::new());
-        out.push("== designs".into());
+        out.push("== designs, task by task".into());
+        out.push(DESIGN_ROW_HEADER.into());
         out.extend(self.designs.iter().map(DesignRow::table_line));
+        out.push("legend:".into());
+        out.extend(DESIGN_ROW_LEGEND.iter().map(|l| format!("  {l}")));
         out.push(String::new());
         out.push("== policypal".into());
+        out.push(PAL_ROW_HEADER.into());
         out.extend(self.policypal.rows.iter().map(PalRow::table_line));
-        let medians: Vec<String> = self.policypal.median_steps.iter().map(|(k, m)| format!("{k}={m}")).collect();
-        out.push(format!("median steps: {}", medians.join(" ")));
+        let medians: Vec<String> = self.policypal.median_steps.iter().map(|(k, m)| format!("{k} {m}")).collect();
+        out.push(format!("median model calls per task: {}", medians.join(", ")));
+        out.push(String::new());
+        out.push("== policypal search guard: the flailing model, guard on then off".into());
+        out.push(PAL_ROW_HEADER.into());
         out.extend(self.policypal.guard.iter().map(PalRow::table_line));
+        out.push("legend:".into());
+        out.extend(PAL_ROW_LEGEND.iter().map(|l| format!("  {l}")));
         out
     }
 }

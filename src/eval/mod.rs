@@ -19,6 +19,10 @@ pub use compare::{
     CompareModels, DESIGN_TABLE_COLUMNS, compare_report, compare_report_with, design_table, median, pal_row,
     plan_checks,
 };
+pub use compare::{
+    CompareReport, DESIGN_ROW_HEADER, DESIGN_ROW_LEGEND, DesignRow, PAL_ROW_HEADER, PAL_ROW_LEGEND, PLAN_CHECK_HEADER,
+    PalRow, PalSection, PlanCheckRow,
+};
 pub use grade::{TraceSpec, grade};
 pub use multi_scenarios::{
     AnyRow, BUNDLED_MULTI, MultiRow, bundled_multi, parse_any_table, parse_any_table_in, parse_any_table_with,

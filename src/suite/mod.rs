@@ -7,6 +7,8 @@ mod bounded;
 pub(crate) mod checkers;
 pub(crate) mod context;
 pub(crate) mod experiment;
+mod experiment_table;
+mod graded;
 pub(crate) mod matrix;
 pub(crate) mod results;
 pub(crate) mod run;
@@ -17,6 +19,10 @@ pub use checkers::{CheckKind, Checker, LineVerdict, MAX_LINE_BYTES};
 pub use experiment::{
     MatrixPlan, RowsPlan, StoredRow, matrix_experiment, matrix_of_cells, rows_experiment, rows_of_cells,
     run_matrix_plan, run_rows_plan,
+};
+pub use experiment_table::{
+    BROKEN, COMPARE_LEAD, CellView, ConfigView, ExperimentRow, ExperimentTable, LEGEND, Lead, MATRIX_LEAD,
+    MatrixDocument, percentile_ms,
 };
 pub use matrix::{
     Count, DefenseConfig, Figures, Intervals, Matrix, MatrixModels, MatrixSpec, RoleCompromise, VariantRun,

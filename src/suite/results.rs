@@ -24,8 +24,10 @@ use std::sync::Mutex;
 
 use super::shard::Shard;
 
-/// The format version a results file's header states.
-pub const RESULTS_VERSION: u32 = 1;
+/// The format version a results file's header states. Version 2: a matrix cell also
+/// keeps the payload's style, the graded answer, where and by which code it was stopped,
+/// its model calls, tokens, credits and wall time; a version 1 file is refused by name.
+pub const RESULTS_VERSION: u32 = 2;
 
 /// Most cells of one experiment (a header naming more is refused before its cells are
 /// listed).
@@ -280,7 +282,10 @@ fn read(path: &Path, text: &str) -> Result<Read, ResultsError> {
     if header.rolegate_results != RESULTS_VERSION {
         return Err(ResultsError::NotResults {
             path: p,
-            message: format!("format version {}, this build reads {RESULTS_VERSION}", header.rolegate_results),
+            message: format!(
+                "format version {}, this build reads {RESULTS_VERSION} (its cells are not read back: run the experiment again with --force)",
+                header.rolegate_results
+            ),
         });
     }
     let expected: BTreeSet<String> = header.config.cells_of(header.shard).into_iter().collect();
