@@ -102,6 +102,12 @@ pub enum Command {
         /// --matrix: the benign tasks (default: the bundled data/benign_tasks.jsonl).
         #[arg(long, value_name = "FILE")]
         tasks: Option<std::path::PathBuf>,
+        /// --matrix: also run payloads made from attack templates (AgentDojo's styles, in
+        /// this project's words): `all`, or names separated by commas (important_instructions,
+        /// tool_knowledge, ignore_previous, injecagent, direct); one payload per template and
+        /// catalog payload, filled per task, user and model, with figures per template.
+        #[arg(long, value_name = "NAMES")]
+        templates: Option<String>,
         /// Run each cell (matrix: task x payload x configuration; rows: row) N times;
         /// every rate is then printed with its 95% Wilson interval.
         #[arg(long, value_name = "N")]
@@ -375,6 +381,7 @@ pub fn main() -> ExitCode {
                 matrix,
                 attacks,
                 tasks,
+                templates,
                 repeat,
                 out,
                 force,
@@ -389,6 +396,7 @@ pub fn main() -> ExitCode {
                     matrix,
                     attacks: attacks.as_deref(),
                     tasks: tasks.as_deref(),
+                    templates: templates.as_deref(),
                     repeat,
                     out: out.as_deref(),
                     force,
@@ -448,7 +456,10 @@ pub fn main() -> ExitCode {
                     // payload and targets against them): flags that change them are refused,
                     // not ignored
                     let data = &model_args.data;
-                    let changes_data = data.world.is_some() || data.policy.is_some() || model_args.prices.is_some();
+                    let changes_data = data.world.is_some()
+                        || data.policy.is_some()
+                        || data.call_graph.is_some()
+                        || model_args.prices.is_some();
                     if store.is_some()
                         || card.is_some()
                         || key.is_some()
@@ -456,7 +467,7 @@ pub fn main() -> ExitCode {
                         || changes_data
                     {
                         eprintln!(
-                            "rolegate: the defense switches, --attack and --html run the fakes as a row does; --store, --card, --key, openai: models, --world, --policy and --prices are not taken with them"
+                            "rolegate: the defense switches, --attack and --html run the fakes as a row does; --store, --card, --key, openai: models, --world, --policy, --call-graph and --prices are not taken with them"
                         );
                         return EXIT_USAGE;
                     }

@@ -140,6 +140,7 @@ pub(crate) struct SuiteArgs<'a> {
     pub matrix: bool,
     pub attacks: Option<&'a Path>,
     pub tasks: Option<&'a Path>,
+    pub templates: Option<&'a str>,
     pub repeat: Option<u32>,
     pub out: Option<&'a Path>,
     pub force: bool,
@@ -155,8 +156,8 @@ pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
     if a.matrix {
         return super::experiment::matrix(&a).await;
     }
-    if a.tasks.is_some() {
-        eprintln!("rolegate: --tasks is for --matrix");
+    if a.tasks.is_some() || a.templates.is_some() {
+        eprintln!("rolegate: --tasks and --templates are for --matrix");
         return EXIT_USAGE;
     }
     if a.repeat.is_some() || a.out.is_some() || a.shard.is_some() || a.force {

@@ -419,7 +419,7 @@ fn row_env(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(Arc<MultiEnv>, Arc<[A
         env.clone()
     } else {
         let scopes = row.defenses.role_scopes(&env.scopes);
-        Arc::new(MultiEnv { world, prices: env.prices.clone(), scopes })
+        Arc::new(MultiEnv { world, prices: env.prices.clone(), scopes, graph: env.graph.clone() })
     };
     Ok((env, planted))
 }
