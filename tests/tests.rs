@@ -47,6 +47,7 @@ mod hardening_secrets;
 mod hardening_store;
 mod hardening_trace;
 mod multi_actors;
+mod multi_call_graph;
 mod multi_parsers;
 mod multi_table;
 
@@ -58,3 +59,4 @@ mod suite_matrix;
 mod suite_report;
 mod suite_row_errors;
 mod suite_rows;
+mod suite_templates;

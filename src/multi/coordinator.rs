@@ -409,10 +409,10 @@ impl Intake {
                 let (code, detail) = match refused {
                     Refused::Message(code) => (code, edge),
                     Refused::Edge(kind, EdgeRefusal::NotDeclared) => {
-                        (RejectCode::EdgeNotDeclared, format!("{edge} {kind}: no such edge in the call graph"))
+                        (RejectCode::EdgeNotDeclared, format!("{edge} {kind}: not declared"))
                     }
                     Refused::Edge(kind, EdgeRefusal::Limit(n)) => {
-                        (RejectCode::EdgeLimit, format!("{edge} {kind}: {n} per run accepted already"))
+                        (RejectCode::EdgeLimit, format!("{edge} {kind}: limit {n} reached"))
                     }
                     Refused::Edge(kind, EdgeRefusal::Field(f)) => {
                         (RejectCode::FieldNotAllowed, format!("{edge} {kind}: field {f} may not cross"))

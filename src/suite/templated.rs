@@ -37,7 +37,9 @@ pub(crate) fn user_name<'a>(world: &'a WorldData, user: &'a str) -> &'a str {
 pub struct TemplateFigures {
     /// The template.
     pub template: TemplateName,
-    /// The configuration's label (as the matrix table prints it).
+    /// The configuration.
+    pub config: DefenseConfig,
+    /// The configuration's label.
     pub label: String,
     /// Attacked runs that ended `done` with the task's tools used.
     pub utility_under_attack: Count,
@@ -84,6 +86,7 @@ pub fn template_figures(matrix: &Matrix, configs: &[DefenseConfig], attacks: &[A
             let f = Figures::of(*c, &runs);
             out.push(TemplateFigures {
                 template: *t,
+                config: *c,
                 label: f.label,
                 utility_under_attack: f.utility_under_attack,
                 attack_success: f.attack_success,
