@@ -51,14 +51,14 @@ pub struct TemplateFigures {
 
 impl TemplateFigures {
     /// Column headers of [`TemplateFigures::line`].
-    pub const TABLE_HEADER: &'static str = "template                design filter claims scopes  check approval  under attack       attack success     attempted";
+    pub const TABLE_HEADER: &'static str = "template               design filter claims scopes  check approval  under attack       attack success     attempted";
 
-    /// One table line.
+    /// One aligned line, the configuration in the matrix table's columns.
     pub fn line(&self) -> String {
+        let [design, filter, claims, scopes, check, approval] = self.config.cells();
         format!(
-            "{:<23} {:<47} {:<18} {:<18} {}",
+            "{:<22} {design:<6} {filter:<6} {claims:<6} {scopes:<7} {check:<5} {approval:<9} {:<18} {:<18} {}",
             self.template.as_str(),
-            self.label,
             self.utility_under_attack.to_string(),
             self.attack_success.to_string(),
             self.attempted
