@@ -48,6 +48,7 @@ mod hardening_secrets;
 mod hardening_store;
 mod hardening_trace;
 mod multi_actors;
+mod multi_call_graph;
 mod multi_parsers;
 mod multi_table;
 
@@ -63,3 +64,4 @@ mod suite_reuse;
 mod suite_row_errors;
 mod suite_rows;
 mod suite_transforms;
+mod suite_templates;

@@ -1,5 +1,5 @@
 //! The data a run reads at run time instead of the compiled-in copy: `--world FILE`,
-//! `--policy FILE` and `--prompts DIR`. Each is parsed as strictly as the bundled file (unknown fields are
+//! `--policy FILE`, `--call-graph FILE` and `--prompts DIR`. Each is parsed as strictly as the bundled file (unknown fields are
 //! refused, ids checked) and refused by name before anything runs; without the flag the
 //! bundled data is used.
 
@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rolegate::agent::Env;
 use rolegate::gate::Policy;
 use rolegate::model::prompts;
+use rolegate::multi::{CallGraph, install_call_graph, installed_call_graph};
 use rolegate::world::WorldData;
 
 /// `--world`, `--policy` and `--prompts`.
@@ -28,6 +29,11 @@ pub struct DataArgs {
     /// (the others stay bundled); any other file in it is refused.
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
+    /// The call graph (which hand-offs the three roles may make: kinds, fields, limits per
+    /// edge) to use instead of the bundled data/call_graph.json; checked whole before any
+    /// run.
+    #[arg(long, value_name = "FILE")]
+    pub call_graph: Option<PathBuf>,
 }
 
 /// The outcome of installing `--prompts` (once per process).
@@ -63,6 +69,11 @@ impl DataArgs {
         if let Some(dir) = &self.prompts {
             PROMPTS.get_or_init(|| install_prompts(dir)).clone()?;
         }
+        if let Some(path) = &self.call_graph {
+            let text = super::input::read_text(path, rolegate::multi::MAX_CALL_GRAPH_BYTES as u64)?;
+            let graph = CallGraph::from_json(&text).map_err(|e| format!("--call-graph {}: {e}", path.display()))?;
+            install_call_graph(graph).map_err(|e| format!("--call-graph {}: {e}", path.display()))?;
+        }
         let mut env = Env::bundled().map_err(|e| e.to_string())?;
         if let Some(path) = &self.world {
             let text = super::input::read_text(path, super::input::MAX_INPUT_BYTES)?;
@@ -85,10 +96,15 @@ impl DataArgs {
 /// results file's header records so that a resumed or merged run used the same data.
 pub(crate) fn env_hashes(env: &Env) -> BTreeMap<String, String> {
     let json = |v: serde_json::Result<String>| rolegate::suite::sha256_hex(v.unwrap_or_default().as_bytes());
-    BTreeMap::from([
+    let mut hashes = BTreeMap::from([
         ("world".to_string(), json(serde_json::to_string(&env.world.to_file()))),
         ("policy".to_string(), json(serde_json::to_string(&env.policy))),
         ("prices".to_string(), json(serde_json::to_string(&*env.prices))),
         ("prompts".to_string(), json(serde_json::to_string(&prompts::current_all()))),
-    ])
+    ]);
+    // recorded only when given, so results files of the bundled graph stay as they were
+    if let Some(graph) = installed_call_graph() {
+        hashes.insert("call_graph".to_string(), rolegate::suite::sha256_hex(graph.to_json().as_bytes()));
+    }
+    hashes
 }

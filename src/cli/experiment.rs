@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::suite::{Models, SuiteArgs, matrix_spec, model_setup};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, OutputFormat, out};
 use rolegate::eval::AnyRow;
-use rolegate::lab::DeciderSpec;
+use rolegate::lab::{DeciderSpec, TemplateName};
 use rolegate::multi::MultiEnv;
 use rolegate::multi::RoleSetup;
 use rolegate::report::junit;
@@ -17,6 +17,7 @@ use rolegate::suite::{
     ResultsFile, ResultsHeader, RowsPlan, Shard, StoredRow, matrix_experiment, rows_experiment, run_matrix_plan,
     run_rows_plan, sha256_hex, wilson,
 };
+use rolegate::suite::{TemplateFigures, template_figures};
 
 /// The crash-test variable (as the store's): `cell:N` aborts the process right after the
 /// Nth cell line it appends. Never set it in a deployment.
@@ -139,11 +140,22 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
         let shard = check_flags(a)?;
         let Models { decider, roles, env } = model_setup(a.model, a.role_models, a.model_args)?;
         let mut spec = matrix_spec(a.tasks, a.attacks, Some(&env.world))?;
+        // templates are made from the catalog as written, not from transformed variants
+        let made = match a.templates {
+            Some(names) => {
+                let names = TemplateName::parse_list(names).map_err(|e| format!("--templates: {e}"))?;
+                rolegate::lab::generate(&names, &spec.attacks).map_err(|e| format!("--templates: {e}"))?
+            }
+            None => Vec::new(),
+        };
         if let Some(list) = a.transforms {
             let transforms = rolegate::lab::parse_transforms(list).map_err(|e| format!("--transforms: {e}"))?;
             for note in rolegate::suite::add_variants(&mut spec, &env.world, &transforms) {
                 eprintln!("rolegate: note: {note}");
             }
+        }
+        if !made.is_empty() {
+            spec.attacks = spec.attacks.iter().cloned().chain(made).collect();
         }
         let models = MatrixModels { single: if a.model.is_some() { decider } else { None }, roles };
         let any_model = models.single.is_some() || models.roles.is_some();
@@ -167,14 +179,46 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
         let (file, done) = open_out(a, config, shard)?;
         plan.out = file;
         plan.done = done;
-        run_matrix_plan(&spec, &env, &plan).await.map_err(|e| e.to_string()).map(|m| (m, plan.repeat))
+        let m = run_matrix_plan(&spec, &env, &plan).await.map_err(|e| e.to_string())?;
+        let by_template = template_figures(&m, &spec.configs, &spec.attacks);
+        Ok::<_, String>((m, plan.repeat, by_template))
     };
     match run.await {
-        Ok((m, repeat)) => print_matrix(&m, a.format, repeat, shard(a.shard).ok().flatten()),
+        Ok((m, repeat, by_template)) => {
+            let code = print_matrix(&m, a.format, repeat, shard(a.shard).ok().flatten());
+            print_templates(&by_template, a.format);
+            code
+        }
         Err(e) => {
             eprintln!("rolegate: {e}");
             EXIT_USAGE
         }
+    }
+}
+
+/// Prints the figures per template (nothing when no template payload ran): a table after
+/// the matrix's, or one JSON line each.
+fn print_templates(figures: &[TemplateFigures], format: Format) {
+    if figures.is_empty() {
+        return;
+    }
+    match format {
+        Format::Table => {
+            let _ = out("") && out(TemplateFigures::TABLE_HEADER);
+            for f in figures {
+                if !out(&f.line()) {
+                    break;
+                }
+            }
+        }
+        Format::Jsonl => {
+            for f in figures {
+                if !out(&serde_json::to_string(f).unwrap_or_default()) {
+                    break;
+                }
+            }
+        }
+        Format::Junit => {}
     }
 }
 

@@ -108,6 +108,12 @@ pub enum Command {
         /// a payload of its own with the id `ID~NAME`.
         #[arg(long, value_name = "LIST")]
         transforms: Option<String>,
+        /// --matrix: also run payloads made from attack templates (AgentDojo's styles, in
+        /// this project's words): `all`, or names separated by commas (important_instructions,
+        /// tool_knowledge, ignore_previous, injecagent, direct); one payload per template and
+        /// catalog payload, filled per task, user and model, with figures per template.
+        #[arg(long, value_name = "NAMES")]
+        templates: Option<String>,
         /// Run each cell (matrix: task x payload x configuration; rows: row) N times;
         /// every rate is then printed with its 95% Wilson interval.
         #[arg(long, value_name = "N")]
@@ -382,6 +388,7 @@ pub fn main() -> ExitCode {
                 attacks,
                 tasks,
                 transforms,
+                templates,
                 repeat,
                 out,
                 force,
@@ -397,6 +404,7 @@ pub fn main() -> ExitCode {
                     attacks: attacks.as_deref(),
                     tasks: tasks.as_deref(),
                     transforms: transforms.as_deref(),
+                    templates: templates.as_deref(),
                     repeat,
                     out: out.as_deref(),
                     force,
@@ -456,7 +464,10 @@ pub fn main() -> ExitCode {
                     // payload and targets against them): flags that change them are refused,
                     // not ignored
                     let data = &model_args.data;
-                    let changes_data = data.world.is_some() || data.policy.is_some() || model_args.prices.is_some();
+                    let changes_data = data.world.is_some()
+                        || data.policy.is_some()
+                        || data.call_graph.is_some()
+                        || model_args.prices.is_some();
                     if store.is_some()
                         || card.is_some()
                         || key.is_some()
@@ -464,7 +475,7 @@ pub fn main() -> ExitCode {
                         || changes_data
                     {
                         eprintln!(
-                            "rolegate: the defense switches, --attack and --html run the fakes as a row does; --store, --card, --key, openai: models, --world, --policy and --prices are not taken with them"
+                            "rolegate: the defense switches, --attack and --html run the fakes as a row does; --store, --card, --key, openai: models, --world, --policy, --call-graph and --prices are not taken with them"
                         );
                         return EXIT_USAGE;
                     }

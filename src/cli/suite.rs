@@ -143,6 +143,7 @@ pub(crate) struct SuiteArgs<'a> {
     pub attacks: Option<&'a Path>,
     pub tasks: Option<&'a Path>,
     pub transforms: Option<&'a str>,
+    pub templates: Option<&'a str>,
     pub repeat: Option<u32>,
     pub out: Option<&'a Path>,
     pub force: bool,
@@ -158,8 +159,8 @@ pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
     if a.matrix {
         return super::experiment::matrix(&a).await;
     }
-    if a.tasks.is_some() || a.transforms.is_some() {
-        eprintln!("rolegate: --tasks and --transforms are for --matrix");
+    if a.tasks.is_some() || a.transforms.is_some() || a.templates.is_some() {
+        eprintln!("rolegate: --tasks, --transforms and --templates are for --matrix");
         return EXIT_USAGE;
     }
     if a.repeat.is_some() || a.out.is_some() || a.shard.is_some() || a.force {

@@ -112,6 +112,10 @@ pub struct MultiRow {
     /// Roles run by the compromised fakes instead of their `roles` behaviour.
     #[serde(default, skip_serializing_if = "is_default")]
     pub compromised: Compromised,
+    /// The call graph's edges for this row instead of the run's graph (the form of
+    /// `data/call_graph.json`'s `edges`, checked the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_graph: Option<Vec<crate::multi::EdgeSpec>>,
     /// The expectation.
     pub expect: MultiExpect,
 }
@@ -176,6 +180,9 @@ pub(crate) fn parse_multi_row_with(
     }
     if row.compromised.reviewer.is_some() && row.roles.reviewer != ReviewerKind::default() {
         return Err(err("compromised.reviewer", "roles.reviewer already chooses the reviewer's model".into()));
+    }
+    if let Some(edges) = &row.call_graph {
+        crate::multi::CallGraph::from_edges(edges.clone()).map_err(|e| err("call_graph", e.to_string()))?;
     }
     let mut ext = Extensions {
         world: row.world.as_ref(),
@@ -445,11 +452,18 @@ pub async fn run_multi(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(MultiRun,
 fn row_env(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(Arc<MultiEnv>, Arc<[Attack]>), ScenarioError> {
     let (world, planted) = row_world(&env.world, row.world.as_ref(), row.attack.as_ref())
         .map_err(|(field, message)| row_error("(row)", 0, &field, message))?;
-    let env = if Arc::ptr_eq(&world, &env.world) && row.defenses.scopes.is_none() {
+    let graph = match &row.call_graph {
+        Some(edges) => Arc::new(
+            crate::multi::CallGraph::from_edges(edges.clone())
+                .map_err(|e| row_error("(row)", 0, "call_graph", e.to_string()))?,
+        ),
+        None => env.graph.clone(),
+    };
+    let env = if Arc::ptr_eq(&world, &env.world) && row.defenses.scopes.is_none() && row.call_graph.is_none() {
         env.clone()
     } else {
         let scopes = row.defenses.role_scopes(&env.scopes);
-        Arc::new(MultiEnv { world, prices: env.prices.clone(), scopes })
+        Arc::new(MultiEnv { world, prices: env.prices.clone(), scopes, graph })
     };
     Ok((env, planted))
 }

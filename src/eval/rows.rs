@@ -264,6 +264,10 @@ impl Extensions<'_> {
         };
         if let Some(a) = self.attack.as_deref() {
             if let Some(attack) = a.attack() {
+                if attack.template.is_some() {
+                    let why = "a template payload runs in the matrix (suite --matrix --templates), filled per task, user and model";
+                    return Err(("attack.payload".into(), why.into()));
+                }
                 // a payload the model would see cut is refused here as in the matrix
                 plant_whole(&world, attack, &a.into, self.user)
                     .map_err(|e| ("attack.into".to_string(), e.to_string()))?;

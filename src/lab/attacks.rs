@@ -102,6 +102,10 @@ pub struct Attack {
     pub text: String,
     /// What it tries to make happen.
     pub effect: Effect,
+    /// The template style this payload follows, when its `text` is a template (filled per
+    /// task, user and model where the matrix plants it; see [`super::templates`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<super::templates::TemplateName>,
 }
 
 fn row_error(file: &str, line: usize, field: &str, message: String) -> ScenarioError {
@@ -128,6 +132,9 @@ impl Attack {
         }
         if self.text.trim().is_empty() || self.text.chars().count() > MAX_PAYLOAD_CHARS {
             return Err((f("text"), format!("must be 1 to {MAX_PAYLOAD_CHARS} characters")));
+        }
+        if self.template.is_some() {
+            super::templates::check_template(&self.text).map_err(|e| (f("text"), e.to_string()))?;
         }
         if !Registry.has(&self.effect.tool) {
             return Err((f("effect.tool"), format!("no tool {:?}", self.effect.tool)));

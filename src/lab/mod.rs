@@ -1,17 +1,21 @@
 //! The lab: builds runs from data and flags. [`LabConfig`] builds a single agent the way the
 //! scenario tables, the designs and the examples need it; [`attacks`] is the attack catalog
 //! and [`compromised`] the fakes that obey planted payloads; [`table`] is what every data
-//! table shares.
+//! table shares; [`templates`] fills AgentDojo-style attack templates.
 
 pub(crate) mod attacks;
 pub(crate) mod compromised;
 pub(crate) mod table;
 pub(crate) mod transforms;
+pub(crate) mod templates;
 
 pub use attacks::{Attack, AttackVerdict, bundled_attacks, parse_catalog};
 pub use table::{MAX_REPORTED_ROWS, ScenarioError};
 pub(crate) use table::{MAX_ROW_BYTES, read_table, serde_row_error};
 pub use transforms::{Transform, TransformError, parse_transforms, split_variant_id, variant_id, with_variants};
+pub use templates::{
+    Fill, Placeholder, TemplateError, TemplateName, call_of, check_template, fill, filled, generate, goal_of,
+};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

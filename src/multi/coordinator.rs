@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::{Handoff, MultiBudget, Usage};
 use super::envelope::{Body, Envelope, InstructionFilter, RejectCode, Role, parse_message_with};
+use super::graph::{CallGraph, EdgeCounts, EdgeRefusal, EdgeTable, installed_call_graph};
 use super::roles::{Assignment, CallRole, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker};
 use super::routes::{Scopes, next_hop};
 use super::support::{ClaimMode, Evidence, check_support};
@@ -44,18 +45,34 @@ pub struct MultiEnv {
     pub prices: Arc<PriceTable>,
     /// Each role's gate policy.
     pub scopes: Scopes,
+    /// The declared call graph every hand-off is checked against.
+    pub graph: Arc<CallGraph>,
 }
 
 impl MultiEnv {
-    /// Derives the role scopes from `env`'s policy.
+    /// Derives the role scopes from `env`'s policy; the call graph is the one installed for
+    /// the process (`--call-graph`), else the bundled one.
     ///
     /// # Errors
     /// [`MultiError::NoScope`] or [`MultiError::WriteInScope`] (see [`Scopes::from_policy`]).
     pub fn new(env: &Env) -> Result<Arc<Self>, MultiError> {
+        let graph = match installed_call_graph() {
+            Some(g) => g,
+            None => CallGraph::bundled()?,
+        };
+        Self::with_graph(env, graph)
+    }
+
+    /// As [`MultiEnv::new`], with `graph` as the call graph.
+    ///
+    /// # Errors
+    /// As [`MultiEnv::new`].
+    pub fn with_graph(env: &Env, graph: Arc<CallGraph>) -> Result<Arc<Self>, MultiError> {
         Ok(Arc::new(Self {
             world: env.world.clone(),
             prices: env.prices.clone(),
             scopes: Scopes::from_policy(&env.policy)?,
+            graph,
         }))
     }
 }
@@ -302,6 +319,9 @@ pub(crate) fn check_envelope(
 #[derive(Debug)]
 pub struct Intake {
     rules: IntakeRules,
+    /// The call graph's compiled table and the messages accepted per edge so far.
+    edges: EdgeTable,
+    counts: EdgeCounts,
     /// Accepted envelopes, in order (shared with the roles they are forwarded to).
     pub messages: Vec<Arc<Envelope>>,
     /// Refused messages, in order.
@@ -317,6 +337,8 @@ impl Intake {
         trace.role = Some(Role::Coordinator.as_str().to_string());
         Self {
             rules: IntakeRules { claims, ..IntakeRules::default() },
+            edges: EdgeTable::of_routes(),
+            counts: EdgeCounts::default(),
             messages: Vec::with_capacity(3),
             rejected: Vec::new(),
             trace,
@@ -327,6 +349,14 @@ impl Intake {
     #[must_use]
     pub fn with_filter(mut self, filter: InstructionFilter) -> Self {
         self.rules.filter = filter;
+        self
+    }
+
+    /// This intake checking every hand-off against `edges` (a call graph's
+    /// [`CallGraph::table`]; by default the route table's own edges, no limit).
+    #[must_use]
+    pub fn with_edges(mut self, edges: EdgeTable) -> Self {
+        self.edges = edges;
         self
     }
 
@@ -347,8 +377,22 @@ impl Intake {
         round: u32,
         depth: u32,
     ) -> Result<Arc<Envelope>, RejectCode> {
-        match check_message_with(sender, text, observations, self.rules) {
+        let checked = match next_hop(sender) {
+            // the edge first (declared, room left), then the message, then what it carries
+            Some((to, kind)) => match self.edges.check_route(sender, to, kind, &self.counts) {
+                Ok(()) => check_message_with(sender, text, observations, self.rules)
+                    .map_err(Refused::Message)
+                    .and_then(|(to, body)| match self.edges.check_body(sender, to, &body) {
+                        Ok(()) => Ok((to, body)),
+                        Err(e) => Err(Refused::Edge(kind, e)),
+                    }),
+                Err(e) => Err(Refused::Edge(kind, e)),
+            },
+            None => check_message_with(sender, text, observations, self.rules).map_err(Refused::Message),
+        };
+        match checked {
             Ok((recipient, body)) => {
+                self.edges.count(sender, recipient, &mut self.counts);
                 let mut id = String::with_capacity(4);
                 id.push('m');
                 let _ = write!(id, "{}", self.messages.len() + 1);
@@ -359,14 +403,22 @@ impl Intake {
                 self.messages.push(env.clone());
                 Ok(env)
             }
-            Err(code) => {
+            Err(refused) => {
                 let to = next_hop(sender).map_or(Role::Coordinator, |(r, _)| r);
-                self.trace.add(
-                    round,
-                    TraceKind::Message,
-                    code.as_str(),
-                    &[sender.as_str(), "->", to.as_str()].concat(),
-                );
+                let edge = [sender.as_str(), "->", to.as_str()].concat();
+                let (code, detail) = match refused {
+                    Refused::Message(code) => (code, edge),
+                    Refused::Edge(kind, EdgeRefusal::NotDeclared) => {
+                        (RejectCode::EdgeNotDeclared, format!("{edge} {kind}: not declared"))
+                    }
+                    Refused::Edge(kind, EdgeRefusal::Limit(n)) => {
+                        (RejectCode::EdgeLimit, format!("{edge} {kind}: limit {n} reached"))
+                    }
+                    Refused::Edge(kind, EdgeRefusal::Field(f)) => {
+                        (RejectCode::FieldNotAllowed, format!("{edge} {kind}: field {f} may not cross"))
+                    }
+                };
+                self.trace.add(round, TraceKind::Message, code.as_str(), &detail);
                 let text =
                     crate::security::clip(&crate::security::redact(text), super::REJECTED_TEXT_CHARS).to_string();
                 self.rejected.push(Rejection { sender, code, text });
@@ -374,6 +426,13 @@ impl Intake {
             }
         }
     }
+}
+
+/// Why the intake refused a text: a check of the message itself, or of the edge it would
+/// cross (with the kind the edge was asked to carry).
+enum Refused {
+    Message(RejectCode),
+    Edge(super::envelope::Kind, EdgeRefusal),
 }
 
 /// The durable record of one accepted hand-off.
@@ -464,7 +523,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         roles.push(handle);
         joins.push(join);
     }
-    let intake = Intake::new(&run_id, cfg.claims).with_filter(cfg.filter);
+    let intake = Intake::new(&run_id, cfg.claims).with_filter(cfg.filter).with_edges(env.graph.table());
     Coordinator {
         run_id,
         goal,

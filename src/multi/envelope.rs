@@ -251,6 +251,12 @@ codes! {
         UnsupportedClaim = "unsupported_claim",
         /// A source that is not something the researcher read in this run.
         UnknownSource = "unknown_source",
+        /// The call graph declares no edge for this hand-off (sender, recipient, kind).
+        EdgeNotDeclared = "edge_not_declared",
+        /// The edge's `max_per_run` messages were accepted already in this run.
+        EdgeLimit = "edge_limit",
+        /// The body carries a field the edge does not let cross.
+        FieldNotAllowed = "field_not_allowed",
     }
 }
 

@@ -11,6 +11,7 @@
 //! - [`envelope`]: roles, kinds, the strict bodies, [`Envelope`], [`RejectCode`] and the
 //!   parser.
 //! - [`routes`]: the route table and the role scopes.
+//! - [`graph`]: the declared call graph ([`CallGraph`]) and its per-edge rules.
 //! - [`budget`]: [`MultiBudget`], checked before every hand-off.
 //! - [`support`]: sources and claims rebuilt from the researcher's observations.
 //! - [`roles`]: the role actors (handle pattern) and what each does with its assignment.
@@ -22,6 +23,7 @@ pub(crate) mod behaviours;
 pub(crate) mod budget;
 pub(crate) mod coordinator;
 pub(crate) mod envelope;
+pub(crate) mod graph;
 pub(crate) mod models;
 pub(crate) mod roles;
 pub(crate) mod routes;
@@ -48,6 +50,10 @@ pub(crate) use envelope::Body;
 pub use envelope::MAX_MESSAGE_BYTES;
 pub(crate) use envelope::{Envelope, InstructionFilter};
 pub use envelope::{Kind, RejectCode, Role, parse_message};
+pub use graph::{
+    CallGraph, CallGraphError, EdgeSpec, EdgeTable, Field, LabelRule, MAX_CALL_GRAPH_BYTES, install_call_graph,
+    installed_call_graph,
+};
 pub use models::RoleSetup;
 pub use routes::ROUTES;
 pub(crate) use routes::Scopes;
@@ -77,6 +83,9 @@ pub enum MultiError {
     /// The run id is not 1 to 40 of `a-z`, `0-9` and `-`.
     #[error("the run id must be 1 to 40 of a-z, 0-9 and -")]
     BadRunId,
+    /// The bundled call graph does not load (a test guards it).
+    #[error("call graph: {0}")]
+    CallGraph(#[from] CallGraphError),
     /// A role model has no price.
     #[error(transparent)]
     Cost(#[from] crate::cost::CostError),

@@ -1,7 +1,8 @@
 //! Who may say what to whom, and which tools each role holds.
 //!
 //! The route table is code: three routes, one kind each, and no route that starts a new
-//! role or delegates. The scopes are data: the policy's tasks named after the roles
+//! role or delegates. The declared call graph ([`super::graph`]) narrows it per deployment:
+//! which of these hand-offs exist, which fields cross them and how often. The scopes are data: the policy's tasks named after the roles
 //! (`planner`, `researcher`, `reviewer` in `data/policy.json`), each enforced by that
 //! role's own gate. A scope may hold only read tools; a policy that gives a role a write
 //! tool (such as `send_email_draft`) is refused before any run.

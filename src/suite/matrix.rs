@@ -613,9 +613,17 @@ impl Shared {
     /// Checks that every payload fits into every task and derives the role scopes.
     pub(crate) fn new(spec: &MatrixSpec, env: &Env, models: MatrixModels) -> Result<Self, ScenarioError> {
         let narrow = MultiEnv::new(env).map_err(|source| ScenarioError::Multi { id: "matrix".into(), source })?;
+        let mut readers: Vec<String> =
+            spec.configs.iter().map(|c| super::templated::reader_model(&models, c)).collect();
+        if readers.is_empty() {
+            readers.push(String::new());
+        }
         for task in &spec.tasks {
             for attack in spec.attacks.iter() {
-                check_fits(&env.world, task, attack)?;
+                // a template payload is checked as it is filled for each model that reads it
+                for model in readers.iter().take(if attack.template.is_some() { readers.len() } else { 1 }) {
+                    check_fits(&env.world, task, &filled_for(&env.world, &task.user, model, attack)?)?;
+                }
             }
         }
         let wide = narrow.scopes.widened();
@@ -657,6 +665,8 @@ pub(crate) async fn run_variant(
     rep: u32,
 ) -> Result<VariantRun, ScenarioError> {
     let started = tokio::time::Instant::now();
+    let model = super::templated::reader_model(&shared.models, &config);
+    let attack = attack.map(|a| filled_for(&shared.env.world, &task.user, &model, &a)).transpose()?;
     let name = format!("{}/{}", task.id, attack.as_ref().map_or("benign", |a| a.id.as_str()));
     let mut run_id =
         format!("mx-{index}-{}-{}", id_part(&task.id), attack.as_ref().map_or("benign".into(), |a| id_part(&a.id)));
@@ -717,7 +727,12 @@ pub(crate) async fn run_variant(
                 ScopeWidth::Narrow => shared.narrow.scopes.clone(),
                 ScopeWidth::Wide => shared.wide.clone(),
             };
-            let menv = Arc::new(MultiEnv { world, prices: shared.env.prices.clone(), scopes });
+            let menv = Arc::new(MultiEnv {
+                world,
+                prices: shared.env.prices.clone(),
+                scopes,
+                graph: shared.narrow.graph.clone(),
+            });
             let cfg = MultiConfig {
                 user: task.user.clone(),
                 claims,
@@ -762,6 +777,13 @@ pub(crate) async fn run_variant(
         credits: usage.cost,
         wall_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
     })
+}
+
+/// `attack` as planted for `user` and read by `model`: a template payload filled (see
+/// [`crate::lab::templates`]), any other as it is.
+fn filled_for(world: &WorldData, user: &str, model: &str, attack: &Attack) -> Result<Attack, ScenarioError> {
+    crate::lab::filled(attack, super::templated::user_name(world, user), model)
+        .map_err(|e| row_error("(matrix)", 0, "attacks", e.to_string()))
 }
 
 /// Checks that `attack` planted into `into` still fits in what a model is shown of the

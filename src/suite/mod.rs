@@ -14,6 +14,7 @@ pub(crate) mod results;
 pub(crate) mod run;
 pub(crate) mod shard;
 pub(crate) mod variants;
+pub(crate) mod templated;
 pub(crate) mod wilson;
 pub use checkers::{CheckKind, Checker, LineVerdict, MAX_LINE_BYTES};
 pub use experiment::{
@@ -35,4 +36,5 @@ pub use results::{
 pub use run::{RowResult, run_rows};
 pub use shard::{MAX_SHARDS, Shard, ShardError, shard_of};
 pub use variants::add_variants;
+pub use templated::{TemplateFigures, template_figures};
 pub use wilson::{Interval, wilson};
