@@ -63,5 +63,5 @@ mod suite_report;
 mod suite_reuse;
 mod suite_row_errors;
 mod suite_rows;
-mod suite_transforms;
 mod suite_templates;
+mod suite_transforms;

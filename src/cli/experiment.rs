@@ -185,8 +185,10 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
     };
     match run.await {
         Ok((m, repeat, by_template)) => {
-            let code = print_matrix(&m, a.format, repeat, shard(a.shard).ok().flatten());
-            print_templates(&by_template, a.format);
+            let code = print_matrix(&m, a.format, repeat, shard(a.shard).ok().flatten(), &by_template);
+            if a.format == OutputFormat::Table {
+                print_templates(&by_template);
+            }
             code
         }
         Err(e) => {
@@ -196,47 +198,55 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
     }
 }
 
-/// Prints the figures per template (nothing when no template payload ran): a table after
-/// the matrix's, or one JSON line each.
-fn print_templates(figures: &[TemplateFigures], format: Format) {
+/// Prints the figures per template as a table after the matrix's (nothing when no
+/// template payload ran).
+fn print_templates(figures: &[TemplateFigures]) {
     if figures.is_empty() {
         return;
     }
-    match format {
-        Format::Table => {
-            let _ = out("") && out(TemplateFigures::TABLE_HEADER);
-            for f in figures {
-                if !out(&f.line()) {
-                    break;
-                }
-            }
+    let _ = out("") && out(TemplateFigures::TABLE_HEADER);
+    for f in figures {
+        if !out(&f.line()) {
+            break;
         }
-        Format::Jsonl => {
-            for f in figures {
-                if !out(&serde_json::to_string(f).unwrap_or_default()) {
-                    break;
-                }
-            }
-        }
-        Format::Junit => {}
     }
 }
 
 /// Prints the matrix; the exit code says whether every configuration that must hold did.
-pub(crate) fn print_matrix(m: &Matrix, format: OutputFormat, repeat: u32, shard: Option<Shard>) -> u8 {
+/// `templates` (the figures per template, empty when none ran) go into the JSON document as
+/// `templates` and into JSON Lines as one line each after the cells; the table prints
+/// them itself ([`print_templates`]); CSV and JUnit hold the configurations only.
+pub(crate) fn print_matrix(
+    m: &Matrix,
+    format: OutputFormat,
+    repeat: u32,
+    shard: Option<Shard>,
+    templates: &[TemplateFigures],
+) -> u8 {
     match format {
         OutputFormat::Junit => {
             let _ = out(junit::matrix(m).trim_end());
         }
         OutputFormat::Jsonl => {
-            for l in m.json_lines() {
+            let lines = m.json_lines().into_iter().chain(templates.iter().map(|f| {
+                let mut v = serde_json::to_value(f).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("kind".into(), "template".into());
+                }
+                v.to_string()
+            }));
+            for l in lines {
                 if !out(&l) {
                     break;
                 }
             }
         }
         OutputFormat::Json => {
-            out(&serde_json::to_string_pretty(&m.document()).unwrap_or_default());
+            let mut doc = serde_json::to_value(m.document()).unwrap_or_default();
+            if let (false, Some(o)) = (templates.is_empty(), doc.as_object_mut()) {
+                o.insert("templates".into(), serde_json::to_value(templates).unwrap_or_default());
+            }
+            out(&serde_json::to_string_pretty(&doc).unwrap_or_default());
         }
         OutputFormat::Csv => match ExperimentTable::of_matrix(m).csv() {
             Ok(text) => {

@@ -45,7 +45,7 @@ pub(crate) fn run(args: &MergeArgs) -> u8 {
         };
     }
     match matrix_of_cells(&config, &cells) {
-        Ok(m) => print_matrix(&m, args.format, config.repeat, None),
+        Ok(m) => print_matrix(&m, args.format, config.repeat, None, &[]),
         Err(e) => {
             eprintln!("rolegate: {e}");
             EXIT_USAGE

@@ -6,16 +6,16 @@
 pub(crate) mod attacks;
 pub(crate) mod compromised;
 pub(crate) mod table;
-pub(crate) mod transforms;
 pub(crate) mod templates;
+pub(crate) mod transforms;
 
 pub use attacks::{Attack, AttackVerdict, bundled_attacks, parse_catalog};
 pub use table::{MAX_REPORTED_ROWS, ScenarioError};
 pub(crate) use table::{MAX_ROW_BYTES, read_table, serde_row_error};
-pub use transforms::{Transform, TransformError, parse_transforms, split_variant_id, variant_id, with_variants};
 pub use templates::{
     Fill, Placeholder, TemplateError, TemplateName, call_of, check_template, fill, filled, generate, goal_of,
 };
+pub use transforms::{Transform, TransformError, parse_transforms, split_variant_id, variant_id, with_variants};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

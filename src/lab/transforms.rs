@@ -89,6 +89,15 @@ pub enum TransformError {
         /// The variant's length.
         chars: usize,
     },
+    /// The payload is a template, filled per task where the matrix plants it: a transform
+    /// of the unfilled text would hide its placeholders.
+    #[error("{transform} of {id}: the payload is a template; transform a payload written out instead")]
+    Template {
+        /// The payload's id.
+        id: String,
+        /// The transform.
+        transform: Transform,
+    },
 }
 
 /// Latin letters and their look-alikes (Cyrillic, and Greek where Cyrillic has none).
@@ -246,6 +255,9 @@ impl Transform {
     /// # Errors
     /// As [`Transform::apply`]; [`TransformError::TooLong`] past [`MAX_PAYLOAD_CHARS`].
     pub fn variant(self, attack: &Attack) -> Result<Attack, TransformError> {
+        if attack.template.is_some() {
+            return Err(TransformError::Template { id: attack.id.clone(), transform: self });
+        }
         let text = self.apply(&attack.id, &attack.text)?;
         if text == attack.text {
             return Err(TransformError::Unchanged { id: attack.id.clone(), transform: self });
@@ -260,6 +272,7 @@ impl Transform {
             note: format!("{} of {}", self.as_str(), attack.id),
             text,
             effect: attack.effect.clone(),
+            template: None,
         })
     }
 }

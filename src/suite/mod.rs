@@ -13,8 +13,8 @@ pub(crate) mod matrix;
 pub(crate) mod results;
 pub(crate) mod run;
 pub(crate) mod shard;
-pub(crate) mod variants;
 pub(crate) mod templated;
+pub(crate) mod variants;
 pub(crate) mod wilson;
 pub use checkers::{CheckKind, Checker, LineVerdict, MAX_LINE_BYTES};
 pub use experiment::{
@@ -35,6 +35,6 @@ pub use results::{
 };
 pub use run::{RowResult, run_rows};
 pub use shard::{MAX_SHARDS, Shard, ShardError, shard_of};
-pub use variants::add_variants;
 pub use templated::{TemplateFigures, template_figures};
+pub use variants::add_variants;
 pub use wilson::{Interval, wilson};
