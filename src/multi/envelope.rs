@@ -212,6 +212,9 @@ pub struct Envelope {
     pub depth: u32,
     /// The checked body.
     pub body: Body,
+    /// Stamped by the coordinator from what the sender's model had in view (and an
+    /// endorsement it granted itself), never from the text.
+    pub label: crate::label::Label,
 }
 
 impl Envelope {
@@ -251,6 +254,9 @@ codes! {
         UnsupportedClaim = "unsupported_claim",
         /// A source that is not something the researcher read in this run.
         UnknownSource = "unknown_source",
+        /// Information flow: the message carries another user's data (the confidentiality
+        /// rule at the routes).
+        OtherUsersData = "other_users_data",
     }
 }
 
