@@ -39,7 +39,7 @@ fn the_report_is_self_contained_and_every_diagram_parses_as_xml() {
         assert!(!html.to_ascii_lowercase().contains(outside), "the page must not hold {outside}");
     }
     assert!(html.contains(r#"<table id="matrix-table""#));
-    assert_eq!(html.matches(r#"<tr class="single">"#).count() + html.matches(r#"<tr class="multi">"#).count(), 24 + 7);
+    assert_eq!(html.matches(r#"<tr class="single">"#).count() + html.matches(r#"<tr class="multi">"#).count(), 48 + 7);
     let all = svgs(&html);
     assert_eq!(all.len(), 7, "one diagram per row (u1 to u7), single-agent rows included");
     let diagrams: Vec<&str> = all.iter().copied().filter(|s| s.contains(">coordinator<")).collect();
