@@ -225,7 +225,7 @@ fn four_shards_merged_print_exactly_what_one_run_prints_and_bad_sets_are_refused
     }
     // every cell in exactly one shard
     let cells: usize = files.iter().map(|f| std::fs::read_to_string(f).unwrap().lines().count() - 1).sum();
-    assert_eq!(cells, 144);
+    assert_eq!(cells, 288);
     let merge = |fs: &[PathBuf], format: &str| {
         let mut a = args(&["merge", "--format", format]);
         a.extend(fs.iter().map(|f| f.to_str().unwrap().to_string()));
