@@ -18,6 +18,8 @@
 //! - [`multi`]: planner, researcher and reviewer as actors, talking only through a
 //!   coordinator that checks every message.
 //! - [`security`]: instruction-like text, secrets, personal data, redaction.
+//! - [`label`]: labels on values (integrity, confidentiality), their joins and the
+//!   derivation rule the information-flow defense checks.
 //! - [`cost`]: usage ledger, price table, token estimate, clocks.
 //! - [`eval`]: the environment runs are built in, the scenario tables, the attack catalog,
 //!   the defense matrix, the checkers and the report.
@@ -37,6 +39,7 @@ pub mod eval;
 pub mod gate;
 pub mod human;
 pub mod lab;
+pub mod label;
 pub mod memory;
 pub mod model;
 pub mod multi;

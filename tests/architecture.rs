@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// each other.
 const LAYERS: &[&[&str]] = &[
     &["codes", "unwind", "security"],
-    &["world", "cost"],
+    &["world", "cost", "label"],
     &["tools"],
     &["model"],
     &["gate"],

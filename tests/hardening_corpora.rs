@@ -213,6 +213,10 @@ struct EnvelopeRow {
     claims: ClaimMode,
     /// `ok` or the coordinator's rejection code.
     expect: String,
+    /// The information-flow defense (off by default): the row then also goes through an
+    /// intake with the confidentiality rule, for a researcher that read kwame's tickets.
+    #[serde(default)]
+    ifc: rolegate::label::IfcMode,
     #[serde(default)]
     #[allow(dead_code)]
     note: String,
@@ -234,7 +238,15 @@ fn every_raw_envelope_gets_the_code_its_row_states() {
         // every row holds the envelope invariants on its channel
         let full = check_envelope(&ctx, row.sender, &row.text, row.claims)
             .map_err(|broken| (row.expect.clone(), broken.to_string()))?;
-        let got = if next_hop(row.sender).map(|(to, _)| to) == Some(row.recipient) {
+        let got = if row.ifc == rolegate::label::IfcMode::On {
+            use rolegate::label::{Confidentiality, Integrity, Label};
+            let world = fx.env.world.clone();
+            let mut intake = rolegate::multi::Intake::new("run-c", row.claims).with_ifc(row.ifc, "kwame", world);
+            let seen = Label::new(Integrity::Untrusted, Confidentiality::User);
+            intake
+                .accept_labelled(row.sender, &row.text, &ctx.observations, 1, 1, seen)
+                .map_or_else(RejectCode::as_str, |_| "ok")
+        } else if next_hop(row.sender).map(|(to, _)| to) == Some(row.recipient) {
             verdict_code(&full)
         } else {
             // another recipient than the route's: the parser's checks, towards it

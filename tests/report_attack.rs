@@ -130,20 +130,51 @@ async fn the_switches_on_run_reproduce_the_matrix_verdict_for_the_same_payload()
     let catalog = rolegate::lab::bundled_attacks().unwrap();
     let attacks: Vec<_> = catalog.iter().filter(|a| ["a05", "a13", "a08"].contains(&a.id.as_str())).cloned().collect();
     let configs = vec![
-        DefenseConfig::Single { scopes: ScopeWidth::Wide, loop_check: Switch::Off, approval: Switch::Off },
-        DefenseConfig::Single { scopes: ScopeWidth::Wide, loop_check: Switch::On, approval: Switch::On },
-        DefenseConfig::Single { scopes: ScopeWidth::Narrow, loop_check: Switch::On, approval: Switch::Off },
+        DefenseConfig::Single {
+            scopes: ScopeWidth::Wide,
+            loop_check: Switch::Off,
+            approval: Switch::Off,
+            ifc: Switch::Off,
+        },
+        DefenseConfig::Single {
+            scopes: ScopeWidth::Wide,
+            loop_check: Switch::On,
+            approval: Switch::On,
+            ifc: Switch::Off,
+        },
+        DefenseConfig::Single {
+            scopes: ScopeWidth::Narrow,
+            loop_check: Switch::On,
+            approval: Switch::Off,
+            ifc: Switch::Off,
+        },
         DefenseConfig::Multi {
             filter: Switch::Off,
             claims: ClaimMode::Free,
             scopes: ScopeWidth::Wide,
             approval: Switch::Off,
+            ifc: Switch::Off,
         },
         DefenseConfig::Multi {
             filter: Switch::On,
             claims: ClaimMode::Strict,
             scopes: ScopeWidth::Narrow,
             approval: Switch::On,
+            ifc: Switch::Off,
+        },
+        // the information-flow defense through `run --ifc on`, where effects would run
+        DefenseConfig::Single {
+            scopes: ScopeWidth::Wide,
+            loop_check: Switch::Off,
+            approval: Switch::Off,
+            ifc: Switch::On,
+        },
+        DefenseConfig::Multi {
+            filter: Switch::Off,
+            claims: ClaimMode::Free,
+            scopes: ScopeWidth::Wide,
+            approval: Switch::Off,
+            ifc: Switch::On,
         },
     ];
     let spec = MatrixSpec {
@@ -160,7 +191,8 @@ async fn the_switches_on_run_reproduce_the_matrix_verdict_for_the_same_payload()
         let mut args = vec!["run".to_string(), task.goal.clone(), "--user".into(), task.user.clone()];
         args.extend(["--attack".into(), id.to_string(), "--into".into(), task.into.clone()]);
         match configs[run.config] {
-            DefenseConfig::Single { scopes, loop_check, approval } => {
+            DefenseConfig::Single { scopes, loop_check, approval, ifc } => {
+                args.extend(["--ifc".into(), on_off(ifc).into()]);
                 let width = if scopes == ScopeWidth::Wide { "wide" } else { "narrow" };
                 args.extend(["--task".into(), task.task.clone(), "--scopes".into(), width.into()]);
                 args.extend([
@@ -170,7 +202,8 @@ async fn the_switches_on_run_reproduce_the_matrix_verdict_for_the_same_payload()
                     on_off(approval).into(),
                 ]);
             }
-            DefenseConfig::Multi { filter, claims, scopes, approval } => {
+            DefenseConfig::Multi { filter, claims, scopes, approval, ifc } => {
+                args.extend(["--ifc".into(), on_off(ifc).into()]);
                 let width = if scopes == ScopeWidth::Wide { "wide" } else { "narrow" };
                 args.extend(["--design".into(), "multi".into(), "--scopes".into(), width.into()]);
                 args.extend(["--filter".into(), on_off(filter).into(), "--claims".into(), claims.as_str().into()]);

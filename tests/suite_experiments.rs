@@ -139,9 +139,9 @@ async fn the_matrix_runs_with_a_model_deciding_and_its_benign_runs_match_the_ref
     let d = dir.clone();
     let out = tokio::task::spawn_blocking(move || rolegate(&d, &a, &[])).await.unwrap();
     let text = ok(&out);
-    assert!(text.starts_with("design filter claims scopes  check approval  utility (95% CI)"), "{text}");
+    assert!(text.starts_with("design filter claims scopes  check approval ifc  utility (95% CI)"), "{text}");
     assert!(text.contains("0/4 (0.0%; 0.0-49.0%)"), "attack success 0 of 2 payloads x 2: {text}");
-    assert!(text.contains("x 2 repetitions = 144 runs; configurations that must stop every effect and did not: 0"));
+    assert!(text.contains("x 2 repetitions = 288 runs; configurations that must stop every effect and did not: 0"));
     assert!(server.seen().len() > before + 144);
     let header: Value =
         serde_json::from_str(std::fs::read_to_string(dir.join("out.jsonl")).unwrap().lines().next().unwrap()).unwrap();
@@ -244,7 +244,7 @@ fn four_shards_merged_print_exactly_what_one_run_prints_and_bad_sets_are_refused
     }
     // every cell in exactly one shard
     let cells: usize = files.iter().map(|f| std::fs::read_to_string(f).unwrap().lines().count() - 1).sum();
-    assert_eq!(cells, 144);
+    assert_eq!(cells, 288);
     let merge = |fs: &[PathBuf], format: &str| {
         let mut a = args(&["merge", "--format", format]);
         a.extend(fs.iter().map(|f| f.to_str().unwrap().to_string()));
@@ -337,8 +337,12 @@ fn a_run_time_policy_that_widens_a_scope_changes_the_matrix_as_the_wide_switch_d
             // under the widened policy, narrow is what wide is under the bundled one
             let as_wide = label.replace("scopes=narrow", "scopes=wide");
             assert_eq!(counts(f), counts(&bundled[&as_wide]), "{label}");
-            if f["approval"] == "off" {
+            if f["approval"] == "off" && !label.ends_with(" ifc=on") {
                 assert!(f["attack_success"]["n"].as_u64().unwrap() > 0 && f["holds"] == false, "{label}");
+            }
+            if label.ends_with(" ifc=on") {
+                // the information-flow rules hold whatever the scopes
+                assert!(f["attack_success"]["n"] == 0 && f["holds"] == true, "{label}");
             }
             compared += 1;
         } else {
@@ -346,7 +350,7 @@ fn a_run_time_policy_that_widens_a_scope_changes_the_matrix_as_the_wide_switch_d
             assert_eq!(counts(f), counts(&bundled[label]), "{label}");
         }
     }
-    assert_eq!(compared, 4);
+    assert_eq!(compared, 8);
 
     // a policy file with an unknown field, or a mislabelled write tool, is refused by name
     let bad = dir.join("bad.json");
@@ -443,7 +447,7 @@ fn a_run_time_world_and_task_files_are_used_and_checked_like_the_bundled_ones() 
     assert!(stderr(&o).contains("no ticket or document \"T-999\""), "{}", stderr(&o));
     a.extend(args(&["--world", world_file.to_str().unwrap()]));
     let text = ok(&rolegate(&dir, &a, &[]));
-    assert!(text.contains("24 configurations x 1 tasks x (1 benign + 2 attacked) = 72 runs"), "{text}");
+    assert!(text.contains("48 configurations x 1 tasks x (1 benign + 2 attacked) = 144 runs"), "{text}");
     assert!(text.lines().nth(1).unwrap().contains("1/1 (100.0%)"), "the new ticket was read: {text}");
 
     // a world with an unknown field, a duplicate id or an unknown owner is refused by name

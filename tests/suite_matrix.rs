@@ -25,11 +25,11 @@ const NARROW: ScopeWidth = ScopeWidth::Narrow;
 const WIDE: ScopeWidth = ScopeWidth::Wide;
 
 fn single(scopes: ScopeWidth, loop_check: Switch, approval: Switch) -> DefenseConfig {
-    DefenseConfig::Single { scopes, loop_check, approval }
+    DefenseConfig::Single { scopes, loop_check, approval, ifc: Switch::Off }
 }
 
 fn multi(filter: Switch, claims: ClaimMode, scopes: ScopeWidth, approval: Switch) -> DefenseConfig {
-    DefenseConfig::Multi { filter, claims, scopes, approval }
+    DefenseConfig::Multi { filter, claims, scopes, approval, ifc: Switch::Off }
 }
 
 fn c(n: usize, of: usize) -> Count {

@@ -44,7 +44,7 @@ fn the_report_is_self_contained_and_every_diagram_parses_as_xml() {
     assert_eq!(html.to_ascii_lowercase().matches("<script").count(), 1);
     assert!(html.contains("<script>\n(function () {\n  var t = document.getElementById('cells-table');"));
     assert!(html.contains(r#"<table id="matrix-table""#));
-    assert_eq!(html.matches(r#"<tr class="single">"#).count() + html.matches(r#"<tr class="multi">"#).count(), 24 + 7);
+    assert_eq!(html.matches(r#"<tr class="single">"#).count() + html.matches(r#"<tr class="multi">"#).count(), 48 + 7);
     // the matrix cells' diagrams come first, in their own section; each parses as XML
     let (cells, rows) = html.split_at(html.find(r#"<section id="diagrams">"#).unwrap());
     let cell_svgs = svgs(&cells[cells.find(r#"<section id="cell-diagrams">"#).unwrap()..]);

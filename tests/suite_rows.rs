@@ -84,15 +84,16 @@ fn the_matrix_runs_from_the_command_line_with_its_own_task_and_catalog_files() {
     let (code, out, err) = rolegate(&[&args[..], &["--format", "jsonl"]].concat());
     assert_eq!(code, Some(0), "{err}");
     let all: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    // a line per configuration, then a line per cell
+    // a line per configuration (the 24, then the same 24 with the information-flow
+    // defense on), then a line per cell
     let lines: Vec<&serde_json::Value> = all.iter().filter(|l| l["kind"] == "configuration").collect();
-    assert_eq!(lines.len(), 24);
-    assert_eq!(all.iter().filter(|l| l["kind"] == "cell").count(), 72);
+    assert_eq!(lines.len(), 48);
+    assert_eq!(all.iter().filter(|l| l["kind"] == "cell").count(), 144);
     assert_eq!(lines[0]["design"], "single");
     assert_eq!(lines[0]["utility"]["of"], 1);
     assert_eq!(lines[0]["attack_success"]["of"], 2);
     let (code, out, _) = rolegate(&[&args[..], &["--format", "junit"]].concat());
     assert_eq!(code, Some(0));
     let doc = roxmltree::Document::parse(&out).expect("matrix JUnit is XML");
-    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("testcase")).count(), 24);
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("testcase")).count(), 48);
 }

@@ -47,6 +47,7 @@ mod hardening_roles;
 mod hardening_secrets;
 mod hardening_store;
 mod hardening_trace;
+mod ifc_labels;
 mod multi_actors;
 mod multi_call_graph;
 mod multi_parsers;

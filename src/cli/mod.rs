@@ -216,6 +216,10 @@ pub enum Command {
         /// single: the loop's own check of each proposal (`defenses.loop_check`).
         #[arg(long, value_enum)]
         loop_check: Option<run_row::OnOff>,
+        /// single, multi: the information-flow defense (`defenses.ifc`; off unless given):
+        /// labels checked at the gate and at the coordinator's routes.
+        #[arg(long, value_enum)]
+        ifc: Option<run_row::OnOff>,
         /// multi: roles taken over by the planted payload, e.g. `researcher=relay,reviewer=obey`
         /// (researcher: relay or obey; reviewer: obey). Like a row's `compromised`.
         #[arg(long, value_name = "ROLE=HOW,…")]
@@ -436,6 +440,7 @@ pub fn main() -> ExitCode {
                 filter,
                 approval,
                 loop_check,
+                ifc,
                 compromised,
                 attack,
                 into,
@@ -453,6 +458,7 @@ pub fn main() -> ExitCode {
                     filter,
                     approval,
                     loop_check,
+                    ifc,
                     compromised,
                     attack,
                     into,

@@ -45,6 +45,8 @@ pub struct RowFlags {
     pub approval: Option<OnOff>,
     /// `--loop-check` (single).
     pub loop_check: Option<OnOff>,
+    /// `--ifc` (single, multi).
+    pub ifc: Option<OnOff>,
     /// `--compromised researcher=relay,reviewer=obey` (multi).
     pub compromised: Option<String>,
     /// `--attack ID`: a catalog payload.
@@ -64,6 +66,7 @@ impl RowFlags {
             || self.filter.is_some()
             || self.approval.is_some()
             || self.loop_check.is_some()
+            || self.ifc.is_some()
             || self.compromised.is_some()
             || self.attack.is_some()
             || self.into.is_some()
@@ -120,7 +123,7 @@ pub fn row_json(r: &RowRun<'_>, f: &RowFlags) -> Result<String, String> {
     if let Some(s) = f.scopes {
         defenses.insert("scopes".into(), json!(if s == Width::Wide { "wide" } else { "narrow" }));
     }
-    for (name, v) in [("filter", f.filter), ("approval", f.approval), ("loop_check", f.loop_check)] {
+    for (name, v) in [("filter", f.filter), ("approval", f.approval), ("loop_check", f.loop_check), ("ifc", f.ifc)] {
         if let Some(v) = v {
             defenses.insert(name.into(), json!(on_off(v)));
         }

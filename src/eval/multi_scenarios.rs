@@ -331,6 +331,7 @@ impl MultiRow {
             },
             filter: self.defenses.filter(),
             approval: self.defenses.approval(),
+            ifc: self.defenses.ifc(),
             durable: crate::agent::Durable::none(),
         }
     }

@@ -159,6 +159,10 @@ pub struct RowDefenses {
     /// Whether a granted write waits for a person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Switch>,
+    /// The information-flow defense; unlike the others it is off when unset (it is an
+    /// experiment's switch, not yet a default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ifc: Option<Switch>,
 }
 
 impl RowDefenses {
@@ -183,6 +187,14 @@ impl RowDefenses {
         match self.approval.unwrap_or_default() {
             Switch::On => ApprovalMode::Required,
             Switch::Off => ApprovalMode::Off,
+        }
+    }
+
+    /// The information-flow defense: on only when the row says so.
+    pub fn ifc(&self) -> crate::label::IfcMode {
+        match self.ifc {
+            Some(Switch::On) => crate::label::IfcMode::On,
+            Some(Switch::Off) | None => crate::label::IfcMode::Off,
         }
     }
 

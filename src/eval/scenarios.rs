@@ -302,6 +302,7 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
     let mut lab = cfg.build(&env);
     let policy = lab.agent.gate.policy().clone();
     lab.agent.gate.set_policy(policy.with_approval_shared(row.defenses.approval()));
+    lab.agent.gate.set_ifc(row.defenses.ifc());
     let run = lab
         .agent
         .run(&row.goal, &row.run_id())

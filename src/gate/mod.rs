@@ -12,6 +12,7 @@
 //! and [`ToolGate::run`] polls once (a caller that cannot wait gives it no time).
 
 mod confirm;
+mod ifc;
 mod observation;
 mod policy;
 
@@ -28,6 +29,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::BoxFuture;
+use crate::label::{IfcMode, Label, Taint};
 use crate::tools::{
     AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, ToolFailure, ToolFailureCode, ToolSet, ToolSpec,
 };
@@ -77,6 +79,11 @@ codes! {
         CallLimit = "call_limit",
         /// A write tool that is not granted.
         NotGranted = "not_granted",
+        /// Information flow: a control argument of a consequential call derives from an
+        /// untrusted value (the trusted-action rule).
+        UntrustedArgument = "untrusted_argument",
+        /// Information flow: a consequential call would carry another user's data.
+        OtherUsersData = "other_users_data",
     }
 }
 
@@ -95,6 +102,10 @@ codes! {
         CallLimit = "call_limit",
         /// Refused: a write tool that is not granted.
         NotGranted = "not_granted",
+        /// Refused: a control argument derives from an untrusted value (information flow).
+        UntrustedArgument = "untrusted_argument",
+        /// Refused: the call would carry another user's data (information flow).
+        OtherUsersData = "other_users_data",
         /// A granted write, parked for a person.
         NeedsApproval = "needs_approval",
         /// The tool ran: nothing with that id (or not yours).
@@ -157,6 +168,8 @@ impl From<Refusal> for GateCode {
             Refusal::InvalidArguments => Self::InvalidArguments,
             Refusal::CallLimit => Self::CallLimit,
             Refusal::NotGranted => Self::NotGranted,
+            Refusal::UntrustedArgument => Self::UntrustedArgument,
+            Refusal::OtherUsersData => Self::OtherUsersData,
         }
     }
 }
@@ -408,6 +421,11 @@ pub struct ToolGate {
     pending: BTreeMap<String, PendingAction>,
     /// Calls that passed the allowlist, per run and tool.
     counts: BTreeMap<String, BTreeMap<String, u32>>,
+    /// What the model behind this gate has seen: every result handed back, and whatever
+    /// its application put in ([`ToolGate::absorb`]). Kept always; enforced with `ifc`.
+    taint: Taint,
+    /// Whether the information-flow rules are enforced ([`ifc`]).
+    ifc: IfcMode,
 }
 
 impl ToolGate {
@@ -421,7 +439,32 @@ impl ToolGate {
             audit: Vec::new(),
             pending: BTreeMap::new(),
             counts: BTreeMap::new(),
+            taint: Taint::new(),
+            ifc: IfcMode::Off,
         }
+    }
+
+    /// Turns the information-flow rules on or off for the calls to come (labels are kept
+    /// either way): the trusted-action and confidentiality rules on consequential calls.
+    pub fn set_ifc(&mut self, mode: IfcMode) {
+        self.ifc = mode;
+    }
+
+    /// Whether the information-flow rules are enforced.
+    pub fn ifc(&self) -> IfcMode {
+        self.ifc
+    }
+
+    /// What the model behind this gate has seen, as a label and its first untrusted source.
+    pub fn taint(&self) -> &Taint {
+        &self.taint
+    }
+
+    /// Records that the application put a value labelled `label` from `source` into the
+    /// context of the model behind this gate (a role's actor does it with the envelope it
+    /// hands its model). A model cannot call it: it only ever writes text.
+    pub fn absorb(&mut self, label: Label, source: &str) {
+        self.taint.absorb(label, source);
     }
 
     /// This gate with `tool` added. It runs only where the policy lists it and gives it
@@ -704,6 +747,17 @@ impl ToolGate {
             // an added tool only reads: it never parks, never needs a person, never sends
             return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
         }
+        // the information-flow rules, before the call counts (a refused call did nothing)
+        if self.ifc == IfcMode::On {
+            if let Some(controls) = ifc::controls(&call.name, access) {
+                let world = &self.world.data;
+                if let Err((code, message)) =
+                    ifc::check_call(&call.name, controls, &call.arguments, caller, world, &self.taint)
+                {
+                    return refuse(code, message);
+                }
+            }
+        }
         let used = self.count(run_id, &call.name);
         if used >= self.policy.limit_of(&call.name) {
             return refuse(Refusal::CallLimit, format!("{} may run {} times per run", call.name, used));
@@ -750,7 +804,18 @@ impl ToolGate {
             );
             return Decided::Now(GateOutcome::NeedsApproval { pending_id: id });
         }
-        self.start(&call.name, caller, &args)
+        let decided = self.start(&call.name, caller, &args);
+        // what the model will see of this call joins its context
+        match &decided {
+            Decided::Now(GateOutcome::Ok(data)) => {
+                if let Some((label, source)) = ifc::result_label(&call.name, caller, data, &self.world.data) {
+                    self.taint.absorb(label, &source);
+                }
+            }
+            Decided::Waiting(_) => self.taint.absorb(Label::UNTRUSTED, &call.name),
+            Decided::Now(_) => {}
+        }
+        decided
     }
 }
 

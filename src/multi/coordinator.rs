@@ -31,6 +31,7 @@ use crate::agent::{Agent, AgentConfig, Session, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, TokioClock};
 use crate::gate::Observation;
 use crate::gate::{ApprovalMode, ToolGate};
+use crate::label::{IfcMode, Label};
 use crate::model::LlmClient;
 use crate::world::{World, WorldData};
 
@@ -104,6 +105,10 @@ pub struct MultiConfig {
     /// What the roles' gates do with a granted write (roles hold none unless their scopes
     /// were widened on purpose).
     pub approval: ApprovalMode,
+    /// The information-flow defense: the roles' gates enforce the trusted-action and
+    /// confidentiality rules, the intake the confidentiality rule at the routes (labels
+    /// are stamped either way). Off by default.
+    pub ifc: IfcMode,
     /// Makes every accepted hand-off durable before the next role sees it (and the
     /// researcher's loop steps); off by default.
     pub durable: crate::agent::Durable,
@@ -118,6 +123,7 @@ impl Default for MultiConfig {
             on_reject: OnReject::Stop,
             filter: InstructionFilter::On,
             approval: ApprovalMode::Required,
+            ifc: IfcMode::Off,
             durable: crate::agent::Durable::none(),
         }
     }
@@ -259,6 +265,8 @@ pub(crate) struct IntakeRules {
     pub claims: ClaimMode,
     /// The instruction filter.
     pub filter: InstructionFilter,
+    /// The information-flow defense (the confidentiality rule at the routes).
+    pub ifc: IfcMode,
 }
 
 /// Checks a raw text from `sender` completely: [`parse_message`] towards the route
@@ -322,6 +330,9 @@ pub struct Intake {
     /// The call graph's compiled table and the messages accepted per edge so far.
     edges: EdgeTable,
     counts: EdgeCounts,
+    /// The user the run acts for and the world whose other users the labels look for.
+    user: String,
+    world: Option<Arc<WorldData>>,
     /// Accepted envelopes, in order (shared with the roles they are forwarded to).
     pub messages: Vec<Arc<Envelope>>,
     /// Refused messages, in order.
@@ -339,6 +350,8 @@ impl Intake {
             rules: IntakeRules { claims, ..IntakeRules::default() },
             edges: EdgeTable::of_routes(),
             counts: EdgeCounts::default(),
+            user: String::new(),
+            world: None,
             messages: Vec::with_capacity(3),
             rejected: Vec::new(),
             trace,
@@ -360,12 +373,23 @@ impl Intake {
         self
     }
 
+    /// This intake stamping labels for `user` against `world`'s other users, and enforcing
+    /// the confidentiality rule at the routes when `ifc` is on.
+    #[must_use]
+    pub fn with_ifc(mut self, ifc: IfcMode, user: &str, world: Arc<WorldData>) -> Self {
+        self.rules.ifc = ifc;
+        self.user = user.to_string();
+        self.world = Some(world);
+        self
+    }
+
     /// Messages received so far, accepted and refused.
     pub fn received(&self) -> u32 {
         u32::try_from(self.messages.len() + self.rejected.len()).unwrap_or(u32::MAX)
     }
 
-    /// Checks `text` from `sender` and, if it passes, wraps it in the next envelope.
+    /// Checks `text` from `sender` and, if it passes, wraps it in the next envelope. Its
+    /// sender's context is not known here, so its label starts untrusted (fail closed).
     ///
     /// # Errors
     /// The [`RejectCode`] it was refused with (already recorded).
@@ -376,6 +400,25 @@ impl Intake {
         observations: &[Observation],
         round: u32,
         depth: u32,
+    ) -> Result<Arc<Envelope>, RejectCode> {
+        self.accept_labelled(sender, text, observations, round, depth, Label::UNTRUSTED)
+    }
+
+    /// As [`Intake::accept`], for a sender whose model had `context` in view (the join of
+    /// what the coordinator handed it and what its gate handed back): the envelope's label
+    /// is stamped from it ([`super::labels::stamp`]), and the confidentiality rule at the
+    /// routes applies when the defense is on.
+    ///
+    /// # Errors
+    /// The [`RejectCode`] it was refused with (already recorded).
+    pub fn accept_labelled(
+        &mut self,
+        sender: Role,
+        text: &str,
+        observations: &[Observation],
+        round: u32,
+        depth: u32,
+        context: Label,
     ) -> Result<Arc<Envelope>, RejectCode> {
         let checked = match next_hop(sender) {
             // the edge first (declared, room left), then the message, then what it carries
@@ -390,13 +433,21 @@ impl Intake {
             },
             None => check_message_with(sender, text, observations, self.rules).map_err(Refused::Message),
         };
+        // then the label the coordinator stamps, and the confidentiality rule at the route
+        let checked = checked.and_then(|(recipient, body)| {
+            let world = self.world.as_deref();
+            let label = super::labels::stamp(&body, context, observations, self.rules.claims, &self.user, world);
+            super::labels::check_route(label, self.rules.ifc)
+                .map(|()| (recipient, body, label))
+                .map_err(Refused::Message)
+        });
         match checked {
-            Ok((recipient, body)) => {
+            Ok((recipient, body, label)) => {
                 self.edges.count(sender, recipient, &mut self.counts);
                 let mut id = String::with_capacity(4);
                 id.push('m');
                 let _ = write!(id, "{}", self.messages.len() + 1);
-                let env = Envelope { id, sender, recipient, kind: body.kind(), depth, body };
+                let env = Envelope { id, sender, recipient, kind: body.kind(), depth, body, label };
                 let detail = [&env.id, " ", sender.as_str(), "->", recipient.as_str(), " ", env.kind.as_str()].concat();
                 self.trace.add(round, TraceKind::Message, "ok", &detail);
                 let env = Arc::new(env);
@@ -488,7 +539,9 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
     let gate = |role: Role| {
         // one policy per role for every run (no copy per gate), relabelled only when asked
         let policy = env.scopes.policy(role).cloned().unwrap_or_default().with_approval_shared(cfg.approval);
-        ToolGate::new(policy, world.clone())
+        let mut gate = ToolGate::new(policy, world.clone());
+        gate.set_ifc(cfg.ifc);
+        gate
     };
     let planner =
         CallRole::new(Role::Planner, models.planner, gate(Role::Planner), env.prices.clone(), &cfg.user, &run_id);
@@ -523,7 +576,11 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         roles.push(handle);
         joins.push(join);
     }
-    let intake = Intake::new(&run_id, cfg.claims).with_filter(cfg.filter).with_edges(env.graph.table());
+    let intake = Intake::new(&run_id, cfg.claims).with_filter(cfg.filter).with_edges(env.graph.table()).with_ifc(
+        cfg.ifc,
+        &cfg.user,
+        env.world.clone(),
+    );
     Coordinator {
         run_id,
         goal,
@@ -553,14 +610,15 @@ async fn coordinate(setup: Setup, token: CancellationToken) -> MultiRun {
 
 impl Coordinator {
     async fn drive(&mut self, mut deadline: Pin<&mut Sleep>) -> MultiReason {
-        let mut notes: Option<String> = None;
+        let mut notes: Option<(String, Label)> = None;
         loop {
             if let Some(stop) = self.check(Handoff::NewRound) {
                 return stop;
             }
             self.used.rounds += 1;
             let round = self.used.rounds;
-            let plan = Assignment::Plan { goal: self.goal.clone(), notes: notes.take() };
+            let (prev, notes_label) = notes.take().map_or((None, Label::TRUSTED), |(n, l)| (Some(n), l));
+            let plan = Assignment::Plan { goal: self.goal.clone(), notes: prev, notes_label };
             let brief = match self.exchange(Role::Planner, plan, round, 1, deadline.as_mut()).await {
                 Ok(env) => env,
                 Err(stop) => return stop,
@@ -582,7 +640,7 @@ impl Coordinator {
                     self.answer = Some(f.claim.clone());
                     return MultiReason::Done;
                 }
-                (Body::Verdict(v), _) => notes = Some(v.notes.clone()),
+                (Body::Verdict(v), _) => notes = Some((v.notes.clone(), verdict.label)),
                 _ => return MultiReason::RejectedMessage,
             }
         }
@@ -616,9 +674,14 @@ impl Coordinator {
                 Some(a) => a,
                 None => self.repeat(role)?,
             };
+            // what the coordinator itself hands the role joins the role's context
+            let handed = match &assignment {
+                Assignment::Plan { notes_label, .. } => *notes_label,
+                Assignment::Research(env) | Assignment::Review(env) => env.label,
+            };
             let remaining = self.cfg.budget.remaining(&self.used, self.started.elapsed());
             let reply = self.ask(role, Work { what: assignment, remaining, round }, deadline.as_mut()).await?;
-            let RoleReply { text, observations, calls, cost, paid, denied, tools, stop } = reply;
+            let RoleReply { text, observations, calls, cost, paid, denied, tools, stop, label } = reply;
             self.account(role, calls, cost, paid, denied, tools);
             if let Some(stop) = stop {
                 return Err(match stop {
@@ -633,7 +696,8 @@ impl Coordinator {
                     }
                 });
             }
-            let accepted = self.intake.accept(role, &text, &observations, round, depth);
+            let context = label.join(handed);
+            let accepted = self.intake.accept_labelled(role, &text, &observations, round, depth, context);
             self.used.messages = self.intake.received();
             match accepted {
                 Ok(env) if self.cfg.durable.is_on() => {
@@ -657,7 +721,7 @@ impl Coordinator {
     /// The assignment to repeat after a refusal: the same input as before.
     fn repeat(&self, role: Role) -> Result<Assignment, MultiReason> {
         match role {
-            Role::Planner => Ok(Assignment::Plan { goal: self.goal.clone(), notes: None }),
+            Role::Planner => Ok(Assignment::Plan { goal: self.goal.clone(), notes: None, notes_label: Label::TRUSTED }),
             Role::Researcher | Role::Reviewer => {
                 let want = if role == Role::Researcher { Role::Planner } else { Role::Researcher };
                 match self.intake.messages.iter().rev().find(|m| m.sender == want) {

@@ -212,6 +212,9 @@ pub struct Envelope {
     pub depth: u32,
     /// The checked body.
     pub body: Body,
+    /// Stamped by the coordinator from what the sender's model had in view (and an
+    /// endorsement it granted itself), never from the text.
+    pub label: crate::label::Label,
 }
 
 impl Envelope {
@@ -257,6 +260,9 @@ codes! {
         EdgeLimit = "edge_limit",
         /// The body carries a field the edge does not let cross.
         FieldNotAllowed = "field_not_allowed",
+        /// Information flow: the message carries another user's data (the confidentiality
+        /// rule at the routes).
+        OtherUsersData = "other_users_data",
     }
 }
 

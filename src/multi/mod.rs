@@ -18,12 +18,15 @@
 //! - [`coordinator`]: the coordinator actor, [`start`] and [`run`].
 //! - [`behaviours`]: the fake role models that express every scenario row.
 //! - [`models`]: [`RoleSetup`], a fake behaviour or a real model (HTTP) per role.
+//! - [`labels`]: the label the coordinator stamps on an envelope, the endorsement of a
+//!   strict claim and the confidentiality rule at the routes.
 
 pub(crate) mod behaviours;
 pub(crate) mod budget;
 pub(crate) mod coordinator;
 pub(crate) mod envelope;
 pub(crate) mod graph;
+pub(crate) mod labels;
 pub(crate) mod models;
 pub(crate) mod roles;
 pub(crate) mod routes;
@@ -195,6 +198,10 @@ codes! {
         NotGranted = "not_granted",
         /// A call the role's loop already made.
         RepeatedCall = "repeated_call",
+        /// Information flow: a control argument derives from an untrusted value.
+        UntrustedArgument = "untrusted_argument",
+        /// Information flow: the call would carry another user's data.
+        OtherUsersData = "other_users_data",
     }
 }
 
@@ -206,6 +213,8 @@ impl DenialCode {
             GateCode::InvalidArguments => Some(Self::InvalidArguments),
             GateCode::CallLimit => Some(Self::CallLimit),
             GateCode::NotGranted => Some(Self::NotGranted),
+            GateCode::UntrustedArgument => Some(Self::UntrustedArgument),
+            GateCode::OtherUsersData => Some(Self::OtherUsersData),
             _ => None,
         }
     }
@@ -218,6 +227,8 @@ impl From<Refusal> for DenialCode {
             Refusal::InvalidArguments => Self::InvalidArguments,
             Refusal::CallLimit => Self::CallLimit,
             Refusal::NotGranted => Self::NotGranted,
+            Refusal::UntrustedArgument => Self::UntrustedArgument,
+            Refusal::OtherUsersData => Self::OtherUsersData,
         }
     }
 }

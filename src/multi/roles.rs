@@ -55,6 +55,8 @@ pub(crate) enum Assignment {
         goal: Arc<str>,
         /// The previous round's verdict notes (untrusted).
         notes: Option<String>,
+        /// The notes' label (the verdict envelope's; trusted without notes).
+        notes_label: crate::label::Label,
     },
     /// Research the brief.
     Research(Arc<Envelope>),
@@ -105,6 +107,9 @@ pub(crate) struct RoleReply {
     pub tools: Vec<String>,
     /// Set when there is no message.
     pub stop: Option<RoleStop>,
+    /// What the role's model had in view, as its gate recorded it (results handed back,
+    /// envelopes its actor put in): the label the coordinator stamps from.
+    pub label: crate::label::Label,
 }
 
 /// What a role leaves behind when its task ends: its trace, its gate's audit, and the
@@ -349,14 +354,16 @@ impl CallRole {
         }
         let mut user = String::with_capacity(512);
         match &work.what {
-            Assignment::Plan { goal, notes } => {
+            Assignment::Plan { goal, notes, notes_label } => {
                 push_block(&mut user, "goal", "user-input", &[], goal);
                 if let Some(n) = notes {
+                    self.gate.absorb(*notes_label, "coordinator:notes");
                     push_block(&mut user, "notes", "reviewer:verdict", &[], n);
                 }
             }
             Assignment::Review(finding) => {
                 let source = ["coordinator:", &finding.id].concat();
+                self.gate.absorb(finding.label, &source);
                 push_block(&mut user, "envelope", &source, &[("kind", "finding")], &finding.body.to_text());
                 if let Body::Finding(f) = &finding.body {
                     // the reviewer re-reads what its own scope can read, through its own gate
@@ -399,6 +406,9 @@ impl CallRole {
                 return reply;
             }
         };
+        // what the model has in view as it writes its text (results of the calls it asks
+        // for below come after it)
+        let seen = self.gate.taint().label();
         let input_tokens = request.estimated_input_tokens();
         if price.cost(input_tokens, u64::from(request.max_tokens)) > work.remaining.cost {
             self.trace.add(step, TraceKind::Stop, "cost_budget", "the worst case of the call is over budget");
@@ -451,6 +461,7 @@ impl CallRole {
             self.tool(step, &name, arguments, &mut reply);
         }
         reply.text = response.text;
+        reply.label = seen;
         reply
     }
 }
@@ -488,7 +499,10 @@ impl ResearchRole {
         let mut reply = RoleReply::default();
         let question = match &work.what {
             Assignment::Research(env) => match &env.body {
-                Body::Brief(b) => b.question.clone(),
+                Body::Brief(b) => {
+                    self.agent.gate.absorb(env.label, &["coordinator:", &env.id].concat());
+                    b.question.clone()
+                }
                 _ => String::new(),
             },
             _ => String::new(),
@@ -521,6 +535,7 @@ impl ResearchRole {
             reply.text = state.answer().unwrap_or_default().to_string();
         }
         reply.observations = state.into_observations();
+        reply.label = self.agent.gate.taint().label();
         match reason {
             StopReason::Done => {}
             StopReason::StepBudget if capped => reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit)),

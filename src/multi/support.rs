@@ -48,6 +48,9 @@ pub(crate) struct Fact {
     pub source: String,
     /// The fact's text.
     pub text: String,
+    /// Every value in it has a type, not free text: an id, a status word, a short plain
+    /// title (what an endorsement may raise to trusted; see [`super::labels`]).
+    pub typed: bool,
 }
 
 /// What the researcher really read in this run, as facts.
@@ -79,12 +82,17 @@ impl Evidence {
             .filter(|o| o.ok)
             .filter_map(|o| {
                 let seen: Seen<'_> = serde_json::from_str(&o.text).ok()?;
-                let text = match (o.tool.as_str(), &seen.status, &seen.title) {
-                    ("get_ticket", Some(status), _) => format!("{} status is {status}", seen.id),
-                    ("lookup_document", _, Some(title)) => format!("{} is titled {title}", seen.id),
+                let (text, typed) = match (o.tool.as_str(), &seen.status, &seen.title) {
+                    ("get_ticket", Some(status), _) => {
+                        (format!("{} status is {status}", seen.id), super::labels::status_word(status))
+                    }
+                    ("lookup_document", _, Some(title)) => {
+                        (format!("{} is titled {title}", seen.id), super::labels::plain_title(title))
+                    }
                     _ => return None,
                 };
-                Some(Fact { source: seen.id.into_owned(), text })
+                let typed = typed && super::labels::plain_id(&seen.id);
+                Some(Fact { source: seen.id.into_owned(), text, typed })
             })
             .collect();
         Self { facts }
@@ -93,6 +101,11 @@ impl Evidence {
     /// True when `source` is something the researcher read.
     pub(crate) fn knows(&self, source: &str) -> bool {
         self.facts.iter().any(|f| f.source == source)
+    }
+
+    /// True when every fact of the cited `sources` is typed (see [`Fact::typed`]).
+    pub(crate) fn typed(&self, sources: &[String]) -> bool {
+        self.facts.iter().filter(|f| sources.contains(&f.source)).all(|f| f.typed)
     }
 
     /// The strict claim these facts support, in order: what a careful researcher writes.

@@ -559,7 +559,10 @@ fn matrix_table(h: &mut String, m: &Matrix) {
         let _ = write!(h, r#"<tr class="{}">"#, f.config.design());
         for (i, cell) in f.config.cells().iter().enumerate() {
             let class = if i == 0 { r#" class="design""# } else { "" };
-            let _ = write!(h, "<td{class}>{}</td>", escape(cell));
+            // the information-flow defense is shown with the design (its own column would
+            // change the table of every report)
+            let ifc = if i == 0 && f.config.ifc() == crate::eval::rows::Switch::On { " + ifc" } else { "" };
+            let _ = write!(h, "<td{class}>{}{ifc}</td>", escape(cell));
         }
         count_cell(h, utility, "");
         count_cell(h, utility_under_attack, "");

@@ -127,7 +127,7 @@ pub async fn run_matrix_plan(spec: &MatrixSpec, env: &Env, plan: &MatrixPlan) ->
 /// [`ScenarioError::Io`] for a configuration label this build does not know or a cell
 /// whose result does not read back as a run.
 pub fn matrix_of_cells(config: &ExperimentConfig, cells: &BTreeMap<String, Value>) -> Result<Matrix, ScenarioError> {
-    let all = DefenseConfig::all();
+    let all = DefenseConfig::with_ifc();
     let configs = config
         .configs
         .iter()

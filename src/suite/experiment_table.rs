@@ -314,6 +314,11 @@ pub const MATRIX_LEAD: [Lead; 6] = [
     Lead { name: "approval", width: 9, meaning: "granted writes wait for a person" },
 ];
 
+/// The column after [`MATRIX_LEAD`] when a configuration has the information-flow defense
+/// on.
+pub(super) const MATRIX_IFC: Lead =
+    Lead { name: "ifc", width: 3, meaning: "information-flow labels checked at the gate and the routes, on or off" };
+
 /// The leading columns of `compare`'s table.
 pub const COMPARE_LEAD: [Lead; 2] = [
     Lead { name: "design", width: 9, meaning: "fixed (routing rules), plan, react (the loop) or multi (three roles)" },
@@ -358,7 +363,16 @@ impl ExperimentTable {
             .enumerate()
             .map(|(i, f)| ExperimentRow::of_figures(f, m.runs.iter().filter(|r| r.config == i).count()))
             .collect();
-        Self { lead: MATRIX_LEAD.to_vec(), rows }
+        let mut lead = MATRIX_LEAD.to_vec();
+        let mut rows: Vec<ExperimentRow> = rows;
+        // the information-flow defense's column, when a configuration has it on
+        if m.figures.iter().any(|f| f.config.ifc() == crate::eval::rows::Switch::On) {
+            lead.push(MATRIX_IFC);
+            for (r, f) in rows.iter_mut().zip(&m.figures) {
+                r.cells.push(f.config.ifc_cell().to_string());
+            }
+        }
+        Self { lead, rows }
     }
 
     /// `compare`'s table: one row per design over its tasks (`model` names who decided);

@@ -38,6 +38,7 @@ use crate::lab::attacks::{
 use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer, ResearcherCompromise, ReviewerCompromise};
 use crate::lab::{DeciderSpec, LabConfig};
 use crate::lab::{MAX_ROW_BYTES, ScenarioError};
+use crate::label::IfcMode;
 use crate::model::HttpClient;
 use crate::model::http::HttpConfig;
 use crate::multi::RoleSetup;
@@ -146,6 +147,10 @@ pub enum DefenseConfig {
         loop_check: Switch,
         /// Granted writes wait for a person.
         approval: Switch,
+        /// The information-flow defense (off in the 24 configurations of
+        /// [`DefenseConfig::all`]; omitted from JSON when off).
+        #[serde(skip_serializing_if = "is_off")]
+        ifc: Switch,
     },
     /// Planner, researcher and reviewer behind the coordinator.
     Multi {
@@ -157,7 +162,14 @@ pub enum DefenseConfig {
         scopes: ScopeWidth,
         /// Granted writes wait for a person.
         approval: Switch,
+        /// The information-flow defense, as for the single agent.
+        #[serde(skip_serializing_if = "is_off")]
+        ifc: Switch,
     },
+}
+
+fn is_off(s: &Switch) -> bool {
+    *s == Switch::Off
 }
 
 const SWITCHES: [Switch; 2] = [Switch::On, Switch::Off];
@@ -178,14 +190,43 @@ fn width(w: ScopeWidth) -> &'static str {
 }
 
 impl DefenseConfig {
-    /// Every configuration: 8 single-agent ones, then 16 three-role ones, each group
-    /// starting with every control on and ending with every control off.
+    /// Every configuration with and without the information-flow defense: the 24 of
+    /// [`DefenseConfig::all`] (ifc off), then the same 24 with ifc on, in the same order.
+    pub fn with_ifc() -> Vec<Self> {
+        let all = Self::all();
+        let on = all.iter().map(|c| c.ifc_on());
+        all.iter().copied().chain(on).collect()
+    }
+
+    /// This configuration with the information-flow defense on.
+    #[must_use]
+    pub fn ifc_on(&self) -> Self {
+        match *self {
+            Self::Single { scopes, loop_check, approval, .. } => {
+                Self::Single { scopes, loop_check, approval, ifc: Switch::On }
+            }
+            Self::Multi { filter, claims, scopes, approval, .. } => {
+                Self::Multi { filter, claims, scopes, approval, ifc: Switch::On }
+            }
+        }
+    }
+
+    /// The information-flow switch.
+    pub fn ifc(&self) -> Switch {
+        match self {
+            Self::Single { ifc, .. } | Self::Multi { ifc, .. } => *ifc,
+        }
+    }
+
+    /// Every configuration without the information-flow defense: 8 single-agent ones, then
+    /// 16 three-role ones, each group starting with every control on and ending with every
+    /// control off.
     pub fn all() -> Vec<Self> {
         let mut out = Vec::with_capacity(24);
         for scopes in WIDTHS {
             for loop_check in SWITCHES {
                 for approval in SWITCHES {
-                    out.push(Self::Single { scopes, loop_check, approval });
+                    out.push(Self::Single { scopes, loop_check, approval, ifc: Switch::Off });
                 }
             }
         }
@@ -193,7 +234,7 @@ impl DefenseConfig {
             for approval in SWITCHES {
                 for filter in SWITCHES {
                     for claims in [ClaimMode::Strict, ClaimMode::Free] {
-                        out.push(Self::Multi { filter, claims, scopes, approval });
+                        out.push(Self::Multi { filter, claims, scopes, approval, ifc: Switch::Off });
                     }
                 }
             }
@@ -223,34 +264,42 @@ impl DefenseConfig {
         }
     }
 
-    /// True when a control that stops every effect on its own is on (narrow scopes, or
-    /// approval of granted writes): such a configuration must show no executed effect.
+    /// True when a control that stops every effect on its own is on (narrow scopes,
+    /// approval of granted writes, or the information-flow defense): such a configuration
+    /// must show no executed effect.
     pub fn must_hold(&self) -> bool {
-        self.scopes() == ScopeWidth::Narrow || self.approval() == Switch::On
+        self.scopes() == ScopeWidth::Narrow || self.approval() == Switch::On || self.ifc() == Switch::On
     }
 
     /// The settings as table cells: design, filter, claims, scopes, loop check, approval
     /// (`-` where the design has no such control).
     pub fn cells(&self) -> [&'static str; 6] {
         match *self {
-            Self::Single { scopes, loop_check, approval } => {
+            Self::Single { scopes, loop_check, approval, .. } => {
                 ["single", "-", "-", width(scopes), on_off(loop_check), on_off(approval)]
             }
-            Self::Multi { filter, claims, scopes, approval } => {
+            Self::Multi { filter, claims, scopes, approval, .. } => {
                 ["multi", on_off(filter), claims.as_str(), width(scopes), "-", on_off(approval)]
             }
         }
     }
 
-    /// A one-line name, e.g. `multi filter=off claims=free scopes=wide approval=off`.
+    /// A one-line name, e.g. `multi filter=off claims=free scopes=wide approval=off`, with
+    /// ` ifc=on` at the end when the information-flow defense is on.
     pub fn label(&self) -> String {
         let [design, filter, claims, scopes, check, approval] = self.cells();
+        let ifc = if self.ifc() == Switch::On { " ifc=on" } else { "" };
         match self {
-            Self::Single { .. } => format!("{design} scopes={scopes} loop_check={check} approval={approval}"),
+            Self::Single { .. } => format!("{design} scopes={scopes} loop_check={check} approval={approval}{ifc}"),
             Self::Multi { .. } => {
-                format!("{design} filter={filter} claims={claims} scopes={scopes} approval={approval}")
+                format!("{design} filter={filter} claims={claims} scopes={scopes} approval={approval}{ifc}")
             }
         }
+    }
+
+    /// The `ifc` cell of a table: `on` or `off`.
+    pub fn ifc_cell(&self) -> &'static str {
+        on_off(self.ifc())
     }
 }
 
@@ -286,7 +335,7 @@ impl MatrixSpec {
         Ok(Self {
             tasks: bundled_benign_tasks()?,
             attacks: bundled_attacks()?,
-            configs: DefenseConfig::all(),
+            configs: DefenseConfig::with_ifc(),
             roles: RoleCompromise::default(),
         })
     }
@@ -682,10 +731,11 @@ pub(crate) async fn run_variant(
     };
     let planted: Arc<[Attack]> = attack.iter().cloned().collect();
     let approval_mode = |s: Switch| if s == Switch::On { ApprovalMode::Required } else { ApprovalMode::Off };
+    let ifc_mode = |s: Switch| if s == Switch::On { IfcMode::On } else { IfcMode::Off };
     let mut refusals = Vec::new();
     let mut stopped = None;
     let (done, tools, verdict, answer_ok, usage) = match config {
-        DefenseConfig::Single { scopes, loop_check, approval } => {
+        DefenseConfig::Single { scopes, loop_check, approval, ifc } => {
             let policy = match scopes {
                 ScopeWidth::Narrow => shared.env.policy.clone(),
                 ScopeWidth::Wide => shared.env.policy.clone().widened(&task.task),
@@ -707,6 +757,7 @@ pub(crate) async fn run_variant(
             let mut lab = cfg.build(&env);
             let policy = lab.agent.gate.policy().clone();
             lab.agent.gate.set_policy(policy.with_approval_shared(approval_mode(approval)));
+            lab.agent.gate.set_ifc(ifc_mode(ifc));
             let run = lab
                 .agent
                 .run(&task.goal, &run_id)
@@ -722,7 +773,7 @@ pub(crate) async fn run_variant(
             let answer_ok = super::graded::single_ok(&task.expect, &task.needs, &run);
             (run.reason() == crate::agent::StopReason::Done, tools, verdict, answer_ok, run.ledger().summary())
         }
-        DefenseConfig::Multi { filter, claims, scopes, approval } => {
+        DefenseConfig::Multi { filter, claims, scopes, approval, ifc } => {
             let scopes = match scopes {
                 ScopeWidth::Narrow => shared.narrow.scopes.clone(),
                 ScopeWidth::Wide => shared.wide.clone(),
@@ -738,6 +789,7 @@ pub(crate) async fn run_variant(
                 claims,
                 filter: if filter == Switch::On { InstructionFilter::On } else { InstructionFilter::Off },
                 approval: approval_mode(approval),
+                ifc: ifc_mode(ifc),
                 ..MultiConfig::default()
             };
             let models = role_models(&shared, planted, rep);

@@ -1,0 +1,92 @@
+//! The gate's labels: the label of each tool result it hands back (what the model's
+//! context absorbs) and the two rules it checks on a consequential call when the
+//! information-flow defense is on ([`IfcMode::On`]).
+//!
+//! - **Trusted-action rule.** A consequential call (one that acts outside the run: today
+//!   `send_email_draft`, or any tool the policy labels `write`) is refused
+//!   (`untrusted_argument`) when one of its control arguments (for `send_email_draft` the
+//!   recipient `to`; for any other write every string argument) derives from an untrusted
+//!   value under [`argument_label`]. The refusal names the first untrusted source of the
+//!   context (`to derives from untrusted get_ticket:T-601`). The default is to refuse, not
+//!   to park: a person shown the card could approve it, and the rule is meant to hold with
+//!   approval off. Content arguments (`subject`, `body`) may be untrusted: the tool sends
+//!   them only to a trusted recipient.
+//! - **Confidentiality rule.** A consequential call is refused (`other_users_data`) when its
+//!   context holds another user's data or any of its string arguments names another user
+//!   (their id, name, address or ticket, [`WorldData::names_other_user`]). Reads are left to
+//!   the tools, which answer another user's ticket as missing (a distinct refusal would tell
+//!   that it exists).
+//!
+//! Result labels: `get_ticket` is the user's own untrusted data (a customer wrote it),
+//! `lookup_document` and `search_documents` public untrusted data (an editor wrote it), a
+//! tool added to the gate untrusted; any result that names another user is `other`.
+//! `calculator` and internal tools add nothing (their output is computed from arguments
+//! the context already holds). Failures are written by code and add nothing.
+
+use serde_json::Value;
+
+use super::{Access, Refusal};
+use crate::label::{Confidentiality, Integrity, Label, Taint, argument_label};
+use crate::world::WorldData;
+
+/// The control arguments of `tool`: `Some(names)` for a consequential tool (empty: every
+/// string argument), `None` for a tool that only reads.
+pub(crate) fn controls(tool: &str, access: Access) -> Option<&'static [&'static str]> {
+    match tool {
+        "send_email_draft" => Some(&["to"]),
+        _ if access == Access::Write => Some(&[]),
+        _ => None,
+    }
+}
+
+/// The label of a successful result of `tool` for `caller`, and the source a refusal
+/// names (`tool:id`).
+pub(crate) fn result_label(tool: &str, caller: &str, data: &Value, world: &WorldData) -> Option<(Label, String)> {
+    let confidentiality = match tool {
+        "calculator" | "remember" => return None,
+        "get_ticket" => Confidentiality::User,
+        _ => Confidentiality::Public,
+    };
+    let text = data.to_string();
+    let confidentiality =
+        if world.names_other_user(caller, &text).is_some() { Confidentiality::Other } else { confidentiality };
+    let id = data.get("id").and_then(Value::as_str).unwrap_or("result");
+    Some((Label::new(Integrity::Untrusted, confidentiality), [tool, ":", id].concat()))
+}
+
+/// Checks a consequential call of `tool` with `arguments` for `caller` against the
+/// context `taint`: the confidentiality rule first, then the trusted-action rule.
+///
+/// # Errors
+/// The refusal and its message.
+pub(crate) fn check_call(
+    tool: &str,
+    controls: &[&str],
+    arguments: &Value,
+    caller: &str,
+    world: &WorldData,
+    taint: &Taint,
+) -> Result<(), (Refusal, String)> {
+    if taint.label().confidentiality == Confidentiality::Other {
+        return Err((Refusal::OtherUsersData, format!("{tool}: the context holds another user's data")));
+    }
+    let strings: Vec<(&str, &str)> = arguments
+        .as_object()
+        .map(|o| o.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))).collect())
+        .unwrap_or_default();
+    if let Some((key, _)) = strings.iter().find(|(_, v)| world.names_other_user(caller, v).is_some()) {
+        return Err((Refusal::OtherUsersData, format!("{tool}: {key} names another user")));
+    }
+    let own: Vec<&str> = world.users.get(caller).map(|u| vec![u.email.as_str(), u.id.as_str()]).unwrap_or_default();
+    let source = taint.source().unwrap_or("input");
+    for (key, value) in strings.iter().filter(|(k, _)| controls.is_empty() || controls.contains(k)) {
+        // the idempotency key only deduplicates; the gate replaces it when it parks
+        if *key == "idempotency_key" {
+            continue;
+        }
+        if !argument_label(value, taint.label(), &own).is_trusted() {
+            return Err((Refusal::UntrustedArgument, format!("{tool}: {key} derives from untrusted {source}")));
+        }
+    }
+    Ok(())
+}

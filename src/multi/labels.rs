@@ -1,0 +1,79 @@
+//! The labels the coordinator stamps on envelopes, the one endorsement it grants, and the
+//! confidentiality rule at the routes.
+//!
+//! An envelope's label is the join of what its sender's model had in view: the labels of
+//! the envelopes the coordinator handed it and of every result its gate handed back (the
+//! role's gate reports them; the text has no say). Then:
+//! - **endorsement**: a finding accepted under strict claims is a list of facts the
+//!   coordinator rebuilt itself from the researcher's reads (the claim builder,
+//!   [`super::support`]): typed values — an id, a status word, a short plain title — not
+//!   free text. When every cited fact is typed, the finding's integrity is raised to
+//!   trusted (its confidentiality is kept). A free claim is never endorsed;
+//! - **confidentiality**: a body that names another user (their id, name, address or
+//!   ticket) is `other`, whatever its sender saw; with the information-flow defense on, an
+//!   envelope labelled `other` is refused at the route (`other_users_data`), so another
+//!   user's data reaches no role and no answer.
+
+use super::envelope::{Body, RejectCode};
+use super::support::{ClaimMode, Evidence};
+use crate::gate::Observation;
+use crate::label::{Confidentiality, IfcMode, Label};
+use crate::world::WorldData;
+
+/// Most characters of a title an endorsement accepts.
+const MAX_TITLE_CHARS: usize = 80;
+
+/// An id: 1 to 40 of letters, digits and `-`.
+pub(crate) fn plain_id(id: &str) -> bool {
+    (1..=40).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// A status word: 1 to 20 of `a-z` and `_`.
+pub(crate) fn status_word(s: &str) -> bool {
+    (1..=20).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+}
+
+/// A short plain title: up to 80 of letters, digits, spaces and `( ) - , . '`, and nothing
+/// the instruction filter flags.
+pub(crate) fn plain_title(s: &str) -> bool {
+    let n = s.chars().count();
+    (1..=MAX_TITLE_CHARS).contains(&n)
+        && s.chars().all(|c| c.is_alphanumeric() || matches!(c, ' ' | '(' | ')' | '-' | ',' | '.' | '\''))
+        && !crate::security::is_instruction_like(s)
+}
+
+/// The label of an accepted `body` whose sender had `context` in view: endorsed when it is
+/// a strict finding resting on typed facts only, `other` when a string of it names another
+/// user of `world` than `user`.
+pub(crate) fn stamp(
+    body: &Body,
+    context: Label,
+    observations: &[Observation],
+    claims: ClaimMode,
+    user: &str,
+    world: Option<&WorldData>,
+) -> Label {
+    let mut label = context;
+    if let Body::Finding(f) = body {
+        // check_support passed already: every part of a strict claim is a cited fact
+        if claims == ClaimMode::Strict && Evidence::from_observations(observations).typed(&f.sources) {
+            label = label.endorsed();
+        }
+    }
+    if world.is_some_and(|w| body.strings().iter().any(|s| w.names_other_user(user, s).is_some())) {
+        label = label.join(Label::new(label.integrity, Confidentiality::Other));
+    }
+    label
+}
+
+/// The confidentiality rule at the routes: with `ifc` on, an envelope labelled `other` is
+/// refused.
+///
+/// # Errors
+/// [`RejectCode::OtherUsersData`].
+pub(crate) fn check_route(label: Label, ifc: IfcMode) -> Result<(), RejectCode> {
+    if ifc == IfcMode::On && label.confidentiality == Confidentiality::Other {
+        return Err(RejectCode::OtherUsersData);
+    }
+    Ok(())
+}
