@@ -49,6 +49,7 @@ mod hardening_trace;
 mod multi_actors;
 mod multi_parsers;
 mod multi_table;
+mod otel_export;
 
 mod report_attack;
 mod run_usage;
