@@ -21,10 +21,10 @@ use tracing::Metadata;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{FilterFn, Filtered};
 
-/// Most time one export request may take (connect, send, answer).
-pub(crate) const EXPORT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Most time one export request may take (connect, send, answer): the OTLP default.
+pub(crate) const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most time the flush at exit may take, whatever the collector does.
-pub(crate) const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
 /// The service name when `OTEL_SERVICE_NAME` is not set.
 pub(crate) const SERVICE_NAME: &str = "rolegate";
 
@@ -210,7 +210,7 @@ fn short(why: &str) -> String {
     if has("connection refused") || has("connectionrefused") {
         return "connection refused".to_string();
     }
-    if has("timed out") || has("timeout") {
+    if has("timed out") || has("timedout") || has("timeout") {
         return format!("no answer within {} s", EXPORT_TIMEOUT.as_secs());
     }
     rolegate::security::hide_secrets(&clean(why)).chars().take(WHY_CHARS).collect()
@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(short(refused), "connection refused");
         assert_eq!(
             short("Operation failed: reqwest::Error { kind: Request, source: TimedOut }"),
-            "no answer within 3 s"
+            "no answer within 10 s"
         );
         let other =
             short(&format!("HTTP export failed. Status Code: 404, Response: {} kwame@gmail.com", "x".repeat(300)));
