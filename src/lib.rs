@@ -24,6 +24,7 @@
 //! - [`eval`]: the environment runs are built in, the scenario tables, the attack catalog,
 //!   the defense matrix, the checkers and the report.
 //! - [`design`]: designs side by side (fixed, plan, ReAct, PolicyPal) and their tables.
+//! - [`spans`]: the `tracing` spans of a run, after the OpenTelemetry GenAI conventions.
 //!
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
@@ -45,6 +46,7 @@ pub mod model;
 pub mod multi;
 pub mod report;
 pub mod security;
+pub mod spans;
 pub mod store;
 pub mod suite;
 #[cfg(feature = "testkit")]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// The library's top-level modules, lowest layer first. Modules in one layer do not import
 /// each other.
 const LAYERS: &[&[&str]] = &[
-    &["codes", "unwind", "security"],
+    &["codes", "unwind", "security", "spans"],
     &["world", "cost", "label"],
     &["tools"],
     &["model"],

@@ -52,6 +52,7 @@ mod multi_actors;
 mod multi_call_graph;
 mod multi_parsers;
 mod multi_table;
+mod otel_export;
 
 mod report_attack;
 mod report_cells;

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::budget::RunBudget;
 use super::proposal::{Proposal, parse_proposal};
@@ -343,7 +344,17 @@ impl Agent {
             self.prices.price(self.decider.model())?;
         }
         progress.tool_counts = self.gate.counts_of(run_id);
-        self.drive(state, progress).await
+        if self.trace_role.is_some() {
+            // a role's loop: its turn's span (`invoke_agent {role}`) is already current
+            return self.drive(state, progress).await;
+        }
+        let run = crate::spans::run(run_id, "single");
+        let agent = crate::spans::agent(&run, &self.task, 1);
+        let out = self.drive(state, progress).instrument(agent).await;
+        if let Ok(done) = &out {
+            crate::spans::run_ended(&run, done.reason().as_str());
+        }
+        out
     }
 
     /// Continues a running state: the loop itself, used by fresh and resumed runs.
@@ -410,17 +421,20 @@ impl Agent {
             // their waits end there (`time_budget`), not only the next step's check
             let left = self.budget.max_seconds.saturating_sub(progress.worked);
             self.decider.set_deadline(tokio::time::Instant::now().checked_add(left));
+            let chat = crate::spans::chat(&request.model);
             let answer = tokio::select! {
                 biased;
                 () = cancel.cancelled() => None,
-                r = self.decider.decide(&state, request) => Some(r),
+                r = self.decider.decide(&state, request).instrument(chat.clone()) => Some(r),
             };
             let response = match answer {
                 None => {
+                    crate::spans::failed(&chat, "cancelled");
                     progress.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
                     return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
                 }
                 Some(Err(ModelError::Failed { code, message })) => {
+                    crate::spans::failed(&chat, code);
                     progress.trace.add(step, TraceKind::Model, code, &message);
                     let reason = if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError };
                     return Ok(Step::End(state.into_stopped(reason)?));
@@ -428,12 +442,23 @@ impl Agent {
                 Some(Err(crash)) => return Err(AgentError::Model(crash)),
                 Some(Ok(r)) => r,
             };
+            let tokens = || response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
+            crate::spans::chat_answered(&chat, tokens, !response.tool_calls.is_empty());
+            drop(chat);
             if !self.decider.is_free() {
                 progress.ledger.add(self.usage(request, input_tokens, &response, state.run_id())?);
             }
             let parsed = parse_proposal(&response.text);
             let model_code = parsed.as_ref().map_or_else(|e| e.as_str(), |_| "ok");
             progress.trace.add(step, TraceKind::Model, model_code, &response.text);
+            if parsed.is_err() {
+                crate::spans::refused(
+                    "proposal_parser",
+                    crate::spans::Target::LlmOutput,
+                    model_code,
+                    self.decider.model(),
+                );
+            }
             match parsed {
                 Ok(p) => {
                     let (code, fingerprint) = self.checked(&p, &state, &progress.seen);
@@ -443,6 +468,9 @@ impl Agent {
                     detail.push(' ');
                     detail.push_str(tool);
                     progress.trace.add(step, TraceKind::Check, code, &detail);
+                    if code != CheckCode::Ok {
+                        crate::spans::refused("loop_check", crate::spans::Target::ToolCall, code.as_str(), tool);
+                    }
                     (Some(p), Ok(code), fingerprint)
                 }
                 Err(e) => (None, Err(e), None),

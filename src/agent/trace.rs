@@ -111,6 +111,7 @@ impl Trace {
             code = %code,
             detail = %red,
             args = args.as_deref().unwrap_or(""),
+            "decision"
         );
         let detail = clip(&red, DETAIL_CHARS).to_string();
         self.lines.push(TraceLine { step, kind, code, detail, args });

@@ -18,6 +18,8 @@ mod format;
 mod input;
 mod merge;
 mod model_args;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod outbox;
 mod parked;
 mod report;
@@ -49,6 +51,12 @@ pub struct Cli {
     /// redacted detail, timing); what is printed does not change.
     #[arg(long, global = true, value_name = "FILE")]
     pub trace_json: Option<std::path::PathBuf>,
+    /// Export the run's spans (run, invoke_agent per role turn, chat per model call,
+    /// execute_tool per call, apply_guardrail per refusal; every attribute redacted) over
+    /// OTLP/HTTP to the collector at URL (`/v1/traces` is added); without it the standard
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT are read.
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp: Option<String>,
 }
 
 pub use format::OutputFormat;
@@ -334,6 +342,18 @@ pub(crate) fn committed(what: String) {
     let _ = COMMITTED.set(what);
 }
 
+/// The OTLP traces URL of `--otlp` or the standard variables, if any (see `otlp.rs`).
+#[cfg(feature = "otlp")]
+fn otlp_endpoint(flag: Option<&str>) -> Option<String> {
+    otlp::endpoint(flag, |name| std::env::var(name).ok())
+}
+
+/// Without the otlp feature only the flag asks for an export (and is refused).
+#[cfg(not(feature = "otlp"))]
+fn otlp_endpoint(flag: Option<&str>) -> Option<String> {
+    flag.map(str::to_string)
+}
+
 /// Writes a line to stdout; a closed pipe is not an error. A secret the process was given
 /// (the API key, the signing key) is replaced whatever line it is in.
 pub(crate) fn out(line: &str) -> bool {
@@ -358,8 +378,36 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let export = match &cli.trace_json {
-        Some(path) => {
+    let otlp_url = otlp_endpoint(cli.otlp.as_deref());
+    if let (Some(_), Some(path)) = (&otlp_url, &cli.trace_json) {
+        if let Err(e) = input::output_path(path) {
+            eprintln!("rolegate: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
+    #[cfg(feature = "otlp")]
+    let mut otel = None;
+    let export = match (&cli.trace_json, otlp_url) {
+        #[cfg(feature = "otlp")]
+        (path, Some(url)) => match otlp::install(&url, path.as_deref()) {
+            Ok((o, export)) => {
+                otel = Some(o);
+                if let Some(e) = &export {
+                    let _ = EXPORT.set(e.clone());
+                }
+                export
+            }
+            Err(e) => {
+                eprintln!("rolegate: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        #[cfg(not(feature = "otlp"))]
+        (_, Some(_)) => {
+            eprintln!("rolegate: --otlp: this binary was built without the otlp feature");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        (Some(path), None) => {
             if let Err(e) = input::output_path(path) {
                 eprintln!("rolegate: {e}");
                 return ExitCode::from(EXIT_USAGE);
@@ -378,7 +426,7 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        None => None,
+        (None, None) => None,
     };
     let code = runtime.block_on(async {
         match cli.command {
@@ -571,6 +619,11 @@ pub fn main() -> ExitCode {
             Command::Approvers { command } => approvers::approvers(command),
         }
     });
+    // the spans go out on every exit (a collector that cannot be reached is a warning)
+    #[cfg(feature = "otlp")]
+    if let Some(otel) = otel {
+        otel.finish();
+    }
     if let Some(Err(e)) = export.map(|e| e.finish()) {
         // effects last: an error after a commit says what was already done, exit 1
         if let Some(done) = COMMITTED.get() {

@@ -35,6 +35,7 @@ use crate::tools::{
 };
 use crate::unwind::CatchUnwind;
 use crate::world::World;
+use tracing::Instrument;
 
 pub use observation::Observation;
 pub(crate) use policy::ApprovalMode;
@@ -576,6 +577,18 @@ impl ToolGate {
         outcome: GateCode,
     ) {
         tracing::debug!(target: "rolegate::gate", run = run_id, caller, tool = %call.name, outcome = outcome.as_str(), "gate");
+        // a refusal or a hold is a guardrail's decision, under the call's `execute_tool` span
+        let guardian = match outcome {
+            GateCode::NotAllowed | GateCode::InvalidArguments | GateCode::CallLimit | GateCode::NotGranted => {
+                Some("gate")
+            }
+            GateCode::NeedsApproval => Some("approval"),
+            GateCode::UntrustedArgument | GateCode::OtherUsersData => Some("information_flow"),
+            _ => None,
+        };
+        if let Some(guardian) = guardian {
+            crate::spans::refused(guardian, crate::spans::Target::ToolCall, outcome.as_str(), &call.name);
+        }
         self.audit.push(AuditEvent {
             run_id: run_id.to_string(),
             caller: caller.to_string(),
@@ -588,11 +601,14 @@ impl ToolGate {
     /// Runs `call` in context `cx`, if the policy allows it. A tool that answers later is
     /// not waited for (`tool_timeout` at once); [`ToolGate::run_async`] waits.
     pub fn run(&mut self, call: &ToolCall, cx: CallContext<'_>) -> GateOutcome {
+        let span = crate::spans::tool(&call.name, &call.id);
+        let _in = span.enter();
         let outcome = match self.decide(call, cx, &mut NoInternalEffects) {
             Decided::Now(outcome) => outcome,
             Decided::Waiting(answer) => answer_at_once(&call.name, answer),
         };
         self.record(call, cx.run_id, cx.caller, outcome.code());
+        tool_span_outcome(&span, &outcome);
         outcome
     }
 
@@ -618,9 +634,12 @@ impl ToolGate {
     ) -> GateCall<'a> {
         debug_assert_eq!(fingerprint, call.fingerprint());
         let (run_id, caller) = (cx.run_id, cx.caller);
+        let span = crate::spans::tool(&call.name, &call.id);
+        let entered = span.enter();
         match self.decide(call, cx, internal) {
             Decided::Now(outcome) => {
                 self.record_fingerprinted(call, fingerprint.to_string(), run_id, caller, outcome.code());
+                tool_span_outcome(&span, &outcome);
                 GateCall::Now(Some(outcome))
             }
             Decided::Waiting(answer) => {
@@ -633,11 +652,17 @@ impl ToolGate {
                     caller: caller.to_string(),
                     recorded: false,
                 };
-                GateCall::Waiting(Box::pin(async move {
-                    let outcome = wait_for(&waiting.call.name, limit, answer).await;
-                    waiting.record(outcome.code());
-                    outcome
-                }))
+                drop(entered);
+                let waited = span.clone();
+                GateCall::Waiting(Box::pin(
+                    async move {
+                        let outcome = wait_for(&waiting.call.name, limit, answer).await;
+                        waiting.record(outcome.code());
+                        tool_span_outcome(&waited, &outcome);
+                        outcome
+                    }
+                    .instrument(span),
+                ))
             }
         }
     }
@@ -692,6 +717,8 @@ impl ToolGate {
         may_run: fn(PendingStatus) -> bool,
     ) -> Result<GateOutcome, GateError> {
         let pa = self.pending.get(id).cloned().ok_or_else(|| GateError::UnknownPending(id.into()))?;
+        let span = crate::spans::tool(&pa.call.name, &pa.call.id);
+        let _in = span.enter();
         match (pa.status, &pa.result) {
             (PendingStatus::Executed, Some(stored)) => {
                 let mut again = stored.clone();
@@ -716,6 +743,7 @@ impl ToolGate {
             stored.result = Some(v.clone());
         }
         self.record(&pa.call, &pa.run_id, &pa.caller, outcome.code());
+        tool_span_outcome(&span, &outcome);
         Ok(outcome)
     }
 
@@ -926,6 +954,13 @@ async fn wait_for(tool: &str, limit: Duration, answer: BoxFuture<'static, Result
             message: format!("{tool} did not answer within {limit:?}"),
         },
     }
+}
+
+/// Records a gate outcome on its `execute_tool` span (a refusal or a hold is not a
+/// failure of the tool: its guardrail span says what happened).
+fn tool_span_outcome(span: &tracing::Span, outcome: &GateOutcome) {
+    let failed = matches!(outcome, GateOutcome::Failed { .. });
+    crate::spans::tool_outcome(span, outcome.code().as_str(), !failed);
 }
 
 #[cfg(test)]

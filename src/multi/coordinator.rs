@@ -17,6 +17,7 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::budget::{Handoff, MultiBudget, Usage};
 use super::envelope::{Body, Envelope, InstructionFilter, RejectCode, Role, parse_message_with};
@@ -231,8 +232,12 @@ pub fn start(
     if !valid_run_id(run_id) {
         return Err(MultiError::BadRunId);
     }
-    let setup = Setup { env: env.clone(), cfg, models, goal: Arc::from(goal), run_id: run_id.to_string() };
-    let join = tokio::spawn(coordinate(setup, cancel.clone()));
+    // the run's root span: the coordinator's task runs in it, and each role's turn is
+    // opened under it from the assignment (the role actors are tasks of their own)
+    let span = crate::spans::run(run_id, "multi");
+    let setup =
+        Setup { env: env.clone(), cfg, models, goal: Arc::from(goal), run_id: run_id.to_string(), span: span.clone() };
+    let join = tokio::spawn(coordinate(setup, cancel.clone()).instrument(span));
     Ok(MultiHandle { run_id: run_id.to_string(), cancel, join: Some(join) })
 }
 
@@ -256,6 +261,8 @@ struct Setup {
     models: RoleModels,
     goal: Arc<str>,
     run_id: String,
+    /// The run's root span (disabled when nothing exports spans).
+    span: tracing::Span,
 }
 
 /// The rules the intake checks a message by: the claim mode and the instruction filter.
@@ -469,6 +476,14 @@ impl Intake {
                         (RejectCode::FieldNotAllowed, format!("{edge} {kind}: field {f} may not cross"))
                     }
                 };
+                let guardian = match code {
+                    RejectCode::InstructionLike => "instruction_filter",
+                    RejectCode::UnknownSource | RejectCode::UnsupportedClaim => "claim_support",
+                    RejectCode::EdgeNotDeclared | RejectCode::EdgeLimit | RejectCode::FieldNotAllowed => "call_graph",
+                    RejectCode::OtherUsersData => "information_flow",
+                    _ => "intake",
+                };
+                crate::spans::refused(guardian, crate::spans::Target::Message, code.as_str(), sender.as_str());
                 self.trace.add(round, TraceKind::Message, code.as_str(), &detail);
                 let text =
                     crate::security::clip(&crate::security::redact(text), super::REJECTED_TEXT_CHARS).to_string();
@@ -516,6 +531,8 @@ struct Coordinator {
     usage: [Summary; 3],
     failed: Option<RoleFailure>,
     answer: Option<String>,
+    /// The run's root span, handed to each role with its work.
+    span: tracing::Span,
 }
 
 fn slot(role: Role) -> usize {
@@ -528,7 +545,7 @@ fn slot(role: Role) -> usize {
 
 /// Spawns the role actors with their scoped gates over one fresh world.
 fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
-    let Setup { env, cfg, mut models, goal, run_id } = setup;
+    let Setup { env, cfg, mut models, goal, run_id, span } = setup;
     // each role's child of the run's token, bound to its model before the actor starts
     let tokens = [token.child_token(), token.child_token(), token.child_token()];
     let [planner_cancel, researcher_cancel, reviewer_cancel] = tokens;
@@ -597,6 +614,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         usage: Default::default(),
         failed: None,
         answer: None,
+        span,
     }
 }
 
@@ -605,6 +623,7 @@ async fn coordinate(setup: Setup, token: CancellationToken) -> MultiRun {
     let mut c = spawn_roles(setup, &token);
     tokio::pin!(deadline);
     let reason = c.drive(deadline.as_mut()).await;
+    crate::spans::run_ended(&c.span, reason.as_str());
     c.finish(reason).await
 }
 
@@ -680,7 +699,8 @@ impl Coordinator {
                 Assignment::Research(env) | Assignment::Review(env) => env.label,
             };
             let remaining = self.cfg.budget.remaining(&self.used, self.started.elapsed());
-            let reply = self.ask(role, Work { what: assignment, remaining, round }, deadline.as_mut()).await?;
+            let work = Work { what: assignment, remaining, round, span: self.span.clone() };
+            let reply = self.ask(role, work, deadline.as_mut()).await?;
             let RoleReply { text, observations, calls, cost, paid, denied, tools, stop, label } = reply;
             self.account(role, calls, cost, paid, denied, tools);
             if let Some(stop) = stop {

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::budget::Remaining;
 use super::envelope::{Body, Envelope, Role};
@@ -73,6 +74,8 @@ pub(crate) struct Work {
     pub remaining: Remaining,
     /// The round (trace step of planner and reviewer lines).
     pub round: u32,
+    /// The run's span: the role's turn (`invoke_agent`) is opened under it.
+    pub span: tracing::Span,
 }
 
 /// Why a role answered without a message.
@@ -182,7 +185,8 @@ async fn run_actor(mut actor: RoleActor) -> RoleReport {
     while let Some(RoleMsg(assigned)) = actor.rx.recv().await {
         let Assigned { work, respond_to } = *assigned;
         let audited = actor.worker.audit().len();
-        let worked = CatchUnwind(actor.worker.handle(work, &actor.cancel)).await;
+        let turn = crate::spans::agent(&work.span, actor.worker.role().as_str(), work.round);
+        let worked = CatchUnwind(actor.worker.handle(work, &actor.cancel)).instrument(turn).await;
         // a panic in the role's work fails the role, not its actor: the calls its gate
         // made before it stay in the audit and in the reply, and the actor stops
         let reply = match worked {
@@ -329,6 +333,7 @@ impl CallRole {
             None
         };
         if let Some(code) = code {
+            crate::spans::refused("scope_check", crate::spans::Target::ToolCall, code.as_str(), name);
             self.trace.add(step, TraceKind::Check, code, &format!("call {name}"));
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code });
             return None;
@@ -420,11 +425,22 @@ impl CallRole {
         self.client.set_deadline(tokio::time::Instant::now().checked_add(work.remaining.time));
         // the answer is a message, not a proposal: a client that rewrites native tool
         // calls into proposal text keeps the reply's own text here
+        let chat = crate::spans::chat(&request.model);
         let answer = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
-            r = self.client.complete_message(&request) => Some(r),
+            r = self.client.complete_message(&request).instrument(chat.clone()) => Some(r),
         };
+        match &answer {
+            None => crate::spans::failed(&chat, "cancelled"),
+            Some(Err(ModelError::Failed { code, .. })) => crate::spans::failed(&chat, code),
+            Some(Err(_)) => crate::spans::failed(&chat, "crashed"),
+            Some(Ok(r)) => {
+                let tokens = || r.tokens(|| (input_tokens, estimate_tokens(&r.text)));
+                crate::spans::chat_answered(&chat, tokens, !r.tool_calls.is_empty());
+            }
+        }
+        drop(chat);
         let response = match answer {
             None => {
                 self.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
