@@ -50,6 +50,7 @@ mod multi_actors;
 mod multi_parsers;
 mod multi_table;
 
+mod attack_classes;
 mod report_attack;
 mod run_usage;
 mod suite_checkers;

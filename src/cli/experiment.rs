@@ -203,6 +203,7 @@ pub(crate) fn print_matrix(m: &Matrix, format: Format, repeat: u32, shard: Optio
                 m.attacks,
                 m.runs.len()
             ));
+            out(rolegate::lab::HopCounts::LEGEND);
         }
     }
     if m.holds() { EXIT_OK } else { EXIT_MISMATCH }
