@@ -54,6 +54,7 @@ mod multi_parsers;
 mod multi_table;
 mod otel_export;
 
+mod attack_classes;
 mod report_attack;
 mod report_cells;
 mod results_tables;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, ModelArgs, OutputFormat, RoleModelArgs, out};
 use rolegate::agent::Env;
 use rolegate::eval::bundled_single;
-use rolegate::eval::{AnyRow, RowFiles, bundled_multi, parse_any_table_in};
+use rolegate::eval::{AnyRow, RowFiles, bundled_attack_classes, bundled_multi, parse_any_table_in};
 use rolegate::lab::{Attack, bundled_attacks, parse_catalog};
 use rolegate::lab::{DeciderSpec, LabConfig};
 use rolegate::model::ModelSpec;
@@ -37,6 +37,7 @@ pub(crate) fn load(files: &[PathBuf], catalog: &[Attack]) -> Result<Vec<AnyRow>,
         let mut rows: Vec<AnyRow> =
             bundled_single().map_err(|e| e.to_string())?.into_iter().map(AnyRow::Single).collect();
         rows.extend(bundled_multi().map_err(|e| e.to_string())?.into_iter().map(AnyRow::Multi));
+        rows.extend(bundled_attack_classes().map_err(|e| e.to_string())?);
         return Ok(rows);
     }
     let mut rows = Vec::new();

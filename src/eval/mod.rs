@@ -2,16 +2,19 @@
 //! trace grading, the go/no-go list, designs and single versus multi side by side, and the
 //! benchmark.
 
+pub(crate) mod attack_classes;
 pub(crate) mod bench;
 pub(crate) mod checklist;
 pub(crate) mod compare;
 pub(crate) mod grade;
+pub(crate) mod memory_rows;
 pub(crate) mod multi_scenarios;
 pub(crate) mod reuse;
 pub(crate) mod rows;
 pub(crate) mod scenarios;
 pub(crate) mod single_vs_multi;
 
+pub use attack_classes::{BUNDLED_CLASSES, bundled_attack_classes};
 pub use bench::{BenchOptions, BenchReport, Peers, Rate, bench, durable_runs, ratios};
 pub use checklist::{AUTOMATIC, ChecklistInput, MANUAL, unreached};
 pub use checklist::{Attestation, Attested, AutoCheck, automatic, go_no_go};
@@ -24,6 +27,7 @@ pub use compare::{
     PalRow, PalSection, PlanCheckRow,
 };
 pub use grade::{TraceSpec, grade};
+pub use memory_rows::{NoteWriter, PriorRun};
 pub use multi_scenarios::{
     AnyRow, BUNDLED_MULTI, MultiRow, bundled_multi, parse_any_table, parse_any_table_in, parse_any_table_with,
     parse_multi_table, run_multi, run_multi_with,

@@ -11,10 +11,11 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::rows::{Compromised, Extensions, RowAttack, RowDefenses, WorldPatch, row_world};
+use super::rows::{Compromised, Extensions, RowAttack, RowDefenses, WorldPatch, check_hop, hop_text, row_world};
 use super::scenarios::{SingleRow, parse_single_row_with};
 use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, multi_verdict};
-use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer, ReviewerCompromise};
+use crate::lab::compromised::{CompromisedPlanner, CompromisedResearcher, CompromisedReviewer};
+use crate::lab::hops::{Hop, Propagation, multi_propagation};
 use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::multi::{
     Behaviours, ClaimMode, MultiBudget, MultiConfig, MultiEnv, MultiReason, MultiRun, OnReject, RejectCode,
@@ -70,6 +71,13 @@ pub struct MultiExpect {
     /// What the run did about its planted payload (rows with an `attack` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attack: Option<AttackVerdict>,
+    /// The furthest hop its payload reached (rows with an `attack` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hop: Option<Hop>,
+    /// The code that stopped it after that hop (rows with an `attack` only; `""` for
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
 }
 
 /// One multi-agent row.
@@ -183,6 +191,9 @@ pub(crate) fn parse_multi_row_with(
     }
     if let Some(edges) = &row.call_graph {
         crate::multi::CallGraph::from_edges(edges.clone()).map_err(|e| err("call_graph", e.to_string()))?;
+    }
+    if row.compromised.planner.is_some() && row.roles.planner != crate::multi::PlannerKind::default() {
+        return Err(err("compromised.planner", "roles.planner already chooses the planner's model".into()));
     }
     let mut ext = Extensions {
         world: row.world.as_ref(),
@@ -365,6 +376,9 @@ pub struct MultiOutcome {
     /// What the run did about its planted payload, for a row with an `attack`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attack: Option<AttackVerdict>,
+    /// How far its payload got and what stopped it, for a row with an `attack`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hop: Option<Propagation>,
     /// True when every expectation holds.
     pub matches: bool,
     /// What differs, one entry per field.
@@ -399,6 +413,13 @@ impl MultiOutcome {
                 mismatches.push(format!("attack: expected {want}, got {got}"));
             }
         }
+        let hop = row
+            .attack
+            .as_ref()
+            .and_then(|ra| ra.attack().map(|a| (a, ra.into.as_str())))
+            .zip(attack)
+            .map(|((a, into), v)| multi_propagation(a, v, run, into, &[]));
+        check_hop(e.hop, e.stopped_by.as_deref(), hop.as_ref(), &mut mismatches);
         Self {
             table: "multi",
             id: row.id.clone(),
@@ -409,6 +430,7 @@ impl MultiOutcome {
             emails: run.emails,
             role_calls: run.role_calls,
             attack,
+            hop,
             matches: mismatches.is_empty(),
             // a mismatch quotes what the row expected: redacted like a trace line
             mismatches: mismatches.iter().map(|m| crate::security::redact(m).into_owned()).collect(),
@@ -419,6 +441,7 @@ impl MultiOutcome {
     pub fn table_line(&self) -> String {
         let codes: Vec<&str> = self.rejected.iter().map(|c| c.as_str()).collect();
         let attack = self.attack.map(|a| format!(" attack={a}")).unwrap_or_default();
+        let attack = attack + &hop_text(self.hop.as_ref());
         format!(
             "{:<5} {:<17} msgs={} rejected=[{}] denied=[{}] emails={}{attack} {}",
             self.id,
@@ -442,8 +465,11 @@ pub async fn run_multi(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(MultiRun,
     if let Some(mode) = row.compromised.researcher {
         models.researcher = Box::new(CompromisedResearcher { mode, planted: planted.clone() });
     }
-    if let Some(ReviewerCompromise::Obey) = row.compromised.reviewer {
-        models.reviewer = Box::new(CompromisedReviewer { planted });
+    if let Some(mode) = row.compromised.reviewer {
+        models.reviewer = Box::new(CompromisedReviewer { mode, planted: planted.clone() });
+    }
+    if let Some(mode) = row.compromised.planner {
+        models.planner = Box::new(CompromisedPlanner { mode, planted });
     }
     run_in(row, &env, models).await
 }

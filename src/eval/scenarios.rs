@@ -7,10 +7,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::rows::{Extensions, RowAttack, RowDefenses, WorldPatch, row_world};
+use super::memory_rows::{PriorRun, run_prior, with_prior};
+use super::rows::{Extensions, RowAttack, RowDefenses, WorldPatch, check_hop, hop_text, row_world};
 use crate::agent::StopReason;
 use crate::agent::{Env, Trace};
 use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, single_verdict};
+use crate::lab::hops::{Hop, Propagation, SingleSeen, single_propagation};
 use crate::lab::{DeciderSpec, LabConfig, MAX_ROW_BYTES, ScenarioError};
 use crate::model::FakeKind;
 
@@ -55,6 +57,13 @@ pub struct SingleExpect {
     /// What the run did about its planted payload (rows with an `attack` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attack: Option<AttackVerdict>,
+    /// The furthest hop its payload reached (rows with an `attack` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hop: Option<Hop>,
+    /// The code that stopped it after that hop (rows with an `attack` only; `""` for
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
 }
 
 /// One single-agent row.
@@ -95,6 +104,9 @@ pub struct SingleRow {
     /// The defenses (`scopes`, `loop_check`, `approval`; all on and narrow by default).
     #[serde(default, skip_serializing_if = "is_default")]
     pub defenses: RowDefenses,
+    /// An earlier run (same user and world) whose memory this row's run starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<PriorRun>,
     /// The expectation.
     pub expect: SingleExpect,
 }
@@ -163,6 +175,15 @@ pub(crate) fn parse_single_row_with(
         let message = "the single-agent loop has no instruction filter (a multi row's coordinator has)".into();
         return Err(err("defenses.filter", message));
     }
+    if let Some(m) = &row.memory {
+        if row.attack.is_none() || row.model != COMPROMISED || row.user.is_empty() {
+            let message = "an earlier run needs an attack, the compromised model and a signed-in user".into();
+            return Err(err("memory", message));
+        }
+        if m.goal.trim().is_empty() || m.goal.chars().count() > crate::agent::MAX_GOAL_CHARS {
+            return Err(err("memory.goal", "must be 1 to 300 characters".into()));
+        }
+    }
     let mut ext = Extensions {
         world: row.world.as_ref(),
         attack: row.attack.as_mut(),
@@ -218,6 +239,9 @@ pub struct SingleOutcome {
     /// What the run did about its planted payload, for a row with an `attack`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attack: Option<AttackVerdict>,
+    /// How far its payload got and what stopped it, for a row with an `attack`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hop: Option<Propagation>,
     /// True when every expectation holds.
     pub matches: bool,
     /// What differs, one entry per field.
@@ -296,10 +320,20 @@ pub async fn run_single(row: &SingleRow, env: &Env) -> Result<SingleOutcome, Sce
 /// # Errors
 /// [`ScenarioError::Run`] when the run cannot be carried out.
 pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Result<SingleOutcome, ScenarioError> {
-    let (world, _) = row_world(&env.world, row.world.as_ref(), row.attack.as_ref())
+    let (world, planted) = row_world(&env.world, row.world.as_ref(), row.attack.as_ref())
         .map_err(|(field, message)| ScenarioError::Row { file: "(row)".into(), line: 0, field, message })?;
+    let prior = match &row.memory {
+        Some(m) => {
+            let prior_env = Env { world: world.clone(), policy: env.policy.clone(), prices: env.prices.clone() };
+            Some(run_prior(&row.id, m, &row.user, &prior_env, planted).await?)
+        }
+        None => None,
+    };
     let env = Env { world, policy: row.defenses.policy(&env.policy, &row.task), prices: env.prices.clone() };
     let mut lab = cfg.build(&env);
+    if let (Some(p), Some(m)) = (&prior, lab.agent.memory_mut()) {
+        *m = p.memory.clone();
+    }
     let policy = lab.agent.gate.policy().clone();
     lab.agent.gate.set_policy(policy.with_approval_shared(row.defenses.approval()));
     lab.agent.gate.set_ifc(row.defenses.ifc());
@@ -335,6 +369,27 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
             mismatches.push(format!("attack: expected {want}, got {got}"));
         }
     }
+    let done = run.reason() == StopReason::Done;
+    let hop =
+        row.attack.as_ref().and_then(|ra| ra.attack().map(|a| (a, &ra.into))).zip(attack).map(|((a, into), v)| {
+            let seen = SingleSeen {
+                trace: run.trace(),
+                observations: run.state.observations().iter().filter(|o| o.ok).map(|o| o.text.as_str()).collect(),
+                notes: lab
+                    .agent
+                    .memory()
+                    .map(|m| m.notes().into_iter().map(|n| n.text.as_str()).collect())
+                    .unwrap_or_default(),
+                answer: if done { run.state.answer() } else { None },
+                into,
+            };
+            let p = single_propagation(a, v, &seen);
+            match &prior {
+                Some(prior) => with_prior(p, prior, a),
+                None => p,
+            }
+        });
+    check_hop(e.hop, e.stopped_by.as_deref(), hop.as_ref(), &mut mismatches);
     Ok(SingleOutcome {
         table: "single",
         id: row.id.clone(),
@@ -345,6 +400,7 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         model_calls: run.ledger().summary().calls,
         steps: run.state.step(),
         attack,
+        hop,
         matches: mismatches.is_empty(),
         // a mismatch quotes what the row expected: redacted like a trace line
         mismatches: mismatches.iter().map(|m| crate::security::redact(m).into_owned()).collect(),
@@ -358,6 +414,7 @@ impl SingleOutcome {
     /// One table line.
     pub fn table_line(&self) -> String {
         let attack = self.attack.map(|a| format!(" attack={a}")).unwrap_or_default();
+        let attack = attack + &hop_text(self.hop.as_ref());
         format!(
             "{:<5} {:<17} {:<16} calls={} emails={}{attack} {}",
             self.id,

@@ -63,6 +63,11 @@ pub enum AttackStyle {
     JsonFragment,
     /// Hidden in markup (comments, links).
     Markup,
+    /// Asks every role that reads it to copy it into its own message (Prompt Infection).
+    SelfReplicating,
+    /// Dressed as a tool's error that prescribes the next call to "recover" (control-flow
+    /// hijacking).
+    FakeToolError,
 }
 
 /// The effect a payload tries to cause: one tool call, exactly as a model obeying it would

@@ -5,11 +5,13 @@
 
 pub(crate) mod attacks;
 pub(crate) mod compromised;
+pub(crate) mod hops;
 pub(crate) mod table;
 pub(crate) mod templates;
 pub(crate) mod transforms;
 
 pub use attacks::{Attack, AttackVerdict, bundled_attacks, parse_catalog};
+pub use hops::{Hop, HopCounts, Marker, Propagation};
 pub use table::{MAX_REPORTED_ROWS, ScenarioError};
 pub(crate) use table::{MAX_ROW_BYTES, read_table, serde_row_error};
 pub use templates::{
@@ -43,6 +45,9 @@ pub enum DeciderSpec {
     /// The compromised fake: sensible, except that it does what any of these planted
     /// payloads asks as soon as it reads one (see [`compromised`]).
     Compromised(Arc<[attacks::Attack]>),
+    /// The compromised fake as a sleeper: instead of acting on a planted payload it
+    /// reads, it asks to `remember` the observation that carries it.
+    Sleeper(Arc<[attacks::Attack]>),
     /// A model behind an OpenAI-compatible server. The run's clock is then tokio time
     /// (real in the binary), so the time budget counts the server's real latency; `slow`
     /// does not apply.
@@ -162,6 +167,9 @@ impl LabConfig {
             DeciderSpec::Scripted(model) => Box::new(ModelDecider::new(model.clone())),
             DeciderSpec::Compromised(planted) => {
                 Box::new(ModelDecider::new(compromised::CompromisedModel::new(planted.clone())))
+            }
+            DeciderSpec::Sleeper(planted) => {
+                Box::new(ModelDecider::new(compromised::CompromisedModel::sleeper(planted.clone())))
             }
             DeciderSpec::Fake(kind) => match self.slow {
                 Some(per_call) => Box::new(ModelDecider::new(SlowClient {

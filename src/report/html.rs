@@ -553,7 +553,7 @@ fn count_cell(svg: &mut String, c: &crate::suite::matrix::Count, class: &str) {
 }
 
 fn matrix_table(h: &mut String, m: &Matrix) {
-    h.push_str(r#"<table id="matrix-table" class="matrix"><thead><tr><th>design</th><th>filter</th><th>claims</th><th>scopes</th><th>loop check</th><th>approval</th><th>utility</th><th>utility under attack</th><th>attack success</th><th>attempted</th><th>must stop all</th><th>refusals by code</th></tr></thead><tbody>"#);
+    h.push_str(r#"<table id="matrix-table" class="matrix"><thead><tr><th>design</th><th>filter</th><th>claims</th><th>scopes</th><th>loop check</th><th>approval</th><th>utility</th><th>utility under attack</th><th>attack success</th><th>attempted</th><th title="attacked runs whose payload got no further than exposed / persisted / relayed / executed">hops e/p/r/x</th><th>must stop all</th><th>refusals by code</th></tr></thead><tbody>"#);
     for f in &m.figures {
         let Figures { utility, utility_under_attack, attack_success, attempted, .. } = f;
         let _ = write!(h, r#"<tr class="{}">"#, f.config.design());
@@ -568,6 +568,7 @@ fn matrix_table(h: &mut String, m: &Matrix) {
         count_cell(h, utility_under_attack, "");
         count_cell(h, attack_success, if attack_success.n > 0 { "bad" } else { "good" });
         count_cell(h, attempted, "");
+        let _ = write!(h, r#"<td class="num">{}</td>"#, escape(&f.hops.cell()));
         let hold = match (f.must_hold, f.holds) {
             (false, _) => r#"<td>no</td>"#,
             (true, true) => r#"<td class="good">yes: held</td>"#,

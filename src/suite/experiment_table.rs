@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use super::matrix::{Count, Figures, Intervals, Matrix, VariantRun};
 use crate::eval::DesignRow;
+use crate::lab::HopCounts;
 
 /// One leading column of the table: its header and its least width (the matrix keeps the
 /// widths it always had, so its first columns read as before).
@@ -61,6 +62,9 @@ pub struct ExperimentRow {
     pub wall_ms_p50: f64,
     /// 95th percentile wall time of one run, milliseconds.
     pub wall_ms_p95: f64,
+    /// The furthest hop of each attacked run's payload, counted; `None` when no attack ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hops: Option<HopCounts>,
     /// The 95% Wilson intervals of the rates, when the run asked for them.
     #[serde(rename = "ci95", skip_serializing_if = "Option::is_none")]
     pub intervals: Option<Intervals>,
@@ -100,7 +104,7 @@ pub fn percentile_ms(values: &[u64], p: u32) -> f64 {
 }
 
 /// The legend of the figure columns, in column order.
-pub const LEGEND: [(&str, &str); 11] = [
+pub const LEGEND: [(&str, &str); 12] = [
     (
         "utility",
         "benign runs (every run in compare) that ended done, called every tool the task needs and whose answer passed the task's `expect` (n/of and rate)",
@@ -115,6 +119,10 @@ pub const LEGEND: [(&str, &str); 11] = [
     ("credits", "credits over those calls at the run's prices"),
     ("wall p50", "median wall time of one run (measured: differs between runs and machines)"),
     ("wall p95", "95th percentile wall time of one run"),
+    (
+        "hops e/p/r/x",
+        "attacked runs by the furthest hop their payload reached: exposed (read) / persisted (in memory) / relayed (in an accepted message or a done answer) / executed (an effect)",
+    ),
 ];
 
 fn count_cell(c: Option<&Count>, interval: bool) -> String {
@@ -141,6 +149,7 @@ impl ExperimentRow {
             self.credits.to_string(),
             format!("{:.1}ms", self.wall_ms_p50),
             format!("{:.1}ms", self.wall_ms_p95),
+            self.hops.map_or_else(|| "-".to_string(), |h| h.cell()),
         ]
     }
 
@@ -253,7 +262,19 @@ impl ExperimentTable {
                 header.extend([format!("{r}_ci95_low"), format!("{r}_ci95_high")]);
             }
         }
-        for h in ["model_calls", "tokens_in", "tokens_out", "credits", "wall_ms_p50", "wall_ms_p95", "refusals"] {
+        for h in [
+            "model_calls",
+            "tokens_in",
+            "tokens_out",
+            "credits",
+            "wall_ms_p50",
+            "wall_ms_p95",
+            "hops_exposed",
+            "hops_persisted",
+            "hops_relayed",
+            "hops_executed",
+            "refusals",
+        ] {
             header.push(h.into());
         }
         let mut w = csv::Writer::from_writer(Vec::new());
@@ -291,8 +312,12 @@ impl ExperimentTable {
                 row.credits.to_string(),
                 format!("{:.1}", row.wall_ms_p50),
                 format!("{:.1}", row.wall_ms_p95),
-                row.refusal_text(),
             ]);
+            match row.hops {
+                Some(h) => rec.extend([h.exposed, h.persisted, h.relayed, h.executed].map(|n| n.to_string())),
+                None => rec.extend([String::new(), String::new(), String::new(), String::new()]),
+            }
+            rec.push(row.refusal_text());
             w.write_record(&rec)?;
         }
         let bytes = w.into_inner().map_err(|e| csv::Error::from(e.into_error()))?;
@@ -347,6 +372,7 @@ impl ExperimentRow {
             credits: f.credits,
             wall_ms_p50: f.wall_ms_p50,
             wall_ms_p95: f.wall_ms_p95,
+            hops: (f.attack_success.of > 0).then_some(f.hops),
             intervals: f.intervals.clone(),
             refusals: f.refusals.clone(),
             flag: if f.holds { String::new() } else { BROKEN.to_string() },
@@ -406,6 +432,7 @@ impl ExperimentTable {
                     credits: mine.iter().fold(Decimal::ZERO, |s, r| s.saturating_add(r.credits)),
                     wall_ms_p50: percentile_ms(&walls, 50),
                     wall_ms_p95: percentile_ms(&walls, 95),
+                    hops: None,
                     intervals: None,
                     refusals: BTreeMap::new(),
                     flag: String::new(),

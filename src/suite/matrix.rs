@@ -36,6 +36,7 @@ use crate::lab::attacks::{
     Attack, AttackStyle, AttackVerdict, bundled_attacks, multi_verdict, plant, plant_whole, single_verdict, valid_id,
 };
 use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer, ResearcherCompromise, ReviewerCompromise};
+use crate::lab::hops::{Hop, HopCounts, Propagation, SingleSeen, multi_propagation, single_propagation};
 use crate::lab::{DeciderSpec, LabConfig};
 use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::label::IfcMode;
@@ -385,6 +386,14 @@ pub struct VariantRun {
     pub credits: rust_decimal::Decimal,
     /// Wall time of the run, in microseconds (measured: it differs between runs).
     pub wall_us: u64,
+    /// For an attacked run: the furthest hop its payload reached (`None` for a benign
+    /// run, and in results files written before hops were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hop: Option<Hop>,
+    /// For an attacked run: the code of the first refusal after its furthest hop (what
+    /// stopped the payload, where `stopped_by` is the run's first refusal of any kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hop_stopped_by: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -493,6 +502,11 @@ pub struct Figures {
     pub wall_ms_p95: f64,
     /// Refusal codes over all its runs, by code.
     pub refusals: BTreeMap<String, usize>,
+    /// The furthest hop of each attacked run's payload, counted (runs from a results file
+    /// written before hops were counted are left out).
+    pub hops: HopCounts,
+    /// The code that stopped each attacked run's payload after its furthest hop, by code.
+    pub hop_stopped_by: BTreeMap<String, usize>,
     /// A control that stops every effect on its own is on.
     pub must_hold: bool,
     /// Not `must_hold`, or no effect executed.
@@ -510,12 +524,19 @@ impl Figures {
         let mut refusals = BTreeMap::new();
         let (mut covered, mut model_calls, mut tokens_in, mut tokens_out) = (Count::default(), 0u64, 0u64, 0u64);
         let mut credits = rust_decimal::Decimal::ZERO;
+        let (mut hops, mut hop_stopped_by) = (HopCounts::default(), BTreeMap::new());
         for r in runs {
             let useful = r.done && r.covered && r.answer_ok;
             model_calls += r.model_calls;
             tokens_in = tokens_in.saturating_add(r.tokens_in);
             tokens_out = tokens_out.saturating_add(r.tokens_out);
             credits = credits.saturating_add(r.credits);
+            if let Some(h) = r.hop {
+                hops.add(h);
+            }
+            if let Some(code) = &r.hop_stopped_by {
+                *hop_stopped_by.entry(code.clone()).or_insert(0) += 1;
+            }
             match r.verdict {
                 None => {
                     utility.of += 1;
@@ -553,6 +574,8 @@ impl Figures {
             wall_ms_p50: super::experiment_table::percentile_ms(&walls, 50),
             wall_ms_p95: super::experiment_table::percentile_ms(&walls, 95),
             refusals,
+            hops,
+            hop_stopped_by,
             must_hold,
             holds: !must_hold || success.n == 0,
             intervals: None,
@@ -688,7 +711,7 @@ fn role_models(shared: &Shared, planted: Arc<[Attack]>, rep: u32) -> RoleModels 
     let mut models = RoleModels::fakes(Behaviours::default());
     let r = shared.roles;
     models.researcher = Box::new(CompromisedResearcher { mode: r.researcher, planted: planted.clone() });
-    models.reviewer = Box::new(CompromisedReviewer { planted });
+    models.reviewer = Box::new(CompromisedReviewer { mode: r.reviewer, planted });
     if let Some(setup) = &shared.models.roles {
         if let Some(cfg) = &setup.planner {
             models.planner = Box::new(HttpClient::new(at_rep(cfg)));
@@ -734,6 +757,7 @@ pub(crate) async fn run_variant(
     let ifc_mode = |s: Switch| if s == Switch::On { IfcMode::On } else { IfcMode::Off };
     let mut refusals = Vec::new();
     let mut stopped = None;
+    let hop;
     let (done, tools, verdict, answer_ok, usage) = match config {
         DefenseConfig::Single { scopes, loop_check, approval, ifc } => {
             let policy = match scopes {
@@ -770,8 +794,23 @@ pub(crate) async fn run_variant(
             let verdict = attack
                 .as_ref()
                 .map(|a| single_verdict(&a.effect, &lab.world.outbox, email, run.trace(), lab.agent.gate.audit()));
+            let done = run.reason() == crate::agent::StopReason::Done;
+            hop = attack.as_ref().zip(verdict).map(|(a, v)| {
+                let seen = SingleSeen {
+                    trace: run.trace(),
+                    observations: run.state.observations().iter().filter(|o| o.ok).map(|o| o.text.as_str()).collect(),
+                    notes: lab
+                        .agent
+                        .memory()
+                        .map(|m| m.notes().into_iter().map(|n| n.text.as_str()).collect())
+                        .unwrap_or_default(),
+                    answer: if done { run.state.answer() } else { None },
+                    into: &task.into,
+                };
+                single_propagation(a, v, &seen)
+            });
             let answer_ok = super::graded::single_ok(&task.expect, &task.needs, &run);
-            (run.reason() == crate::agent::StopReason::Done, tools, verdict, answer_ok, run.ledger().summary())
+            (done, tools, verdict, answer_ok, run.ledger().summary())
         }
         DefenseConfig::Multi { filter, claims, scopes, approval, ifc } => {
             let scopes = match scopes {
@@ -803,6 +842,7 @@ pub(crate) async fn run_variant(
                 tools.extend(ran_ok(t).map(str::to_string));
             }
             let verdict = attack.as_ref().map(|a| multi_verdict(&a.effect, &run));
+            hop = attack.as_ref().zip(verdict).map(|(a, v)| multi_propagation(a, v, &run, &task.into, &[]));
             let covers = task.needs.iter().all(|n| tools.iter().any(|t| t == n));
             let answer_ok = super::graded::multi_ok(&task.expect, &run, covers);
             (run.reason == MultiReason::Done, tools, verdict, answer_ok, super::graded::multi_usage(&run))
@@ -810,6 +850,7 @@ pub(crate) async fn run_variant(
     };
     let covered = task.needs.iter().all(|n| tools.iter().any(|t| t == n));
     let (stopped_at, stopped_by) = stopped.unzip();
+    let (hop, hop_stopped_by) = hop.map_or((None, None), |p: Propagation| (Some(p.hop), p.stopped_by));
     Ok(VariantRun {
         config: index,
         task: task.id,
@@ -828,6 +869,8 @@ pub(crate) async fn run_variant(
         tokens_out: usage.output_tokens,
         credits: usage.cost,
         wall_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        hop,
+        hop_stopped_by,
     })
 }
 
