@@ -46,6 +46,7 @@ mod hardening_roles;
 mod hardening_secrets;
 mod hardening_store;
 mod hardening_trace;
+mod hot_path;
 mod multi_actors;
 mod multi_parsers;
 mod multi_table;
