@@ -48,6 +48,7 @@ mod hardening_secrets;
 mod hardening_store;
 mod hardening_trace;
 mod ifc_labels;
+mod hot_path;
 mod multi_actors;
 mod multi_call_graph;
 mod multi_parsers;

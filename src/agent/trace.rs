@@ -95,7 +95,7 @@ impl Trace {
     /// Adds a tool line: `name` as the detail, and the call's arguments (redacted, then
     /// clipped to [`ARGS_CHARS`]) kept beside it for a report.
     pub fn add_tool(&mut self, step: u32, code: impl Into<Cow<'static, str>>, name: &str, args: &serde_json::Value) {
-        let text = args.to_string();
+        let text = serde_json::to_string(args).unwrap_or_else(|_| args.to_string());
         let args = clip(&redact(&text), ARGS_CHARS).to_string();
         self.push(step, TraceKind::Tool, code.into(), name, Some(args));
     }
@@ -149,5 +149,16 @@ mod tests {
         assert!(!lines[0].contains("gmail"));
         assert_eq!(t.lines[0].detail.chars().count(), DETAIL_CHARS);
         assert_eq!(t.codes(TraceKind::Model), ["ok"]);
+    }
+
+    #[test]
+    fn a_tool_line_keeps_the_compact_redacted_arguments() {
+        let mut t = Trace::new("r1");
+        let args = serde_json::json!({"to": "kwame@gmail.com", "subject": "Ré: \"T-601\"", "n": 2});
+        t.add_tool(2, "ok", "send_email_draft", &args);
+        let expected = clip(&redact(&args.to_string()), ARGS_CHARS).to_string();
+        assert_eq!(t.lines[0].args.as_deref(), Some(expected.as_str()));
+        assert!(!expected.contains("gmail"), "{expected}");
+        assert_eq!(t.lines[0].detail, "send_email_draft");
     }
 }

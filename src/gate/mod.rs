@@ -227,7 +227,9 @@ impl GateOutcome {
     /// the call succeeded, and the text (the tool's data as JSON, or `error CODE: why`).
     pub fn observation(&self) -> (bool, String) {
         match self {
-            Self::Ok(data) => (true, data.to_string()),
+            // the same compact text as `Display`, written straight into a buffer instead of
+            // through a formatter per token (serialising a `Value` cannot fail)
+            Self::Ok(data) => (true, serde_json::to_string(data).unwrap_or_else(|_| data.to_string())),
             Self::Refused { code, message } => (false, format!("error {}: {message}", code.as_str())),
             Self::Failed { code, message } => (false, format!("error {code}: {message}")),
             Self::NeedsApproval { pending_id } => {

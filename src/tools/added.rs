@@ -129,7 +129,11 @@ impl ToolSet {
             return Some(spec.clone());
         }
         let tool = self.added.get(name)?;
-        Some(ToolSpec { name: tool.name(), description: tool.description(), parameters: str_schema(tool.fields()) })
+        Some(ToolSpec {
+            name: tool.name(),
+            description: tool.description(),
+            parameters: Arc::new(str_schema(tool.fields())),
+        })
     }
 
     /// Checks a call's arguments: a built-in tool's own rules, or an added tool's declared

@@ -14,7 +14,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use crate::world::World;
 
@@ -191,8 +191,15 @@ pub struct ToolSpec {
     pub name: &'static str,
     /// One-line description.
     pub description: &'static str,
-    /// JSON schema of the arguments object.
-    pub parameters: Value,
+    /// JSON schema of the arguments object, shared: every request that shows the tool
+    /// holds the same schema instead of a deep copy of it.
+    #[serde(serialize_with = "shared_value")]
+    pub parameters: Arc<Value>,
+}
+
+/// Serialises a shared schema as the value itself.
+fn shared_value<S: serde::Serializer>(value: &Arc<Value>, s: S) -> Result<S::Ok, S::Error> {
+    Value::serialize(value, s)
 }
 
 static TICKET_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^T-\d{1,6}$"));
@@ -265,7 +272,7 @@ impl Registry {
             ),
             _ => return None,
         };
-        Some(ToolSpec { name, description, parameters: str_schema(fields) })
+        Some(ToolSpec { name, description, parameters: Arc::new(str_schema(fields)) })
     }
 
     /// Checks a call's arguments against the tool's schema and content rules.

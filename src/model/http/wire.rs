@@ -133,7 +133,7 @@ pub(crate) fn request_body(default_model: &str, ep: &Endpoint, request: &LlmRequ
                 .map(|t| {
                     json!({
                         "type": "function",
-                        "function": {"name": t.name, "description": t.description, "parameters": t.parameters}
+                        "function": {"name": t.name, "description": t.description, "parameters": &*t.parameters}
                     })
                 })
                 .collect();
