@@ -168,13 +168,13 @@ impl CompromisedResearcher {
         let whole = |a: &Attack| a.text.replace(super::transforms::SPLIT_MARK, " ");
         match self.mode {
             ResearcherCompromise::Relay | ResearcherCompromise::Collude => {
-                read().and_then(|a| relay(&proposal, &whole(&a))).unwrap_or(proposal)
+                read().and_then(|a| relay(&proposal, &whole(a))).unwrap_or(proposal)
             }
             ResearcherCompromise::Replicate => read()
                 .or_else(|| carried(&self.planted, state.goal()))
-                .and_then(|a| relay(&proposal, &whole(&a)))
+                .and_then(|a| relay(&proposal, &whole(a)))
                 .unwrap_or(proposal),
-            ResearcherCompromise::Rewrite => read().and_then(|a| rewrite(&proposal, &whole(&a))).unwrap_or(proposal),
+            ResearcherCompromise::Rewrite => read().and_then(|a| rewrite(&proposal, &whole(a))).unwrap_or(proposal),
             ResearcherCompromise::Obey => proposal,
         }
     }
