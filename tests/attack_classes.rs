@@ -173,8 +173,8 @@ async fn the_matrix_counts_the_furthest_hop_of_every_attacked_run() {
     assert_eq!(m.figures[2].hops.cell(), "2/0/0/0");
     // multi, all off: both relayed to the reviewer, which sends
     assert_eq!(m.figures[3].hops.cell(), "0/0/0/2");
-    // a results line written before hops were counted still reads
-    let old = r#"{"config":0,"task":"b1","attack":"a05","done":true,"covered":true,"verdict":"refused","refusals":[]}"#;
+    // a cell line without hop fields (as a benign run's is written) still reads
+    let old = r#"{"config":0,"task":"b1","attack":"a05","done":true,"covered":true,"verdict":"refused","refusals":[],"answer_ok":true,"model_calls":0,"tokens_in":0,"tokens_out":0,"credits":"0","wall_us":0}"#;
     let run: rolegate::suite::VariantRun = serde_json::from_str(old).unwrap();
     assert_eq!((run.hop, run.hop_stopped_by), (None, None));
 }

@@ -165,9 +165,9 @@ fn the_matrix_json_holds_every_cell_with_its_payload_verdict_stop_and_usage() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let doc: Value = serde_json::from_str(&stdout(&out)).expect("one document");
     let cells = doc["cells"].as_array().expect("cells");
-    // 24 configurations x 1 task x (1 benign + 2 payloads)
-    assert_eq!(cells.len(), 72);
-    assert_eq!(doc["table"].as_array().map(Vec::len), Some(24));
+    // 48 configurations (24 with ifc off, 24 on) x 1 task x (1 benign + 2 payloads)
+    assert_eq!(cells.len(), 144);
+    assert_eq!(doc["table"].as_array().map(Vec::len), Some(48));
     for c in cells {
         for field in ["configuration", "design", "task", "done", "covered", "answer_ok", "model_calls", "tokens_in"] {
             assert!(c.get(field).is_some(), "{field} in {c}");
@@ -199,21 +199,21 @@ fn the_matrix_json_holds_every_cell_with_its_payload_verdict_stop_and_usage() {
     // jsonl: a line per configuration, then a line per cell
     let out = run_strings(&small_matrix("jsonl"));
     let lines: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.iter().filter(|l| l["kind"] == "configuration").count(), 24);
-    assert_eq!(lines.iter().filter(|l| l["kind"] == "cell").count(), 72);
+    assert_eq!(lines.iter().filter(|l| l["kind"] == "configuration").count(), 48);
+    assert_eq!(lines.iter().filter(|l| l["kind"] == "cell").count(), 144);
 
     // csv: a record per configuration, parsed back
     let out = run_strings(&small_matrix("csv"));
     let (header, records) = parse_csv(&stdout(&out));
-    assert_eq!(records.len(), 24);
-    for h in ["filter", "claims", "scopes", "check", "approval", "refusals", "attempted_n"] {
+    assert_eq!(records.len(), 48);
+    for h in ["filter", "claims", "scopes", "check", "approval", "ifc", "refusals", "attempted_n", "hops_executed"] {
         assert!(header.contains(&h.to_string()), "{h}: {header:?}");
     }
 
     // table: the header row keeps its first columns, a legend follows
     let out = run_strings(&small_matrix("table"));
     let text = stdout(&out);
-    assert!(text.starts_with("design filter claims scopes  check approval  utility"), "{text}");
+    assert!(text.starts_with("design filter claims scopes  check approval  ifc utility"), "{text}");
     assert!(text.contains("\nlegend:\n"), "{text}");
     assert!(text.contains("  wall p95"), "{text}");
 }

@@ -139,7 +139,7 @@ async fn the_matrix_runs_with_a_model_deciding_and_its_benign_runs_match_the_ref
     let d = dir.clone();
     let out = tokio::task::spawn_blocking(move || rolegate(&d, &a, &[])).await.unwrap();
     let text = ok(&out);
-    assert!(text.starts_with("design filter claims scopes  check approval ifc  utility (95% CI)"), "{text}");
+    assert!(text.starts_with("design filter claims scopes  check approval  ifc utility (95% CI)"), "{text}");
     assert!(text.contains("0/4 (0.0%; 0.0-49.0%)"), "attack success 0 of 2 payloads x 2: {text}");
     assert!(text.contains("x 2 repetitions = 288 runs; configurations that must stop every effect and did not: 0"));
     assert!(server.seen().len() > before + 144);
