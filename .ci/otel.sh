@@ -19,11 +19,9 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 
 BIN=${ROLEGATE_BIN:-target/release/rolegate}
-if [ ! -x "$BIN" ]; then
-  cargo build --release --quiet
-fi
 VENV=${OTEL_VENV:-target/otel-venv}
 PIN=arize-phoenix==20.26.1
+mkdir -p "$(dirname "$VENV")"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
@@ -32,6 +30,15 @@ if ! "$VENV/bin/pip" freeze 2>/dev/null | grep -qx "$PIN"; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "$PIN"
 fi
 installed=$(date +%s)
+# OTEL_INSTALL_ONLY=1: only make the venv (.ci/run does it in the background while it
+# builds and tests, then runs this script again for the check)
+if [ "${OTEL_INSTALL_ONLY:-0}" = 1 ]; then
+  echo "otel: $PIN installed in $((installed - started)) s"
+  exit 0
+fi
+if [ ! -x "$BIN" ]; then
+  cargo build --release --quiet
+fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rolegate-otel.XXXXXX")
 PIDS=()
