@@ -275,7 +275,6 @@ pub(crate) fn print_matrix(
                 m.attacks,
                 m.runs.len()
             ));
-            out(rolegate::lab::HopCounts::LEGEND);
         }
     }
     if m.holds() { EXIT_OK } else { EXIT_MISMATCH }

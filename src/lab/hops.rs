@@ -267,9 +267,6 @@ pub struct HopCounts {
 }
 
 impl HopCounts {
-    /// The legend of [`HopCounts::cell`], one line.
-    pub const LEGEND: &'static str = "hops e/p/r/x: attacked runs whose payload got no further than exposed (a role or the agent read it) / persisted (it entered memory) / relayed (an accepted message or a done answer carried it) / executed (an effect); the rest were never read";
-
     /// Counts one run's furthest hop.
     pub fn add(&mut self, hop: Hop) {
         match hop {
