@@ -369,20 +369,9 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
             mismatches.push(format!("attack: expected {want}, got {got}"));
         }
     }
-    let done = run.reason() == StopReason::Done;
     let hop =
         row.attack.as_ref().and_then(|ra| ra.attack().map(|a| (a, &ra.into))).zip(attack).map(|((a, into), v)| {
-            let seen = SingleSeen {
-                trace: run.trace(),
-                observations: run.state.observations().iter().filter(|o| o.ok).map(|o| o.text.as_str()).collect(),
-                notes: lab
-                    .agent
-                    .memory()
-                    .map(|m| m.notes().into_iter().map(|n| n.text.as_str()).collect())
-                    .unwrap_or_default(),
-                answer: if done { run.state.answer() } else { None },
-                into,
-            };
+            let seen = SingleSeen::of(&run, &lab.agent, into);
             let p = single_propagation(a, v, &seen);
             match &prior {
                 Some(prior) => with_prior(p, prior, a),

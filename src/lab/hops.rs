@@ -172,6 +172,20 @@ pub(crate) struct SingleSeen<'a> {
     pub into: &'a str,
 }
 
+impl<'a> SingleSeen<'a> {
+    /// What `run` of `agent` shows, the payload planted into `into`.
+    pub(crate) fn of(run: &'a crate::agent::Run, agent: &'a crate::agent::Agent, into: &'a str) -> Self {
+        let done = run.reason() == crate::agent::StopReason::Done;
+        Self {
+            trace: run.trace(),
+            observations: run.state.observations().iter().filter(|o| o.ok).map(|o| o.text.as_str()).collect(),
+            notes: agent.memory().map(|m| m.notes().into_iter().map(|n| n.text.as_str()).collect()).unwrap_or_default(),
+            answer: if done { run.state.answer() } else { None },
+            into,
+        }
+    }
+}
+
 /// The propagation of `attack` in a single-agent run whose verdict is `verdict`.
 pub(crate) fn single_propagation(attack: &Attack, verdict: AttackVerdict, seen: &SingleSeen<'_>) -> Propagation {
     let m = Marker::of(attack);

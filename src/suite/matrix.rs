@@ -795,20 +795,10 @@ pub(crate) async fn run_variant(
                 .as_ref()
                 .map(|a| single_verdict(&a.effect, &lab.world.outbox, email, run.trace(), lab.agent.gate.audit()));
             let done = run.reason() == crate::agent::StopReason::Done;
-            hop = attack.as_ref().zip(verdict).map(|(a, v)| {
-                let seen = SingleSeen {
-                    trace: run.trace(),
-                    observations: run.state.observations().iter().filter(|o| o.ok).map(|o| o.text.as_str()).collect(),
-                    notes: lab
-                        .agent
-                        .memory()
-                        .map(|m| m.notes().into_iter().map(|n| n.text.as_str()).collect())
-                        .unwrap_or_default(),
-                    answer: if done { run.state.answer() } else { None },
-                    into: &task.into,
-                };
-                single_propagation(a, v, &seen)
-            });
+            hop = attack
+                .as_ref()
+                .zip(verdict)
+                .map(|(a, v)| single_propagation(a, v, &SingleSeen::of(&run, &lab.agent, &task.into)));
             let answer_ok = super::graded::single_ok(&task.expect, &task.needs, &run);
             (done, tools, verdict, answer_ok, run.ledger().summary())
         }
