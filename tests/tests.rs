@@ -49,6 +49,7 @@ mod hardening_store;
 mod hardening_trace;
 mod hot_path;
 mod ifc_labels;
+mod memory_labels;
 mod multi_actors;
 mod multi_call_graph;
 mod multi_parsers;
