@@ -37,6 +37,7 @@ mod store_effects;
 mod store_outbox;
 mod store_quarantine;
 
+mod call_graph_labels;
 mod hardening_corpora;
 mod hardening_exit;
 mod hardening_faults;
