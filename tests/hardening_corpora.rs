@@ -257,7 +257,8 @@ fn every_raw_envelope_gets_the_code_its_row_states() {
     let codes: BTreeSet<&str> = rows.iter().map(|r| r.expect.as_str()).collect();
     // the call graph's codes need a graph other than the bundled one: multi_call_graph
     // holds each of them
-    let graph_codes = [RejectCode::EdgeNotDeclared, RejectCode::EdgeLimit, RejectCode::FieldNotAllowed];
+    let graph_codes =
+        [RejectCode::EdgeNotDeclared, RejectCode::EdgeLimit, RejectCode::FieldNotAllowed, RejectCode::EdgeLabel];
     let every: BTreeSet<&str> =
         RejectCode::ALL.iter().filter(|c| !graph_codes.contains(c)).map(|c| c.as_str()).chain(["ok"]).collect();
     assert_eq!(codes, every, "the table has rows for every code");

@@ -37,6 +37,7 @@ mod store_effects;
 mod store_outbox;
 mod store_quarantine;
 
+mod call_graph_labels;
 mod hardening_corpora;
 mod hardening_exit;
 mod hardening_faults;
@@ -49,6 +50,7 @@ mod hardening_store;
 mod hardening_trace;
 mod hot_path;
 mod ifc_labels;
+mod memory_labels;
 mod multi_actors;
 mod multi_call_graph;
 mod multi_parsers;

@@ -367,6 +367,8 @@ impl Agent {
         }
         let run_id = state.run_id().to_string();
         self.gate.restore_counts(&run_id, &progress.tool_counts);
+        // the notes the model will be handed join its context's label
+        self.absorb_notes();
         let started = self.clock.now();
         let worked_before = progress.worked;
         let mut cached: Option<Prepared> = None;

@@ -440,10 +440,14 @@ impl Intake {
             },
             None => check_message_with(sender, text, observations, self.rules).map_err(Refused::Message),
         };
-        // then the label the coordinator stamps, and the confidentiality rule at the route
+        // then the label the coordinator stamps, the edge's label rule, and the
+        // confidentiality rule at the route
         let checked = checked.and_then(|(recipient, body)| {
             let world = self.world.as_deref();
             let label = super::labels::stamp(&body, context, observations, self.rules.claims, &self.user, world);
+            if next_hop(sender).is_some() {
+                self.edges.check_label(sender, recipient, label).map_err(|e| Refused::Edge(body.kind(), e))?;
+            }
             super::labels::check_route(label, self.rules.ifc)
                 .map(|()| (recipient, body, label))
                 .map_err(Refused::Message)
@@ -475,11 +479,17 @@ impl Intake {
                     Refused::Edge(kind, EdgeRefusal::Field(f)) => {
                         (RejectCode::FieldNotAllowed, format!("{edge} {kind}: field {f} may not cross"))
                     }
+                    Refused::Edge(kind, EdgeRefusal::Label(label)) => {
+                        (RejectCode::EdgeLabel, format!("{edge} {kind}: label {label}"))
+                    }
                 };
                 let guardian = match code {
                     RejectCode::InstructionLike => "instruction_filter",
                     RejectCode::UnknownSource | RejectCode::UnsupportedClaim => "claim_support",
-                    RejectCode::EdgeNotDeclared | RejectCode::EdgeLimit | RejectCode::FieldNotAllowed => "call_graph",
+                    RejectCode::EdgeNotDeclared
+                    | RejectCode::EdgeLimit
+                    | RejectCode::FieldNotAllowed
+                    | RejectCode::EdgeLabel => "call_graph",
                     RejectCode::OtherUsersData => "information_flow",
                     _ => "intake",
                 };

@@ -260,6 +260,10 @@ codes! {
         EdgeLimit = "edge_limit",
         /// The body carries a field the edge does not let cross.
         FieldNotAllowed = "field_not_allowed",
+        /// The envelope's label is one the edge's label rule does not let cross (an
+        /// untrusted envelope on a `trusted_only` edge, another user's data on a
+        /// `no_other_users` edge).
+        EdgeLabel = "edge_label",
         /// Information flow: the message carries another user's data (the confidentiality
         /// rule at the routes).
         OtherUsersData = "other_users_data",

@@ -7,8 +7,14 @@
 //! body fields that may cross it, how many messages may cross it per run and which labels
 //! may cross. A hand-off with no edge is refused `edge_not_declared`, one over the edge's
 //! limit `edge_limit`, a body with a field the edge does not let cross
-//! `field_not_allowed`; the coordinator's trace names the edge (`researcher->reviewer
-//! finding`).
+//! `field_not_allowed`, an envelope whose label the edge's rule does not let cross
+//! `edge_label` ([`LabelRule`]); the coordinator's trace names the edge
+//! (`researcher->reviewer finding`).
+//!
+//! The label rules read the label the coordinator stamps on the envelope (the join of what
+//! its sender's model had in view, endorsed by the claim builder under strict claims, see
+//! [`super::labels`]), after the body checks. They are the edge's own rules: declared in
+//! the graph, they hold whether the information-flow switch (`ifc`) is on or off.
 //!
 //! A graph is read strictly (unknown members refused) and checked whole before any run:
 //! every role, kind and field must exist, no edge may appear twice, start at the
@@ -25,6 +31,7 @@ use std::sync::{Arc, LazyLock};
 
 use super::envelope::{Body, Kind, Role};
 use super::routes::route_kind;
+use crate::label::{Confidentiality, Label};
 
 /// The bundled call graph, `data/call_graph.json`: exactly the three hand-offs of the
 /// pipeline, every field, no limit.
@@ -81,15 +88,38 @@ fn carried_fields(body: &Body) -> u8 {
     }
 }
 
-/// Which labels may cross an edge. Today the only rule is `any`: the edge itself checks no
-/// label (the value labels and their rules are their own work, and add their variants
-/// here, each checked in [`EdgeTable::check_body`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LabelRule {
-    /// Every label may cross (the edge checks none).
-    #[default]
-    Any,
+codes! {
+    /// Which envelope labels may cross an edge (`labels` in a graph file; an unknown value
+    /// is refused when the graph is read). Checked by [`EdgeTable::check_label`] on the
+    /// label the coordinator stamped.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    pub enum LabelRule {
+        /// Every label may cross (the edge checks none).
+        #[default]
+        Any = "any",
+        /// Only a trusted envelope: one whose sender read nothing untrusted, or a finding
+        /// the claim builder endorsed (strict claims, typed facts only).
+        TrustedOnly = "trusted_only",
+        /// No envelope carrying another user's data (confidentiality `other`).
+        NoOtherUsers = "no_other_users",
+    }
+}
+
+impl LabelRule {
+    /// True when an envelope labelled `label` may cross an edge with this rule.
+    pub fn admits(self, label: Label) -> bool {
+        match self {
+            Self::Any => true,
+            Self::TrustedOnly => label.is_trusted(),
+            Self::NoOtherUsers => label.confidentiality != Confidentiality::Other,
+        }
+    }
+}
+
+impl fmt::Display for LabelRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// One edge as a file declares it.
@@ -256,6 +286,8 @@ pub(crate) enum EdgeRefusal {
     Limit(u32),
     /// The body carries a field the edge does not let cross.
     Field(Field),
+    /// The envelope's label is one the edge's rule does not let cross.
+    Label(Label),
 }
 
 const fn sender_index(role: Role) -> Option<usize> {
@@ -314,17 +346,21 @@ impl EdgeTable {
         Ok(())
     }
 
-    /// The edge checks of a parsed body: every field it carries must be allowed to cross
-    /// (labels are checked here too once values carry them; `any` checks none).
+    /// The edge checks of a parsed body: every field it carries must be allowed to cross.
     pub(crate) fn check_body(&self, from: Role, to: Role, body: &Body) -> Result<(), EdgeRefusal> {
         let rule = self.rule(from, to).ok_or(EdgeRefusal::NotDeclared)?;
         let extra = carried_fields(body) & !rule.fields;
         if let Some(f) = Field::ALL.iter().find(|f| extra & f.bit() != 0) {
             return Err(EdgeRefusal::Field(*f));
         }
-        match rule.labels {
-            LabelRule::Any => Ok(()),
-        }
+        Ok(())
+    }
+
+    /// The edge's label rule on the label the coordinator stamped on an envelope from
+    /// `from` to `to` (after the body checks: the label depends on the parsed body).
+    pub(crate) fn check_label(&self, from: Role, to: Role, label: Label) -> Result<(), EdgeRefusal> {
+        let rule = self.rule(from, to).ok_or(EdgeRefusal::NotDeclared)?;
+        if rule.labels.admits(label) { Ok(()) } else { Err(EdgeRefusal::Label(label)) }
     }
 
     /// Counts one accepted message on the edge from `from` to `to`.
@@ -531,6 +567,42 @@ mod tests {
         let noted = Body::Verdict(Verdict { approve: true, notes: "fine".into() });
         assert_eq!(t.check_body(Role::Reviewer, Role::Coordinator, &quiet), Ok(()));
         assert_eq!(t.check_body(Role::Reviewer, Role::Coordinator, &noted), Err(EdgeRefusal::Field(Field::Notes)));
+    }
+
+    #[test]
+    fn a_label_rule_admits_only_its_labels_and_an_unknown_one_is_refused() {
+        use crate::label::Integrity;
+        let g = graph(
+            r#"{"from": "researcher", "to": "reviewer", "kinds": ["finding"], "fields": ["claim", "sources"], "labels": "trusted_only"},
+               {"from": "reviewer", "to": "coordinator", "kinds": ["verdict"], "fields": ["approve", "notes"], "labels": "no_other_users"},
+               {"from": "planner", "to": "researcher", "kinds": ["brief"], "fields": ["question"], "labels": "any"}"#,
+        )
+        .unwrap();
+        let t = g.table();
+        let trusted_user = Label::new(Integrity::Trusted, Confidentiality::User);
+        let untrusted_other = Label::new(Integrity::Untrusted, Confidentiality::Other);
+        let untrusted_user = Label::new(Integrity::Untrusted, Confidentiality::User);
+        let (res, rev, co) = (Role::Researcher, Role::Reviewer, Role::Coordinator);
+        assert_eq!(t.check_label(res, rev, trusted_user), Ok(()));
+        assert_eq!(t.check_label(res, rev, untrusted_user), Err(EdgeRefusal::Label(untrusted_user)));
+        assert_eq!(t.check_label(rev, co, untrusted_user), Ok(()), "no_other_users lets untrusted data cross");
+        assert_eq!(t.check_label(rev, co, untrusted_other), Err(EdgeRefusal::Label(untrusted_other)));
+        assert_eq!(t.check_label(Role::Planner, res, untrusted_other), Ok(()), "any");
+        assert_eq!(t.check_label(rev, res, trusted_user), Err(EdgeRefusal::NotDeclared));
+        // the body checks do not look at labels
+        let f = Body::Finding(Finding { claim: "c".into(), sources: vec!["T-601".into()] });
+        assert_eq!(t.check_body(res, rev, &f), Ok(()));
+        // the rule round-trips through the file form, and `any` is what the default graph holds
+        let again = CallGraph::from_json(&g.to_json()).unwrap();
+        assert_eq!(again.table(), t);
+        assert!(CallGraph::bundled().unwrap().edges().iter().all(|e| e.labels == LabelRule::Any));
+        // an unknown rule is refused when the graph is read
+        let err =
+            graph(r#"{"from": "planner", "to": "researcher", "kinds": ["brief"], "fields": [], "labels": "trusted"}"#)
+                .unwrap_err();
+        assert!(matches!(&err, CallGraphError::Json(m) if m.contains("unknown variant `trusted`")), "{err}");
+        assert_eq!(LabelRule::ALL.len(), 3);
+        assert_eq!(LabelRule::NoOtherUsers.to_string(), "no_other_users");
     }
 
     #[test]

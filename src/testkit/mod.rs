@@ -367,7 +367,8 @@ fn snapshot(m: &SessionMemory) -> Vec<Note> {
 /// Runs `writes` against one memory of kwame's (notes live 60 s), checking each.
 ///
 /// # Errors
-/// [`Broken`] when a stored note would fail the content rules, when a refused write
+/// [`Broken`] when a stored note would fail the content rules or carry another label than
+/// its source's, when a refused write
 /// changed the memory, when the store holds more than its limit, or when a save and load
 /// does not give back exactly the live notes.
 pub fn check_memory_writes(writes: &[MemoryWrite]) -> Result<Vec<WriteCode>, Broken> {
@@ -381,7 +382,12 @@ pub fn check_memory_writes(writes: &[MemoryWrite]) -> Result<Vec<WriteCode>, Bro
         let after = snapshot(&memory);
         if code == WriteCode::Ok {
             let note = after.iter().find(|n| n.key == w.key);
-            let stored = note.is_some_and(|n| n.text == w.text.trim() && n.source == w.source && n.owner == USER);
+            let stored = note.is_some_and(|n| {
+                n.text == w.text.trim()
+                    && n.source == w.source
+                    && n.owner == USER
+                    && n.label == crate::memory::label_of_source(&w.source)
+            });
             ensure(stored, "an_ok_write_is_stored", || format!("{:?} -> {note:?}", w.key))?;
             let text = w.text.trim();
             ensure(
