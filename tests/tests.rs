@@ -69,3 +69,4 @@ mod suite_row_errors;
 mod suite_rows;
 mod suite_templates;
 mod suite_transforms;
+mod template_results;
