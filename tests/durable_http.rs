@@ -302,3 +302,41 @@ async fn a_durable_run_refuses_a_recording_and_a_price_table_before_anything_run
     }
     assert!(server.seen().is_empty());
 }
+
+/// `runs list` counts the model exchanges each run recorded: a run on a real model as many
+/// as the server answered it, an interrupted one those it kept before the kill, a run on
+/// the fakes none; the table has the same column.
+#[tokio::test]
+async fn runs_list_shows_how_many_model_exchanges_each_run_recorded() {
+    let server = Server::start(Vec::new(), Some(Reply::Fake)).await;
+    let store = interrupted("runs-list", &server).await;
+    let kept = rows_of(&store)[2];
+    let url = server.base_url.clone();
+    let before = server.seen().len();
+    let goal = "What is the status of T-601 and our refund policy?";
+    let args = ["run", goal, "--model", "openai:fake-sensible", "--base-url", &url, "--retries", "0"];
+    let whole = rolegate(&store, &args, true).await;
+    assert!(matches!(whole.status.code(), Some(0 | 1)), "{}", stderr(&whole));
+    let asked = i64::try_from(server.seen().len() - before).unwrap();
+    assert!(asked >= 2, "{asked}");
+    let fakes = ["run", "--design", "multi", "--user", "kwame", "Status of T-601 and our refund policy?"];
+    assert_eq!(rolegate(&store, &fakes, true).await.status.code(), Some(0));
+
+    let json = rolegate(&store, &["runs", "list", "--format", "json"], true).await;
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let list: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let exchanges: Vec<(String, i64)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["run_id"].as_str().unwrap().to_string(), r["exchanges"].as_i64().unwrap()))
+        .collect();
+    assert!(kept >= 1, "the killed run kept an exchange");
+    assert_eq!(exchanges, [("run-1".to_string(), kept), ("run-2".to_string(), asked), ("run-3".to_string(), 0)]);
+
+    let table = stdout(&rolegate(&store, &["runs", "list"], true).await);
+    let lines: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    let at = lines[0].iter().position(|h| *h == "exchanges").expect("an exchanges column");
+    let shown: Vec<&str> = lines[1..].iter().map(|l| l[at]).collect();
+    assert_eq!(shown, [kept.to_string(), asked.to_string(), "0".to_string()], "{table}");
+}

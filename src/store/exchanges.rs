@@ -77,6 +77,15 @@ pub(crate) fn push_exchange(c: &Connection, row: &ExchangeRow) -> Result<(), Sto
     Ok(())
 }
 
+/// How many model exchanges the store holds for `run_id`, as written (`store check` and a
+/// resume verify each one; this is what `runs list` shows).
+///
+/// # Errors
+/// [`StoreError::Sql`].
+pub(crate) fn exchange_count(c: &Connection, run_id: &str) -> Result<i64, StoreError> {
+    Ok(c.query_row("SELECT count(*) FROM exchanges WHERE run_id = ?1", params![run_id], |r| r.get(0))?)
+}
+
 /// The exchanges of a run (every run for `None`), each verified; a row that does not
 /// verify is set aside.
 ///
