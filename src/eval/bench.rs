@@ -16,6 +16,7 @@ use super::multi_scenarios::{MultiRow, bundled_multi};
 use super::parked::ParkingGate;
 use crate::agent::Durable;
 use crate::gate::Observation;
+use crate::label::Label;
 use crate::multi::{
     Intake, MultiConfig, MultiEnv, MultiError, MultiHandle, MultiReason, MultiRun, Role, RoleModels, start,
 };
@@ -255,7 +256,9 @@ pub(crate) fn coordinator_work(env: &MultiEnv, rounds: u64) -> Result<f64, Bench
         let mut intake = Intake::new("bench-1", row.claims);
         for (depth, (role, text)) in (1..).zip(&texts) {
             let obs: &[Observation] = if *role == Role::Researcher { &observations } else { &[] };
-            intake.accept(*role, text, obs, 1, depth).map_err(|c| BenchError::Row(format!("m01 refused: {c}")))?;
+            intake
+                .accept_labelled(*role, text, obs, 1, depth, Label::UNTRUSTED)
+                .map_err(|c| BenchError::Row(format!("m01 refused: {c}")))?;
         }
         std::hint::black_box(&intake);
     }
