@@ -18,6 +18,7 @@ mod designs_table;
 mod durable_crash;
 mod durable_http;
 mod durable_store;
+mod durable_support;
 mod http_failures;
 mod http_interop;
 mod http_limits;

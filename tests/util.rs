@@ -173,34 +173,30 @@ impl SharedBuffer {
 pub fn register_lena(store: &std::path::Path, signing_key: &str) -> std::path::PathBuf {
     let key = store.with_file_name("lena.key");
     if !key.exists() {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
-            .args(["approvers", "add", "lena", "--key-out"])
-            .arg(&key)
-            .arg("--store")
-            .arg(store)
-            .env("ROLEGATE_SIGNING_KEY", signing_key)
-            .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-            .env_remove("ROLEGATE_TEST_CRASH_AT")
-            .output()
-            .expect("the binary runs");
+        let args = ["approvers", "add", "lena", "--key-out", key.to_str().unwrap()];
+        let out = on_store(store, signing_key, &args).output().expect("the binary runs");
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     }
     key
 }
 
-/// Runs the `rolegate` binary on `store` (in its folder) with `args`, signing with `key`;
-/// a key file or a crash point set in the environment is removed.
-pub fn run_binary(store: &std::path::Path, key: &str, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
-        .current_dir(store.parent().unwrap())
+/// The `rolegate` binary on `store` (in its folder) with `args` and `--store STORE`,
+/// signing with `key`; a key file or a crash point set in the environment is removed.
+pub fn on_store(store: &std::path::Path, key: &str, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"));
+    c.current_dir(store.parent().unwrap())
         .args(args)
         .arg("--store")
         .arg(store)
         .env("ROLEGATE_SIGNING_KEY", key)
         .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-        .env_remove("ROLEGATE_TEST_CRASH_AT")
-        .output()
-        .expect("the binary runs")
+        .env_remove("ROLEGATE_TEST_CRASH_AT");
+    c
+}
+
+/// Runs the `rolegate` binary on `store` as [`on_store`] sets it up.
+pub fn run_binary(store: &std::path::Path, key: &str, args: &[&str]) -> std::process::Output {
+    on_store(store, key, args).output().expect("the binary runs")
 }
 
 /// What a process printed on standard output.
