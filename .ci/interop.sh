@@ -18,28 +18,11 @@ BIN=${ROLEGATE_BIN:-target/release/rolegate}
 if [ ! -x "$BIN" ]; then
   cargo build --release --quiet
 fi
-VENV=${INTEROP_VENV:-target/interop-venv}
 PINS=(fakellm==0.3.5 llmock==0.2.2)
-if [ ! -x "$VENV/bin/python" ]; then
-  python3 -m venv "$VENV"
-fi
-VENV=$(cd "$VENV" && pwd)
-if ! "$VENV/bin/pip" freeze 2>/dev/null | grep -qx "${PINS[0]}" || ! "$VENV/bin/pip" freeze 2>/dev/null | grep -qx "${PINS[1]}"; then
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PINS[@]}"
-fi
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/rolegate-interop.XXXXXX")
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() {
-  "$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=.ci/common.sh
+source .ci/common.sh
+ci_venv "${INTEROP_VENV:-target/interop-venv}" "${PINS[@]}"
+ci_scratch interop
 
 wait_for() { # URL NAME LOG
   for _ in $(seq 1 120); do

@@ -19,16 +19,10 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 
 BIN=${ROLEGATE_BIN:-target/release/rolegate}
-VENV=${OTEL_VENV:-target/otel-venv}
 PIN=arize-phoenix==20.26.1
-mkdir -p "$(dirname "$VENV")"
-if [ ! -x "$VENV/bin/python" ]; then
-  python3 -m venv "$VENV"
-fi
-VENV=$(cd "$VENV" && pwd)
-if ! "$VENV/bin/pip" freeze 2>/dev/null | grep -qx "$PIN"; then
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "$PIN"
-fi
+# shellcheck source=.ci/common.sh
+source .ci/common.sh
+ci_venv "${OTEL_VENV:-target/otel-venv}" "$PIN"
 installed=$(date +%s)
 # OTEL_INSTALL_ONLY=1: only make the venv (.ci/run does it in the background while it
 # builds and tests, then runs this script again for the check)
@@ -40,18 +34,7 @@ if [ ! -x "$BIN" ]; then
   cargo build --release --quiet
 fi
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/rolegate-otel.XXXXXX")
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() {
-  "$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+ci_scratch otel
 
 PORT=$(free_port)
 GRPC_PORT=$(free_port)

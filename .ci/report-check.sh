@@ -4,8 +4,10 @@
 # rendered page holds the defense matrix, sequence diagrams, the planted payload's text, a red
 # end box for a run whose e-mail left, a single-agent diagram and the text of a refused
 # message, and a table with one row per matrix cell that sorts on a click on a header (each cell
-# linking to a diagram on the page). The report runs the bundled tables and tests/data/suite/attack_rows.jsonl (payload
-# a05 with every defense off, then on); `run --html` writes one run's page, checked the same way.
+# linking to a diagram on the page and naming its template), and the figures per template (one
+# row per configuration for `--templates direct`). The report runs the bundled tables and
+# tests/data/suite/attack_rows.jsonl (payload a05 with every defense off, then on);
+# `run --html` writes one run's page, checked the same way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,8 +21,8 @@ if ! command -v chromium >/dev/null 2>&1; then
   apt-get install -y -qq chromium >/dev/null
 fi
 
-echo "-- rolegate report --out $out/report.html (bundled tables + attack rows)"
-cargo run --release --quiet -- report --out "$out/report.html" \
+echo "-- rolegate report --templates direct --out $out/report.html (bundled tables + attack rows)"
+cargo run --release --quiet -- report --templates direct --out "$out/report.html" \
   data/scenarios.jsonl data/multi_scenarios.jsonl tests/data/suite/attack_rows.jsonl
 echo "-- rolegate run --design multi --attack a05 --into T-601 --compromised researcher=relay --html $out/run.html"
 cargo run --release --quiet -- run --design multi "Status of T-601 and our refund policy?" \
@@ -71,6 +73,9 @@ cells=$(grep -o '<tr class="cell ' "$out/dom.html" | wc -l)
 runs=$(grep -o '= [0-9]* runs;' "$out/dom.html" | head -1 | tr -dc '0-9')
 grep -q '<table id="cells-table"' "$out/dom.html" || { echo "the rendered page has no table of matrix cells"; exit 1; }
 [ -n "$runs" ] && [ "$cells" -eq "$runs" ] || { echo "the cell table has $cells rows for ${runs:-?} matrix runs"; exit 1; }
+templated=$(grep -o '<tr class="template \(single\|multi\)"><td class="template">direct</td>' "$out/dom.html" | wc -l)
+[ "$templated" -eq "$configs" ] || { echo "the figures per template have $templated rows for $configs configurations"; exit 1; }
+grep -q '<td class="template">direct</td><td class="design">' "$out/dom.html" || { echo "no cell names its template"; exit 1; }
 links=$(grep -o '<a href="#diagram-cell-[0-9]*">' "$out/dom.html" | sort -u | sed 's/.*#\(diagram-cell-[0-9]*\).*/\1/')
 for l in $links; do
   grep -q "<figure id=\"$l\">" "$out/dom.html" || { echo "cell link #$l has no diagram"; exit 1; }
@@ -116,4 +121,4 @@ chrome --dump-dom "file://$(realpath "$out/run.html")" >"$out/run-dom.html" 2>"$
 grep -qF "$payload" "$out/run-dom.html" || { echo "the run page does not show the payload"; exit 1; }
 grep -q '<details class="ev rejected"><summary>[^<]*</summary><pre>[^<]*IMPORTANT INSTRUCTIONS' "$out/run-dom.html" \
   || { echo "the run page does not show the refused text"; exit 1; }
-echo "report check passed: $configs table rows, $cells matrix cells (sorted by click), $diagrams diagrams ($single single-agent), $arrows envelope arrows, $red red end boxes, payload and refused texts shown; screenshot $out/report.png"
+echo "report check passed: $configs table rows, $templated template rows, $cells matrix cells (sorted by click), $diagrams diagrams ($single single-agent), $arrows envelope arrows, $red red end boxes, payload and refused texts shown; screenshot $out/report.png"

@@ -1,23 +1,19 @@
 //! Heap bytes per m01 run parked inside the researcher, counted by the allocator rather
 //! than read from VmRSS: `cargo run --release --example parked_bytes -- [RUNS]`.
 //!
-//! It parks `RUNS` runs (default 10,000) at the researcher's first model call, as
-//! `rolegate bench` does, and prints the live heap bytes and allocations per parked run,
+//! It parks `RUNS` runs (default 10,000) at the researcher's first model call with the
+//! bench's own [`ParkingGate`](rolegate::eval::ParkingGate), as `rolegate bench` does, and prints the live heap bytes and allocations per parked run,
 //! then a histogram of the live blocks by size. The allocator is the system one wrapped in
 //! a counter (so `valgrind --tool=dhat` can also attribute every byte to a call site);
 //! `rolegate bench`'s VmRSS figure adds the task stacks' pages and the allocator's own
 //! slack on top of these bytes.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use rolegate::BoxFuture;
-use rolegate::agent::{AgentState, Decider, Env};
-use rolegate::eval::bundled_multi;
-use rolegate::model::{LlmRequest, LlmResponse, ModelError};
+use rolegate::agent::Env;
+use rolegate::eval::{ParkingGate, bundled_multi};
 use rolegate::multi::{MultiEnv, RoleModels, start};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// Live bytes and blocks, and a histogram of live blocks by size class while `TRACK` is on.
@@ -71,36 +67,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// Waits at its first decision until the gate opens (the run is then parked in the
-/// researcher's loop with everything it holds), as `rolegate bench` does.
-struct Parked {
-    inner: Box<dyn Decider>,
-    gate: watch::Receiver<bool>,
-    arrived: Arc<AtomicUsize>,
-    waiting: bool,
-}
-
-impl Decider for Parked {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn decide<'a>(
-        &'a mut self,
-        state: &'a AgentState,
-        request: &'a LlmRequest,
-    ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(async move {
-            if self.waiting {
-                self.waiting = false;
-                self.arrived.fetch_add(1, Ordering::SeqCst);
-                let _ = self.gate.wait_for(|open| *open).await;
-            }
-            self.inner.decide(state, request).await
-        })
-    }
-}
-
 fn snapshot() -> (i64, i64, Vec<(i64, i64)>) {
     let classes = (0..CLASSES)
         .map(|c| (CLASS_BLOCKS[c].load(Ordering::Relaxed), CLASS_BYTES[c].load(Ordering::Relaxed)))
@@ -120,18 +86,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let warm =
             start(&env, row.config(), RoleModels::fakes(row.roles), &row.goal, "warm-1", CancellationToken::new())?;
         warm.finish().await?;
-        let (open, gate) = watch::channel(false);
-        let arrived = Arc::new(AtomicUsize::new(0));
+        let gate = ParkingGate::new();
         let mut handles = Vec::with_capacity(k);
         let before = snapshot();
         for i in 0..k {
             let mut models = RoleModels::fakes(row.roles);
-            models.researcher = Box::new(Parked {
-                inner: models.researcher,
-                gate: gate.clone(),
-                arrived: arrived.clone(),
-                waiting: true,
-            });
+            models.researcher = gate.park(models.researcher);
             handles.push(start(
                 &env,
                 row.config(),
@@ -141,7 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 CancellationToken::new(),
             )?);
         }
-        while arrived.load(Ordering::SeqCst) < k {
+        while gate.arrived() < k {
             tokio::task::yield_now().await;
         }
         // let every actor reach its inbox
@@ -167,7 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 top *= 2;
             }
         }
-        let _ = open.send(true);
+        gate.open();
         for h in handles {
             h.finish().await?;
         }

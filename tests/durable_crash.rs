@@ -7,7 +7,8 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::util::{REPLY_GOAL, run_binary, stderr, stdout, temp_dir};
+use crate::durable_support::{counts, first_status, held_and_killed, printed};
+use crate::util::{REPLY_GOAL, on_store, run_binary, stderr, stdout, temp_dir};
 
 const KEY: &str = "durable-crash test signing key, not a real secret";
 
@@ -18,52 +19,49 @@ fn rolegate(store: &Path, args: &[&str]) -> Output {
     run_binary(store, KEY, args)
 }
 
+/// The binary on `store` with `args`, the crash point `point` set.
+fn crash_at(store: &Path, point: &str, args: &[&str]) -> std::process::Command {
+    let mut c = on_store(store, KEY, args);
+    c.env("ROLEGATE_TEST_CRASH_AT", point);
+    c
+}
+
 fn crashing(store: &Path, point: &str, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
-        .current_dir(store.parent().unwrap())
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .env("ROLEGATE_SIGNING_KEY", KEY)
-        .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-        .env("ROLEGATE_TEST_CRASH_AT", point)
-        .output()
-        .expect("the binary runs")
+    crash_at(store, point, args).output().expect("the binary runs")
 }
 
 /// `(checkpoints, journal records, requests, parked actions, outbox rows, gate audit
 /// rows)` of `run-1`, read with SQLite directly.
 fn rows_of(store: &Path) -> [i64; 6] {
-    let c = rusqlite::Connection::open(store).unwrap();
-    let n = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
-    [
-        n("SELECT count(*) FROM checkpoints WHERE run_id = 'run-1'"),
-        n("SELECT count(*) FROM steps WHERE run_id = 'run-1'"),
-        n("SELECT count(*) FROM requests WHERE run_id = 'run-1'"),
-        n("SELECT count(*) FROM pending WHERE run_id = 'run-1'"),
-        n("SELECT count(*) FROM outbox"),
-        n("SELECT count(*) FROM gate_audit WHERE run_id = 'run-1'"),
-    ]
+    counts(
+        store,
+        [
+            "SELECT count(*) FROM checkpoints WHERE run_id = 'run-1'",
+            "SELECT count(*) FROM steps WHERE run_id = 'run-1'",
+            "SELECT count(*) FROM requests WHERE run_id = 'run-1'",
+            "SELECT count(*) FROM pending WHERE run_id = 'run-1'",
+            "SELECT count(*) FROM outbox",
+            "SELECT count(*) FROM gate_audit WHERE run_id = 'run-1'",
+        ],
+    )
 }
 
 fn status(store: &Path) -> String {
-    let out = rolegate(store, &["runs", "list", "--format", "json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    list[0]["status"].as_str().unwrap().to_string()
+    first_status(&rolegate(store, &["runs", "list", "--format", "json"]))
 }
 
-/// What a run printed, without what differs between two stores by design: the store's
-/// path and a request's expiry (read from the system clock).
-fn printed(out: &Output, store: &Path) -> String {
-    let text = stdout(out).replace(&store.display().to_string(), "STORE");
-    let mut parts = text.split("expires_at=");
-    let mut normal = parts.next().unwrap_or_default().to_string();
-    for rest in parts {
-        normal.push_str("expires_at=T");
-        normal.push_str(rest.trim_start_matches(|c: char| c.is_ascii_digit()));
-    }
-    normal
+/// What a run printed, its exit code and `run-1`'s rows: what a resumed run must match.
+type End = (String, Option<i32>, [i64; 6]);
+
+fn end_of(out: &Output, store: &Path) -> End {
+    (printed(out, store), out.status.code(), rows_of(store))
+}
+
+/// Asserts that `store`'s run-1 is `interrupted` and that resuming it ends as `expected`.
+fn resumes_to(store: &Path, expected: &End, what: &str) {
+    assert_eq!(status(store), "interrupted", "{what}");
+    let resumed = rolegate(store, &["resume", "run-1"]);
+    assert_eq!(end_of(&resumed, store), *expected, "{what}: {}", stderr(&resumed));
 }
 
 fn check_clean(store: &Path) {
@@ -81,7 +79,7 @@ fn every_step_resumes_the_same(name: &str, args: &[&str], before: bool) -> u64 {
     let plain = base.join("plain.db");
     let whole = rolegate(&plain, args);
     assert!(matches!(whole.status.code(), Some(0 | 1)), "{}", stderr(&whole));
-    let expected = (printed(&whole, &plain), whole.status.code(), rows_of(&plain));
+    let expected = end_of(&whole, &plain);
     check_clean(&plain);
     let mut k = 1;
     loop {
@@ -96,14 +94,7 @@ fn every_step_resumes_the_same(name: &str, args: &[&str], before: bool) -> u64 {
                 continue;
             }
             killed_any = true;
-            assert_eq!(status(&store), "interrupted", "{name}: {phase} {k}");
-            let resumed = rolegate(&store, &["resume", "run-1"]);
-            assert_eq!(
-                (printed(&resumed, &store), resumed.status.code(), rows_of(&store)),
-                expected,
-                "{name}: killed {phase} step {k}: {}",
-                stderr(&resumed)
-            );
+            resumes_to(&store, &expected, &format!("{name}: killed {phase} step {k}"));
             check_clean(&store);
             let again = rolegate(&store, &["resume", "run-1"]);
             assert!(stdout(&again).contains("had already ended"), "{}", stdout(&again));
@@ -204,8 +195,6 @@ fn an_exit_durability_run_cannot_be_resumed_and_runs_list_says_how_each_run_was_
 /// ends as the run never interrupted did, for every K of a three-role and a single run.
 #[test]
 fn a_run_sigkilled_after_each_durable_step_resumes_to_the_same_end() {
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
     for (name, args) in [
         ("multi", &["run", "--design", "multi", "--user", "kwame", "Status of T-601 and our refund policy?"][..]),
         ("single", &["run", "--task", "reply", "--user", "kwame", REPLY_GOAL][..]),
@@ -213,40 +202,16 @@ fn a_run_sigkilled_after_each_durable_step_resumes_to_the_same_end() {
         let base = temp_dir(&format!("durable-sigkill-{name}"));
         let plain = base.join("plain.db");
         let whole = rolegate(&plain, args);
-        let expected = (printed(&whole, &plain), whole.status.code(), rows_of(&plain));
+        let expected = end_of(&whole, &plain);
         let mut k = 1;
         loop {
             let store = base.join(format!("killed-{k}.db"));
-            let mut child = Command::new(env!("CARGO_BIN_EXE_rolegate"))
-                .current_dir(&base)
-                .args(args)
-                .arg("--store")
-                .arg(&store)
-                .env("ROLEGATE_SIGNING_KEY", KEY)
-                .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-                .env("ROLEGATE_TEST_CRASH_AT", format!("durable:hold_after_commit:{k}"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let mut line = String::new();
-            std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
-            if !line.starts_with("rolegate-test: held") {
+            let held = crash_at(&store, &format!("durable:hold_after_commit:{k}"), args);
+            if !held_and_killed(held, &format!("{name} {k}")) {
                 // fewer than k durable steps: the run ended by itself
-                assert!(child.wait().unwrap().code().is_some(), "{name} {k}: {line}");
                 break;
             }
-            child.kill().unwrap();
-            let ended = child.wait().unwrap();
-            assert_eq!(ended.code(), None, "{name} {k}: killed by a signal");
-            assert_eq!(status(&store), "interrupted", "{name} {k}");
-            let resumed = rolegate(&store, &["resume", "run-1"]);
-            assert_eq!(
-                (printed(&resumed, &store), resumed.status.code(), rows_of(&store)),
-                expected,
-                "{name}: SIGKILL after step {k}: {}",
-                stderr(&resumed)
-            );
+            resumes_to(&store, &expected, &format!("{name}: SIGKILL after step {k}"));
             k += 1;
         }
         assert!(k > 3, "{name}: killed after every one of its durable steps ({})", k - 1);

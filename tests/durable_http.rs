@@ -8,14 +8,14 @@
 //! an API key does not resume without one; in both cases nothing runs and the server hears
 //! nothing.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use rolegate::multi::Behaviours;
 
+use crate::durable_support::{counts, first_status, held_and_killed, printed};
 use crate::http_server::{Reply, Server, text};
-use crate::util::{REPLY_GOAL, stderr, stdout, temp_dir};
+use crate::util::{REPLY_GOAL, on_store, stderr, stdout, temp_dir};
 
 const KEY: &str = "durable-http test signing key, not a real secret";
 const API_KEY: &str = "sk-durable-http-test-key";
@@ -23,16 +23,8 @@ const API_KEY: &str = "sk-durable-http-test-key";
 /// The binary on `store` with the signing key, the API key (unless `api_key` is false)
 /// and, when given, the crash point; other settings from the environment removed.
 fn command(store: &Path, args: &[&str], api_key: bool, crash: Option<&str>) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rolegate"));
-    c.current_dir(store.parent().unwrap())
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .env("ROLEGATE_SIGNING_KEY", KEY)
-        .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-        .env_remove("ROLEGATE_BASE_URL")
-        .env_remove("ROLEGATE_TOOL_MODE")
-        .env_remove("ROLEGATE_TEST_CRASH_AT");
+    let mut c = on_store(store, KEY, args);
+    c.env_remove("ROLEGATE_BASE_URL").env_remove("ROLEGATE_TOOL_MODE");
     if api_key {
         c.env("ROLEGATE_API_KEY", API_KEY);
     } else {
@@ -53,52 +45,25 @@ async fn rolegate(store: &Path, args: &[&str], api_key: bool) -> Output {
 /// Starts the run held after its `k`-th durable record and kills it with `SIGKILL`; false
 /// when the run has fewer records (it then ended by itself).
 async fn killed_after(store: &Path, args: &[&str], k: u64) -> bool {
-    let mut c = command(store, args, true, Some(&format!("durable:hold_after_commit:{k}")));
-    tokio::task::spawn_blocking(move || {
-        let mut child = c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
-        if !line.starts_with("rolegate-test: held") {
-            assert!(child.wait().unwrap().code().is_some(), "{k}: {line}");
-            return false;
-        }
-        child.kill().unwrap();
-        assert_eq!(child.wait().unwrap().code(), None, "{k}: killed by a signal");
-        true
-    })
-    .await
-    .unwrap()
+    let c = command(store, args, true, Some(&format!("durable:hold_after_commit:{k}")));
+    tokio::task::spawn_blocking(move || held_and_killed(c, &k.to_string())).await.unwrap()
 }
 
 /// `(checkpoints, journal records, model exchanges, gate audit rows)` of `run-1`.
 fn rows_of(store: &Path) -> [i64; 4] {
-    let c = rusqlite::Connection::open(store).unwrap();
-    let n = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
-    [
-        n("SELECT count(*) FROM checkpoints WHERE run_id = 'run-1'"),
-        n("SELECT count(*) FROM steps WHERE run_id = 'run-1'"),
-        n("SELECT count(*) FROM exchanges WHERE run_id = 'run-1'"),
-        n("SELECT count(*) FROM gate_audit WHERE run_id = 'run-1'"),
-    ]
-}
-
-/// What a run printed, with the store's path and a request's expiry normalised.
-fn printed(out: &Output, store: &Path) -> String {
-    let text = stdout(out).replace(&store.display().to_string(), "STORE");
-    let mut parts = text.split("expires_at=");
-    let mut normal = parts.next().unwrap_or_default().to_string();
-    for rest in parts {
-        normal.push_str("expires_at=T");
-        normal.push_str(rest.trim_start_matches(|c: char| c.is_ascii_digit()));
-    }
-    normal
+    counts(
+        store,
+        [
+            "SELECT count(*) FROM checkpoints WHERE run_id = 'run-1'",
+            "SELECT count(*) FROM steps WHERE run_id = 'run-1'",
+            "SELECT count(*) FROM exchanges WHERE run_id = 'run-1'",
+            "SELECT count(*) FROM gate_audit WHERE run_id = 'run-1'",
+        ],
+    )
 }
 
 async fn status(store: &Path) -> String {
-    let out = rolegate(store, &["runs", "list", "--format", "json"], true).await;
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    list[0]["status"].as_str().unwrap().to_string()
+    first_status(&rolegate(store, &["runs", "list", "--format", "json"], true).await)
 }
 
 /// The run uninterrupted, then killed after each of its durable records K and resumed:
@@ -301,4 +266,42 @@ async fn a_durable_run_refuses_a_recording_and_a_price_table_before_anything_run
         assert!(stderr(&out).contains(says), "{}", stderr(&out));
     }
     assert!(server.seen().is_empty());
+}
+
+/// `runs list` counts the model exchanges each run recorded: a run on a real model as many
+/// as the server answered it, an interrupted one those it kept before the kill, a run on
+/// the fakes none; the table has the same column.
+#[tokio::test]
+async fn runs_list_shows_how_many_model_exchanges_each_run_recorded() {
+    let server = Server::start(Vec::new(), Some(Reply::Fake)).await;
+    let store = interrupted("runs-list", &server).await;
+    let kept = rows_of(&store)[2];
+    let url = server.base_url.clone();
+    let before = server.seen().len();
+    let goal = "What is the status of T-601 and our refund policy?";
+    let args = ["run", goal, "--model", "openai:fake-sensible", "--base-url", &url, "--retries", "0"];
+    let whole = rolegate(&store, &args, true).await;
+    assert!(matches!(whole.status.code(), Some(0 | 1)), "{}", stderr(&whole));
+    let asked = i64::try_from(server.seen().len() - before).unwrap();
+    assert!(asked >= 2, "{asked}");
+    let fakes = ["run", "--design", "multi", "--user", "kwame", "Status of T-601 and our refund policy?"];
+    assert_eq!(rolegate(&store, &fakes, true).await.status.code(), Some(0));
+
+    let json = rolegate(&store, &["runs", "list", "--format", "json"], true).await;
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let list: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let exchanges: Vec<(String, i64)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["run_id"].as_str().unwrap().to_string(), r["exchanges"].as_i64().unwrap()))
+        .collect();
+    assert!(kept >= 1, "the killed run kept an exchange");
+    assert_eq!(exchanges, [("run-1".to_string(), kept), ("run-2".to_string(), asked), ("run-3".to_string(), 0)]);
+
+    let table = stdout(&rolegate(&store, &["runs", "list"], true).await);
+    let lines: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    let at = lines[0].iter().position(|h| *h == "exchanges").expect("an exchanges column");
+    let shown: Vec<&str> = lines[1..].iter().map(|l| l[at]).collect();
+    assert_eq!(shown, [kept.to_string(), asked.to_string(), "0".to_string()], "{table}");
 }

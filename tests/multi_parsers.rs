@@ -3,6 +3,7 @@
 
 use rolegate::eval::compare;
 use rolegate::gate::Observation;
+use rolegate::label::Label;
 use rolegate::multi::MAX_MESSAGE_BYTES;
 use rolegate::multi::{ClaimMode, Intake, RejectCode, Role, parse_message};
 
@@ -116,7 +117,7 @@ fn a_message_can_never_claim_another_sender() {
     for channel in Role::MODEL_ROLES {
         let mut intake = Intake::new("run-1", ClaimMode::Strict);
         for text in &texts {
-            if let Ok(env) = intake.accept(channel, text, &observations, 1, 1) {
+            if let Ok(env) = intake.accept_labelled(channel, text, &observations, 1, 1, Label::UNTRUSTED) {
                 assert_eq!(env.sender, channel, "{text}");
             }
         }

@@ -5,8 +5,10 @@
 use rolegate::agent::Env;
 use rolegate::lab::parse_catalog;
 use rolegate::multi::MultiEnv;
-use rolegate::report::{ReportOptions, cell_views, cells_section, representative_rows, stopped_at};
-use rolegate::suite::{DefenseConfig, MatrixSpec, RoleCompromise, RowResult, parse_benign_tasks, run_matrix, run_rows};
+use rolegate::report::{CellView, ReportOptions, cell_views, cells_section, representative_rows, stopped_at};
+use rolegate::suite::{
+    DefenseConfig, Matrix, MatrixSpec, RoleCompromise, RowResult, parse_benign_tasks, run_matrix, run_rows,
+};
 use std::sync::Arc;
 
 fn data(name: &str) -> String {
@@ -44,30 +46,42 @@ async fn every_cell_has_a_row_and_every_link_has_its_diagram() {
     assert!(html.contains("<td>coordinator</td><td class=\"codes\">instruction_like"), "coordinator row");
 }
 
+/// Runs the representative row of each class of `m`'s cells again and asserts that it
+/// ends with the verdict of every cell of its class. Returns the cells' views (each with
+/// its diagram's anchor) and the anchors drawn.
+pub async fn every_class_reproduces_its_verdict(
+    m: &Matrix,
+    spec: &MatrixSpec,
+    env: &Arc<Env>,
+    menv: &Arc<MultiEnv>,
+) -> (Vec<CellView>, Vec<String>) {
+    let mut views = cell_views(m, spec);
+    let reps = representative_rows(m, spec, &env.world, &mut views).unwrap();
+    let anchors: Vec<String> = reps.iter().map(|(r, _)| format!("diagram-{}", r.id())).collect();
+    let results = run_rows(reps.into_iter().map(|(r, _)| r).collect(), env, menv, None, None).await;
+    for (anchor, r) in anchors.iter().zip(results) {
+        let r = r.unwrap();
+        let got = match &r {
+            RowResult::Single(o) => o.attack,
+            RowResult::Multi(o, _) => o.attack,
+        };
+        let class: Vec<_> = views.iter().filter(|v| v.diagram.as_deref() == Some(anchor.as_str())).collect();
+        assert!(!class.is_empty());
+        for v in class {
+            assert_eq!(v.verdict, got, "{anchor}: {} {:?} under {}", v.task, v.payload, v.config);
+        }
+    }
+    (views, anchors)
+}
+
 #[tokio::test]
 async fn the_diagram_of_a_class_reproduces_the_matrix_verdict_of_its_cell() {
     let env = Arc::new(Env::bundled().unwrap());
     let menv = MultiEnv::new(&env).unwrap();
     let spec = spec();
     let m = run_matrix(&spec, &env).await.unwrap();
-    let mut views = cell_views(&m, &spec);
-    let reps = representative_rows(&m, &spec, &mut views).unwrap();
-    assert!(reps.len() >= 6, "benign, executed, refused and ignored cells of both designs: {}", reps.len());
-    let ids: Vec<String> = reps.iter().map(|(r, _)| r.id().to_string()).collect();
-    let results = run_rows(reps.into_iter().map(|(r, _)| r).collect(), &env, &menv, None, None).await;
-    for (id, r) in ids.iter().zip(results) {
-        let r = r.unwrap();
-        let got = match &r {
-            RowResult::Single(o) => o.attack,
-            RowResult::Multi(o, _) => o.attack,
-        };
-        let anchor = format!("diagram-{id}");
-        let class: Vec<_> = views.iter().filter(|v| v.diagram.as_deref() == Some(anchor.as_str())).collect();
-        assert!(!class.is_empty());
-        for v in class {
-            assert_eq!(v.verdict, got, "{id}: {} {:?} under {}", v.task, v.payload, v.config);
-        }
-    }
+    let (_, drawn) = every_class_reproduces_its_verdict(&m, &spec, &env, &menv).await;
+    assert!(drawn.len() >= 6, "benign, executed, refused and ignored cells of both designs: {}", drawn.len());
 }
 
 #[test]

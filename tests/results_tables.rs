@@ -286,8 +286,14 @@ fn a_results_file_of_the_old_cell_format_is_refused_by_name() {
     a.extend(["--out".to_string(), file.to_str().unwrap().to_string()]);
     assert_eq!(run_strings(&a).status.code(), Some(0));
     let text = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(&file, text.replacen("\"rolegate_results\":2", "\"rolegate_results\":1", 1)).unwrap();
-    let out = run_strings(&a);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("old.jsonl") && stderr(&out).contains("format version 1"), "{}", stderr(&out));
+    let current = format!("\"rolegate_results\":{}", rolegate::suite::RESULTS_VERSION);
+    assert!(text.contains(&current), "{text}");
+    // version 1 (no style, usage or stop), version 2 (no template on a cell)
+    for old in 1..rolegate::suite::RESULTS_VERSION {
+        std::fs::write(&file, text.replacen(&current, &format!("\"rolegate_results\":{old}"), 1)).unwrap();
+        let out = run_strings(&a);
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr(&out);
+        assert!(err.contains("old.jsonl") && err.contains(&format!("format version {old}")), "{err}");
+    }
 }

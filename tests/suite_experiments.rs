@@ -19,7 +19,7 @@ use std::process::Output;
 use std::sync::Arc;
 
 use crate::http_server::{Reply, Server};
-use crate::util::{stderr, stdout, temp_dir};
+use crate::util::{shown, stderr, stdout, temp_dir, without_wall_times};
 
 fn data(name: &str) -> String {
     format!("{}/tests/data/suite/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -56,23 +56,6 @@ fn lines_sorted(path: &Path) -> Vec<String> {
     let mut l: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(without_wall_times).collect();
     l.sort();
     l
-}
-
-/// `text` with every measured wall time replaced by `~` (table cells such as `0.4ms` with
-/// their padding, header padding of the wall columns, and the JSON fields): everything
-/// else must match byte for byte.
-fn without_wall_times(text: &str) -> String {
-    let cells = regex::Regex::new(r" +\d+\.\dms").unwrap();
-    let headers = regex::Regex::new(r" +wall p(50|95)").unwrap();
-    let json = regex::Regex::new(r#""wall_(us|ms_p50|ms_p95)": ?[0-9.]+"#).unwrap();
-    let text = cells.replace_all(text, " ~ms");
-    let text = headers.replace_all(&text, " wall p$1");
-    json.replace_all(&text, r#""wall_$1":~"#).into_owned()
-}
-
-/// The standard output of `o` without its measured wall times.
-fn shown(o: &Output) -> String {
-    without_wall_times(&stdout(o))
 }
 
 fn ok(o: &Output) -> String {

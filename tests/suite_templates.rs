@@ -22,7 +22,7 @@ async fn a_matrix_over_template_payloads_gives_every_run_a_verdict_and_figures_p
     let attacked: Vec<_> = m.runs.iter().filter(|r| r.attack.is_some()).collect();
     assert_eq!(attacked.len(), spec.configs.len() * spec.tasks.len() * 5);
     assert!(attacked.iter().all(|r| r.verdict.is_some()));
-    let by = template_figures(&m, &spec.configs, &attacks);
+    let by = template_figures(&m);
     assert_eq!(by.len(), 5 * spec.configs.len());
     for f in &by {
         assert_eq!(f.attack_success.of, spec.tasks.len(), "{} {}", f.template, f.label);

@@ -173,34 +173,30 @@ impl SharedBuffer {
 pub fn register_lena(store: &std::path::Path, signing_key: &str) -> std::path::PathBuf {
     let key = store.with_file_name("lena.key");
     if !key.exists() {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
-            .args(["approvers", "add", "lena", "--key-out"])
-            .arg(&key)
-            .arg("--store")
-            .arg(store)
-            .env("ROLEGATE_SIGNING_KEY", signing_key)
-            .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-            .env_remove("ROLEGATE_TEST_CRASH_AT")
-            .output()
-            .expect("the binary runs");
+        let args = ["approvers", "add", "lena", "--key-out", key.to_str().unwrap()];
+        let out = on_store(store, signing_key, &args).output().expect("the binary runs");
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     }
     key
 }
 
-/// Runs the `rolegate` binary on `store` (in its folder) with `args`, signing with `key`;
-/// a key file or a crash point set in the environment is removed.
-pub fn run_binary(store: &std::path::Path, key: &str, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
-        .current_dir(store.parent().unwrap())
+/// The `rolegate` binary on `store` (in its folder) with `args` and `--store STORE`,
+/// signing with `key`; a key file or a crash point set in the environment is removed.
+pub fn on_store(store: &std::path::Path, key: &str, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"));
+    c.current_dir(store.parent().unwrap())
         .args(args)
         .arg("--store")
         .arg(store)
         .env("ROLEGATE_SIGNING_KEY", key)
         .env_remove("ROLEGATE_SIGNING_KEY_FILE")
-        .env_remove("ROLEGATE_TEST_CRASH_AT")
-        .output()
-        .expect("the binary runs")
+        .env_remove("ROLEGATE_TEST_CRASH_AT");
+    c
+}
+
+/// Runs the `rolegate` binary on `store` as [`on_store`] sets it up.
+pub fn run_binary(store: &std::path::Path, key: &str, args: &[&str]) -> std::process::Output {
+    on_store(store, key, args).output().expect("the binary runs")
 }
 
 /// What a process printed on standard output.
@@ -211,4 +207,39 @@ pub fn stdout(o: &std::process::Output) -> String {
 /// What a process printed on standard error.
 pub fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `text` with every measured wall time replaced by `~` (table cells such as `0.4ms` with
+/// their padding, header padding of the wall columns, and the JSON fields): everything
+/// else must match byte for byte.
+pub fn without_wall_times(text: &str) -> String {
+    let cells = regex::Regex::new(r" +\d+\.\dms").unwrap();
+    let headers = regex::Regex::new(r" +wall p(50|95)").unwrap();
+    let json = regex::Regex::new(r#""wall_(us|ms_p50|ms_p95)": ?[0-9.]+"#).unwrap();
+    let text = cells.replace_all(text, " ~ms");
+    let text = headers.replace_all(&text, " wall p$1");
+    json.replace_all(&text, r#""wall_$1":~"#).into_owned()
+}
+
+/// The standard output of `o` without its measured wall times.
+pub fn shown(o: &std::process::Output) -> String {
+    without_wall_times(&stdout(o))
+}
+
+/// Four corners of the defense matrix (the information-flow defense off in each): the
+/// single agent with every control on; the single agent with wide scopes, its loop check
+/// on and approval off; the three roles with every control on; the three roles with every
+/// control off.
+pub fn corner_configs() -> Vec<rolegate::suite::DefenseConfig> {
+    use rolegate::eval::{ScopeWidth, Switch};
+    use rolegate::multi::ClaimMode;
+    use rolegate::suite::DefenseConfig;
+    let (on, off) = (Switch::On, Switch::Off);
+    let (narrow, wide) = (ScopeWidth::Narrow, ScopeWidth::Wide);
+    vec![
+        DefenseConfig::Single { scopes: narrow, loop_check: on, approval: on, ifc: off },
+        DefenseConfig::Single { scopes: wide, loop_check: on, approval: off, ifc: off },
+        DefenseConfig::Multi { filter: on, claims: ClaimMode::Strict, scopes: narrow, approval: on, ifc: off },
+        DefenseConfig::Multi { filter: off, claims: ClaimMode::Free, scopes: wide, approval: off, ifc: off },
+    ]
 }

@@ -36,7 +36,7 @@ impl From<DurabilityArg> for Durability {
 #[derive(Debug, Subcommand)]
 pub enum RunsCommand {
     /// Every run of the store with its design, durability, status (`interrupted`: resume
-    /// it) and how many durable steps it holds.
+    /// it), how many durable steps it holds and how many model exchanges it recorded.
     List {
         /// Output format.
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
@@ -153,8 +153,8 @@ pub(crate) fn runs(command: &RunsCommand) -> u8 {
         }
         ListFormat::Table => {
             out(&format!(
-                "{:<10} {:<9} {:<10} {:<17} {:>11} {:>7} {:>9}",
-                "run", "design", "durability", "status", "checkpoints", "records", "last_step"
+                "{:<10} {:<9} {:<10} {:<17} {:>11} {:>7} {:>9} {:>9}",
+                "run", "design", "durability", "status", "checkpoints", "records", "exchanges", "last_step"
             ));
             for r in &rows {
                 let durability = match r.durability {
@@ -163,8 +163,8 @@ pub(crate) fn runs(command: &RunsCommand) -> u8 {
                 };
                 let last = r.last_step.map_or_else(|| "-".to_string(), |s| s.to_string());
                 if !out(&format!(
-                    "{:<10} {:<9} {:<10} {:<17} {:>11} {:>7} {:>9}",
-                    r.run_id, r.design, durability, r.status, r.checkpoints, r.records, last
+                    "{:<10} {:<9} {:<10} {:<17} {:>11} {:>7} {:>9} {:>9}",
+                    r.run_id, r.design, durability, r.status, r.checkpoints, r.records, r.exchanges, last
                 )) {
                     break;
                 }

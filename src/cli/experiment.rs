@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::suite::{Models, SuiteArgs, matrix_spec, model_setup};
 use super::{EXIT_MISMATCH, EXIT_OK, EXIT_USAGE, OutputFormat, out};
 use rolegate::eval::AnyRow;
-use rolegate::lab::{DeciderSpec, TemplateName};
+use rolegate::lab::{Attack, DeciderSpec, TemplateName};
 use rolegate::multi::MultiEnv;
 use rolegate::multi::RoleSetup;
 use rolegate::report::junit;
@@ -141,13 +141,7 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
         let Models { decider, roles, env } = model_setup(a.model, a.role_models, a.model_args)?;
         let mut spec = matrix_spec(a.tasks, a.attacks, Some(&env.world))?;
         // templates are made from the catalog as written, not from transformed variants
-        let made = match a.templates {
-            Some(names) => {
-                let names = TemplateName::parse_list(names).map_err(|e| format!("--templates: {e}"))?;
-                rolegate::lab::generate(&names, &spec.attacks).map_err(|e| format!("--templates: {e}"))?
-            }
-            None => Vec::new(),
-        };
+        let made = template_payloads(a.templates, &spec.attacks)?;
         if let Some(list) = a.transforms {
             let transforms = rolegate::lab::parse_transforms(list).map_err(|e| format!("--transforms: {e}"))?;
             for note in rolegate::suite::add_variants(&mut spec, &env.world, &transforms) {
@@ -180,22 +174,23 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
         plan.out = file;
         plan.done = done;
         let m = run_matrix_plan(&spec, &env, &plan).await.map_err(|e| e.to_string())?;
-        let by_template = template_figures(&m, &spec.configs, &spec.attacks);
-        Ok::<_, String>((m, plan.repeat, by_template))
+        Ok::<_, String>((m, plan.repeat))
     };
     match run.await {
-        Ok((m, repeat, by_template)) => {
-            let code = print_matrix(&m, a.format, repeat, shard(a.shard).ok().flatten(), &by_template);
-            if a.format == OutputFormat::Table {
-                print_templates(&by_template);
-            }
-            code
-        }
+        Ok((m, repeat)) => print_matrix(&m, a.format, repeat, shard(a.shard).ok().flatten()),
         Err(e) => {
             eprintln!("rolegate: {e}");
             EXIT_USAGE
         }
     }
+}
+
+/// The payloads `--templates LIST` adds (one per template and payload of `catalog`, see
+/// [`rolegate::lab::generate`]); none without the flag.
+pub(crate) fn template_payloads(names: Option<&str>, catalog: &[Attack]) -> Result<Vec<Attack>, String> {
+    let Some(names) = names else { return Ok(Vec::new()) };
+    let names = TemplateName::parse_list(names).map_err(|e| format!("--templates: {e}"))?;
+    rolegate::lab::generate(&names, catalog).map_err(|e| format!("--templates: {e}"))
 }
 
 /// Prints the figures per template as a table after the matrix's (nothing when no
@@ -204,7 +199,7 @@ fn print_templates(figures: &[TemplateFigures]) {
     if figures.is_empty() {
         return;
     }
-    let _ = out("") && out(TemplateFigures::TABLE_HEADER);
+    let _ = out("") && out(TemplateFigures::header(figures));
     for f in figures {
         if !out(&f.line()) {
             break;
@@ -213,16 +208,13 @@ fn print_templates(figures: &[TemplateFigures]) {
 }
 
 /// Prints the matrix; the exit code says whether every configuration that must hold did.
-/// `templates` (the figures per template, empty when none ran) go into the JSON document as
-/// `templates` and into JSON Lines as one line each after the cells; the table prints
-/// them itself ([`print_templates`]); CSV and JUnit hold the configurations only.
-pub(crate) fn print_matrix(
-    m: &Matrix,
-    format: OutputFormat,
-    repeat: u32,
-    shard: Option<Shard>,
-    templates: &[TemplateFigures],
-) -> u8 {
+/// The figures per template (counted from the runs, [`template_figures`]; none when no
+/// template payload ran) go into the JSON document as `templates`, into JSON Lines as one
+/// line each after the cells, and after the table's summary line as a table of their own
+/// ([`print_templates`]); CSV and JUnit hold the configurations only. `suite --matrix` and
+/// `merge` both print through here, so merged shards print what one run prints.
+pub(crate) fn print_matrix(m: &Matrix, format: OutputFormat, repeat: u32, shard: Option<Shard>) -> u8 {
+    let templates = &template_figures(m);
     match format {
         OutputFormat::Junit => {
             let _ = out(junit::matrix(m).trim_end());
@@ -275,6 +267,7 @@ pub(crate) fn print_matrix(
                 m.attacks,
                 m.runs.len()
             ));
+            print_templates(templates);
         }
     }
     if m.holds() { EXIT_OK } else { EXIT_MISMATCH }

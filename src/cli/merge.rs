@@ -1,5 +1,6 @@
 //! `rolegate merge FILES…`: the `--out` files of an experiment's shards (or of any runs of
-//! it) combined into the tables, JSON or JUnit one run prints. Every file must name the
+//! it) combined into the tables, JSON or JUnit one run prints, the figures per template
+//! included (counted again from the cells, which name their template). Every file must name the
 //! same experiment; a cell in two files, a cell in none, or a file of another experiment
 //! is refused by name (exit 2).
 
@@ -45,7 +46,7 @@ pub(crate) fn run(args: &MergeArgs) -> u8 {
         };
     }
     match matrix_of_cells(&config, &cells) {
-        Ok(m) => print_matrix(&m, args.format, config.repeat, None, &[]),
+        Ok(m) => print_matrix(&m, args.format, config.repeat, None),
         Err(e) => {
             eprintln!("rolegate: {e}");
             EXIT_USAGE

@@ -1,6 +1,6 @@
 //! `rolegate report --out FILE.html [FILES…]`: runs the scenario rows (the bundled tables
-//! when no file is given) and the defense matrix, and writes one self-contained HTML page
-//! ([`rolegate::report::html`]). Exit code 0 when every row matched and every configuration
+//! when no file is given) and the defense matrix (with `--templates`, the template payloads
+//! too), and writes one self-contained HTML page ([`rolegate::report::html`]). Exit code 0 when every row matched and every configuration
 //! that must stop all effects did, 1 otherwise (the page is written either way), 2 for
 //! unusable input or a file that cannot be written.
 
@@ -29,6 +29,12 @@ pub struct ReportArgs {
     /// default).
     #[arg(long)]
     pub show_addresses: bool,
+    /// Add AgentDojo-style template payloads to the matrix, as `suite --matrix --templates`
+    /// does (`all` or a comma-separated list of important_instructions, tool_knowledge,
+    /// ignore_previous, injecagent, direct); the page then shows the figures per template
+    /// and names each cell's template.
+    #[arg(long, value_name = "LIST")]
+    pub templates: Option<String>,
 }
 
 /// Runs everything and writes the page.
@@ -45,7 +51,11 @@ pub(crate) async fn run(args: ReportArgs) -> u8 {
         let menv = loaded.menv.clone();
         let contexts: Vec<_> = loaded.rows.iter().map(rolegate::report::RunContext::of).collect();
         let opts = rolegate::report::ReportOptions { show_addresses: args.show_addresses };
-        let spec = matrix_spec(args.tasks.as_deref(), args.attacks.as_deref(), None)?;
+        let mut spec = matrix_spec(args.tasks.as_deref(), args.attacks.as_deref(), None)?;
+        let made = super::experiment::template_payloads(args.templates.as_deref(), &spec.attacks)?;
+        if !made.is_empty() {
+            spec.attacks = spec.attacks.iter().cloned().chain(made).collect();
+        }
         let rows = results(loaded).await?;
         let matrix = run_matrix(&spec, &env).await.map_err(|e| e.to_string())?;
         let ok = rows.iter().all(|r| r.matches()) && matrix.holds();

@@ -9,18 +9,14 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::multi_scenarios::{MultiRow, bundled_multi};
-use crate::BoxFuture;
-use crate::agent::AgentState;
-use crate::agent::Decider;
+use super::parked::ParkingGate;
 use crate::agent::Durable;
 use crate::gate::Observation;
-use crate::model::{LlmRequest, LlmResponse, ModelError};
+use crate::label::Label;
 use crate::multi::{
     Intake, MultiConfig, MultiEnv, MultiError, MultiHandle, MultiReason, MultiRun, Role, RoleModels, start,
 };
@@ -260,41 +256,13 @@ pub(crate) fn coordinator_work(env: &MultiEnv, rounds: u64) -> Result<f64, Bench
         let mut intake = Intake::new("bench-1", row.claims);
         for (depth, (role, text)) in (1..).zip(&texts) {
             let obs: &[Observation] = if *role == Role::Researcher { &observations } else { &[] };
-            intake.accept(*role, text, obs, 1, depth).map_err(|c| BenchError::Row(format!("m01 refused: {c}")))?;
+            intake
+                .accept_labelled(*role, text, obs, 1, depth, Label::UNTRUSTED)
+                .map_err(|c| BenchError::Row(format!("m01 refused: {c}")))?;
         }
         std::hint::black_box(&intake);
     }
     Ok(t0.elapsed().as_secs_f64() * 1e6 / (rounds.max(1) as f64 * ENVELOPES_PER_RUN))
-}
-
-/// A researcher decider that waits, at its first decision, until the gate opens: the run
-/// is then parked inside the researcher's loop with everything it holds.
-struct Parked {
-    inner: Box<dyn Decider>,
-    gate: watch::Receiver<bool>,
-    arrived: Arc<AtomicUsize>,
-    waiting: bool,
-}
-
-impl Decider for Parked {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn decide<'a>(
-        &'a mut self,
-        state: &'a AgentState,
-        request: &'a LlmRequest,
-    ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(async move {
-            if self.waiting {
-                self.waiting = false;
-                self.arrived.fetch_add(1, Ordering::SeqCst);
-                let _ = self.gate.wait_for(|open| *open).await;
-            }
-            self.inner.decide(state, request).await
-        })
-    }
 }
 
 /// VmRSS of this process in KiB, from `/proc/self/status`.
@@ -314,21 +282,19 @@ pub(crate) async fn parked_memory(env: &Arc<MultiEnv>, k: usize) -> Result<Optio
     // real time on purpose: this is a measurement of the process, not a test
     tokio::time::sleep(Duration::from_millis(50)).await;
     let before = rss_kib().unwrap_or(0);
-    let (open, gate) = watch::channel(false);
-    let arrived = Arc::new(AtomicUsize::new(0));
+    let gate = ParkingGate::new();
     let mut handles = Vec::with_capacity(k);
     for i in 0..k {
         let mut models = RoleModels::fakes(row.roles);
-        models.researcher =
-            Box::new(Parked { inner: models.researcher, gate: gate.clone(), arrived: arrived.clone(), waiting: true });
+        models.researcher = gate.park(models.researcher);
         handles.push(launch(env, &row, models, i as u64)?);
     }
-    while arrived.load(Ordering::SeqCst) < k {
+    while gate.arrived() < k {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let parked = rss_kib().unwrap_or(0);
-    let _ = open.send(true);
+    gate.open();
     for h in handles {
         done(h.finish().await?)?;
     }

@@ -9,6 +9,7 @@ pub(crate) mod compare;
 pub(crate) mod grade;
 pub(crate) mod memory_rows;
 pub(crate) mod multi_scenarios;
+pub(crate) mod parked;
 pub(crate) mod reuse;
 pub(crate) mod rows;
 pub(crate) mod scenarios;
@@ -32,6 +33,7 @@ pub use multi_scenarios::{
     AnyRow, BUNDLED_MULTI, MultiRow, bundled_multi, parse_any_table, parse_any_table_in, parse_any_table_with,
     parse_multi_table, run_multi, run_multi_with,
 };
+pub use parked::ParkingGate;
 pub use reuse::{MAX_SHARED_FILE_BYTES, RowFiles};
 pub use rows::{ScopeWidth, Switch};
 pub use scenarios::{SingleRow, bundled_single, parse_single_row, parse_single_table, run_single, run_single_with};

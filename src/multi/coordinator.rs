@@ -395,26 +395,12 @@ impl Intake {
         u32::try_from(self.messages.len() + self.rejected.len()).unwrap_or(u32::MAX)
     }
 
-    /// Checks `text` from `sender` and, if it passes, wraps it in the next envelope. Its
-    /// sender's context is not known here, so its label starts untrusted (fail closed).
-    ///
-    /// # Errors
-    /// The [`RejectCode`] it was refused with (already recorded).
-    pub fn accept(
-        &mut self,
-        sender: Role,
-        text: &str,
-        observations: &[Observation],
-        round: u32,
-        depth: u32,
-    ) -> Result<Arc<Envelope>, RejectCode> {
-        self.accept_labelled(sender, text, observations, round, depth, Label::UNTRUSTED)
-    }
-
-    /// As [`Intake::accept`], for a sender whose model had `context` in view (the join of
-    /// what the coordinator handed it and what its gate handed back): the envelope's label
-    /// is stamped from it ([`super::labels::stamp`]), and the confidentiality rule at the
-    /// routes applies when the defense is on.
+    /// Checks `text` from `sender` and, if it passes, wraps it in the next envelope, for a
+    /// sender whose model had `context` in view (the join of what the coordinator handed
+    /// it and what its gate handed back): the envelope's label is stamped from it
+    /// ([`super::labels::stamp`]), and the confidentiality rule at the routes applies when
+    /// the defense is on. A caller that does not know the sender's context passes
+    /// [`Label::UNTRUSTED`] (fail closed).
     ///
     /// # Errors
     /// The [`RejectCode`] it was refused with (already recorded).

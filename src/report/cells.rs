@@ -1,5 +1,5 @@
 //! The matrix drill-down of the report: one table row per matrix cell (task × payload ×
-//! configuration) with the payload's id and style, the configuration, the verdict, where
+//! configuration) with the payload's id, style and template, the configuration, the verdict, where
 //! the run was stopped and by which code, sortable by a click on a column header (a few
 //! lines of inline script; the page stays one self-contained file), and a link to a
 //! diagram.
@@ -24,9 +24,11 @@ use crate::eval::rows::{ScopeWidth, Switch};
 use crate::eval::{AnyRow, parse_any_table_with};
 use crate::lab::{Attack, AttackVerdict, ScenarioError};
 use crate::multi::MultiEnv;
-use crate::suite::matrix::{DefenseConfig, Matrix, MatrixSpec, VariantRun};
+use crate::suite::matrix::{DefenseConfig, Matrix, MatrixModels, MatrixSpec, VariantRun};
 use crate::suite::run::RowResult;
 use crate::suite::run_rows;
+use crate::suite::templated::{reader_model, user_name};
+use crate::world::WorldData;
 
 /// What the drill-down table shows of one matrix cell.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +39,9 @@ pub struct CellView {
     pub payload: Option<String>,
     /// The payload's style (snake_case), `None` for the benign run.
     pub style: Option<String>,
+    /// The template the payload was filled from (`direct`, …), `None` for a payload that
+    /// is not a template's and for the benign run.
+    pub template: Option<String>,
     /// `single` or `multi`.
     pub design: &'static str,
     /// The configuration's label (`multi filter=off claims=free scopes=wide approval=off`).
@@ -91,6 +96,7 @@ impl CellView {
             task: run.task.clone(),
             payload: run.attack.clone(),
             style,
+            template: run.template.map(|t| t.as_str().to_string()),
             design: config.design(),
             config: config.label(),
             rep: run.rep,
@@ -113,9 +119,10 @@ pub fn cell_views(matrix: &Matrix, spec: &MatrixSpec) -> Vec<CellView> {
     matrix.runs.iter().filter_map(|r| CellView::of(r, &spec.configs, &spec.attacks)).collect()
 }
 
-/// The scenario row that runs `run` again: its task, payload and configuration, with the
-/// compromised fakes of the matrix deciding. `id` is the row's id.
-fn cell_row(id: &str, run: &VariantRun, spec: &MatrixSpec) -> Option<serde_json::Value> {
+/// The scenario row that runs `run` again: its task, payload (a template's filled as the
+/// matrix filled it, from `world`) and configuration, with the compromised fakes of the
+/// matrix deciding. `id` is the row's id.
+fn cell_row(id: &str, run: &VariantRun, spec: &MatrixSpec, world: &WorldData) -> Option<serde_json::Value> {
     let task = spec.tasks.iter().find(|t| t.id == run.task)?;
     let config = spec.configs.get(run.config)?;
     let on_off = |s: Switch| if s == Switch::On { "on" } else { "off" };
@@ -138,7 +145,17 @@ fn cell_row(id: &str, run: &VariantRun, spec: &MatrixSpec) -> Option<serde_json:
         }),
     };
     if let Some(attack) = &run.attack {
-        row["attack"] = serde_json::json!({"payload": attack, "into": task.into});
+        // a template payload is planted as the matrix filled it for this task's user and
+        // the model that read it (a row takes no unfilled template)
+        let payload = match spec.attacks.iter().find(|a| &a.id == attack) {
+            Some(a) if a.template.is_some() => {
+                let model = reader_model(&MatrixModels::default(), config);
+                let filled = crate::lab::filled(a, user_name(world, &task.user), &model).ok()?;
+                serde_json::to_value(Attack { template: None, ..filled }).ok()?
+            }
+            _ => serde_json::json!(attack),
+        };
+        row["attack"] = serde_json::json!({"payload": payload, "into": task.into});
         if matches!(config, DefenseConfig::Multi { .. }) {
             row["compromised"] = serde_json::to_value(spec.roles).ok()?;
         }
@@ -147,7 +164,8 @@ fn cell_row(id: &str, run: &VariantRun, spec: &MatrixSpec) -> Option<serde_json:
 }
 
 /// One scenario row per class of cells (design, payload, verdict): the first cell of the
-/// class in matrix order, run again as a row (ids `cell-1`, `cell-2`, …). Each cell of
+/// class in matrix order, run again as a row (ids `cell-1`, `cell-2`, …; a template
+/// payload filled as the matrix filled it for the task's user in `world`). Each cell of
 /// `views` gets the anchor of its class's diagram (`diagram-cell-N`). Returns the rows,
 /// each with the label of the cell it is.
 ///
@@ -157,6 +175,7 @@ fn cell_row(id: &str, run: &VariantRun, spec: &MatrixSpec) -> Option<serde_json:
 pub fn representative_rows(
     matrix: &Matrix,
     spec: &MatrixSpec,
+    world: &WorldData,
     views: &mut [CellView],
 ) -> Result<Vec<(AnyRow, String)>, ScenarioError> {
     if views.len() != matrix.runs.len() {
@@ -169,7 +188,7 @@ pub fn representative_rows(
         let next = format!("cell-{}", classes.len() + 1);
         let id = classes.entry(view.class()).or_insert_with(|| next.clone()).clone();
         if id == next {
-            if let Some(row) = cell_row(&id, run, spec) {
+            if let Some(row) = cell_row(&id, run, spec, world) {
                 lines.push_str(&row.to_string());
                 lines.push('\n');
                 labels.push(format!(
@@ -202,7 +221,7 @@ pub async fn cells_section(
     opts: &ReportOptions,
 ) -> Result<String, ScenarioError> {
     let mut views = cell_views(matrix, spec);
-    let reps = representative_rows(matrix, spec, &mut views)?;
+    let reps = representative_rows(matrix, spec, &env.world, &mut views)?;
     let contexts: Vec<RunContext> = reps.iter().map(|(row, _)| RunContext::of(row)).collect();
     let labels: Vec<String> = reps.iter().map(|(_, l)| l.clone()).collect();
     let results = run_rows(reps.into_iter().map(|(row, _)| row).collect(), env, menv, None, None).await;
@@ -251,8 +270,8 @@ const SORT_SCRIPT: &str = r#"<script>
 /// The drill-down section: a table with one row per cell, sortable by any column.
 pub fn cells_table(views: &[CellView]) -> String {
     let mut h = String::with_capacity(256 * views.len() + 2048);
-    h.push_str(r#"<section id="cells"><h2>Every matrix cell</h2><p class="lead">One row per run of the matrix: task, payload (id and style; <code>benign</code> for the run without one), configuration, verdict, whether the task was done and covered, where the first refusal happened and every refusal code. Click a column header to sort by it (again to reverse). The diagram link shows the first cell with the same design, payload and verdict, run again as a scenario row.</p>"#);
-    h.push_str(r#"<table id="cells-table" class="cells"><thead><tr><th>#</th><th>task</th><th>payload</th><th>style</th><th>design</th><th>configuration</th><th>verdict</th><th>useful</th><th>stopped at</th><th>codes</th><th>diagram</th></tr></thead><tbody>"#);
+    h.push_str(r#"<section id="cells"><h2>Every matrix cell</h2><p class="lead">One row per run of the matrix: task, payload (id, style and the template it was filled from; <code>benign</code> for the run without one), configuration, verdict, whether the task was done and covered, where the first refusal happened and every refusal code. Click a column header to sort by it (again to reverse). The diagram link shows the first cell with the same design, payload and verdict, run again as a scenario row.</p>"#);
+    h.push_str(r#"<table id="cells-table" class="cells"><thead><tr><th>#</th><th>task</th><th>payload</th><th>style</th><th>template</th><th>design</th><th>configuration</th><th>verdict</th><th>useful</th><th>stopped at</th><th>codes</th><th>diagram</th></tr></thead><tbody>"#);
     for (i, v) in views.iter().enumerate() {
         let verdict = v.verdict.map_or("-", |x| x.as_str());
         let class = match v.verdict {
@@ -270,11 +289,12 @@ pub fn cells_table(views: &[CellView]) -> String {
             v.diagram.as_ref().map_or(String::from("-"), |d| format!(r##"<a href="#{}">diagram</a>"##, escape(d)));
         let _ = write!(
             h,
-            r#"<tr class="cell {d}"><td class="num">{}</td><td>{}</td><td>{}</td><td>{}</td><td class="design">{d}</td><td>{}</td><td class="verdict{class}">{verdict}</td><td>{}</td><td>{}</td><td class="codes">{}</td><td>{link}</td></tr>"#,
+            r#"<tr class="cell {d}"><td class="num">{}</td><td>{}</td><td>{}</td><td>{}</td><td class="template">{}</td><td class="design">{d}</td><td>{}</td><td class="verdict{class}">{verdict}</td><td>{}</td><td>{}</td><td class="codes">{}</td><td>{link}</td></tr>"#,
             i + 1,
             escape(&v.task),
             escape(&payload),
             escape(v.style.as_deref().unwrap_or("-")),
+            escape(v.template.as_deref().unwrap_or("-")),
             escape(&v.config),
             if v.useful { "yes" } else { "no" },
             escape(v.stopped_at.as_deref().unwrap_or("-")),

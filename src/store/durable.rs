@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::desk::{Desk, DeskError, RunSpec, queue_from, save_queue, sinks_ok, with_outbox};
 use super::durable_http::{RebuildError, Rebuilt};
-use super::exchanges::RunExchanges;
+use super::exchanges::{RunExchanges, exchange_count};
 use super::journal::{StepRecord, StepWriter, push_step, run_summary, sign_step, steps_of};
 use super::{StoreError, rows};
 use crate::BoxFuture;
@@ -129,6 +129,9 @@ pub struct RunRow {
     pub checkpoints: i64,
     /// Other durable records held (plan, hand-offs, end).
     pub records: i64,
+    /// Model exchanges recorded (each answer a server gave a durable run on a real model;
+    /// 0 on the fakes and for `--durability exit`).
+    pub exchanges: i64,
     /// The step of its latest checkpoint.
     pub last_step: Option<u32>,
 }
@@ -518,6 +521,7 @@ impl Desk {
         for (run_id, spec) in rows::all_runs(c)? {
             let spec: Option<RunSpec> = serde_json::from_str(&spec).ok();
             let (checkpoints, records, last) = run_summary(c, &run_id)?;
+            let exchanges = exchange_count(c, &run_id)?;
             let durable = spec.as_ref().and_then(|s| s.durable.clone());
             let design = match (&durable, &spec) {
                 (Some(d), _) => d.design.clone(),
@@ -538,6 +542,7 @@ impl Desk {
                 status,
                 checkpoints,
                 records,
+                exchanges,
                 last_step: last.map(|(s, _)| s),
             });
         }

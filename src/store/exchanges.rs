@@ -23,7 +23,7 @@ use super::journal::StepWriter;
 use super::{BadRow, RowCode, Rows, StoreError};
 use crate::BoxFuture;
 use crate::human::SigningKey;
-use crate::model::http::ExchangeLog;
+use crate::model::http::{ExchangeAnswer, ExchangeLog};
 
 /// The signing domain of the `exchanges` rows.
 pub const EXCHANGE_DOMAIN: &str = "rolegate-exchange/1";
@@ -45,17 +45,11 @@ fn signed_text(run_id: &str, key: &str, occurrence: u32, repetition: u32, answer
 }
 
 impl ExchangeRow {
-    /// A row signed with `signer`.
-    pub(crate) fn signed(
-        signer: &SigningKey,
-        run_id: &str,
-        key: &str,
-        occurrence: u32,
-        repetition: u32,
-        answer: String,
-    ) -> Self {
-        let sig = signer.sign_as(EXCHANGE_DOMAIN, &signed_text(run_id, key, occurrence, repetition, &answer));
-        Self { run_id: run_id.to_string(), key: key.to_string(), occurrence, repetition, answer, sig }
+    /// The row of `run_id`'s exchange answer `a`, signed with `signer`.
+    pub(crate) fn signed(signer: &SigningKey, run_id: &str, a: ExchangeAnswer) -> Self {
+        let ExchangeAnswer { key, occurrence, repetition, answer } = a;
+        let sig = signer.sign_as(EXCHANGE_DOMAIN, &signed_text(run_id, &key, occurrence, repetition, &answer));
+        Self { run_id: run_id.to_string(), key, occurrence, repetition, answer, sig }
     }
 
     fn verifies(&self, signer: &SigningKey) -> bool {
@@ -75,6 +69,15 @@ pub(crate) fn push_exchange(c: &Connection, row: &ExchangeRow) -> Result<(), Sto
         params![row.run_id, row.key, row.occurrence, row.repetition, row.answer, row.sig],
     )?;
     Ok(())
+}
+
+/// How many model exchanges the store holds for `run_id`, as written (`store check` and a
+/// resume verify each one; this is what `runs list` shows).
+///
+/// # Errors
+/// [`StoreError::Sql`].
+pub(crate) fn exchange_count(c: &Connection, run_id: &str) -> Result<i64, StoreError> {
+    Ok(c.query_row("SELECT count(*) FROM exchanges WHERE run_id = ?1", params![run_id], |r| r.get(0))?)
 }
 
 /// The exchanges of a run (every run for `None`), each verified; a row that does not
@@ -158,15 +161,8 @@ impl ExchangeLog for RunExchanges {
         Ok((occurrence, self.recorded.get(&(key.to_string(), occurrence)).cloned()))
     }
 
-    fn keep(
-        &self,
-        key: &str,
-        occurrence: u32,
-        repetition: u32,
-        answer: String,
-    ) -> BoxFuture<'static, Result<(), String>> {
-        let row = ExchangeRow::signed(self.writer.key(), &self.run_id, key, occurrence, repetition, answer);
-        self.writer.keep_exchange(row)
+    fn keep(&self, answer: ExchangeAnswer) -> BoxFuture<'static, Result<(), String>> {
+        self.writer.keep_exchange(ExchangeRow::signed(self.writer.key(), &self.run_id, answer))
     }
 }
 
@@ -177,7 +173,8 @@ mod tests {
     #[test]
     fn a_row_verifies_only_as_signed() {
         let k = SigningKey::new(b"exchanges unit test key, 32 byte").unwrap();
-        let row = ExchangeRow::signed(&k, "run-1", "ab", 0, 0, "{\"x\":1}".into());
+        let answer = ExchangeAnswer { key: "ab".into(), occurrence: 0, repetition: 0, answer: "{\"x\":1}".into() };
+        let row = ExchangeRow::signed(&k, "run-1", answer);
         assert!(row.verifies(&k));
         for edited in [
             ExchangeRow { answer: "{\"x\":2}".into(), ..row.clone() },

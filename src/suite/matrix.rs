@@ -37,7 +37,7 @@ use crate::lab::attacks::{
 };
 use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer, ResearcherCompromise, ReviewerCompromise};
 use crate::lab::hops::{Hop, HopCounts, Propagation, SingleSeen, multi_propagation, single_propagation};
-use crate::lab::{DeciderSpec, LabConfig};
+use crate::lab::{DeciderSpec, LabConfig, TemplateName};
 use crate::lab::{MAX_ROW_BYTES, ScenarioError};
 use crate::label::IfcMode;
 use crate::model::HttpClient;
@@ -366,6 +366,11 @@ pub struct VariantRun {
     /// The planted payload's style, for an attacked run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub style: Option<AttackStyle>,
+    /// The template the planted payload was filled from, for a template payload: what
+    /// the figures per template are counted by, from the runs (or a results file's cells)
+    /// alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<TemplateName>,
     /// The run passed what its task expects of a correct answer (`expect`; true when the
     /// task states nothing). Utility counts runs done, covered and correct.
     pub answer_ok: bool,
@@ -846,6 +851,7 @@ pub(crate) async fn run_variant(
         task: task.id,
         rep,
         style: attack.as_ref().map(|a| a.style),
+        template: attack.as_ref().and_then(|a| a.template),
         attack: attack.map(|a| a.id),
         done,
         covered,

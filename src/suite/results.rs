@@ -26,8 +26,11 @@ use super::shard::Shard;
 
 /// The format version a results file's header states. Version 2: a matrix cell also
 /// keeps the payload's style, the graded answer, where and by which code it was stopped,
-/// its model calls, tokens, credits and wall time; a version 1 file is refused by name.
-pub const RESULTS_VERSION: u32 = 2;
+/// its model calls, tokens, credits and wall time. Version 3: a template payload's cell
+/// names its template, so the figures per template are counted again from the cells (a
+/// resumed run and a merge of shards print them as one run does). A file of an older
+/// version is refused by name.
+pub const RESULTS_VERSION: u32 = 3;
 
 /// Most cells of one experiment (a header naming more is refused before its cells are
 /// listed).

@@ -20,6 +20,7 @@
 use super::{Broken, Fixture, RUN_ID, USER, ensure, state_rule};
 use crate::agent::{AgentState, TraceKind};
 use crate::gate::Observation;
+use crate::label::Label;
 use crate::multi::envelope::{MAX_CLAIM_CHARS, MAX_NOTES_CHARS, MAX_QUESTION_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES};
 use crate::multi::routes::{next_hop, route_kind};
 use crate::multi::{Body, ClaimMode, Evidence, Intake, RejectCode, Role, check_message, parse_message};
@@ -141,7 +142,7 @@ pub fn check_envelope(
 
     // the intake: the same verdict, recorded under the channel, one trace line
     let mut intake = Intake::new(RUN_ID, claims);
-    let taken = intake.accept(sender, text, obs, 1, 1);
+    let taken = intake.accept_labelled(sender, text, obs, 1, 1, Label::UNTRUSTED);
     let lines: Vec<(TraceKind, &str)> = intake.trace.lines.iter().map(|l| (l.kind, l.code.as_ref())).collect();
     ensure(lines == [(TraceKind::Message, verdict_code(&got))], "intake_writes_one_line", || format!("{lines:?}"))?;
     match (&got, &taken) {

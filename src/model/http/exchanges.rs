@@ -26,19 +26,28 @@ pub trait ExchangeLog: Send + Sync {
     /// Why the log cannot answer (the call then fails with `exchange_not_durable`).
     fn recall(&self, key: &str) -> Result<(u32, Option<String>), String>;
 
-    /// Keeps occurrence `occurrence` of exchange `key` (at `repetition`) with its answer
-    /// body; the future resolves once the answer is durable.
+    /// Keeps `answer` (an occurrence of an exchange, with its answer body); the future
+    /// resolves once the answer is durable.
     ///
     /// # Errors
     /// Why the answer could not be made durable (the call then fails with
     /// `exchange_not_durable` and the answer is not used).
-    fn keep(
-        &self,
-        key: &str,
-        occurrence: u32,
-        repetition: u32,
-        answer: String,
-    ) -> BoxFuture<'static, Result<(), String>>;
+    fn keep(&self, answer: ExchangeAnswer) -> BoxFuture<'static, Result<(), String>>;
+}
+
+/// One answer a server gave a durable run: what [`ExchangeLog::keep`] keeps, named as
+/// [`ExchangeLog::recall`] finds it again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExchangeAnswer {
+    /// The exchange key: SHA-256 of the exact request body and the repetition, as
+    /// [`record`](super::record) names a recorded exchange.
+    pub key: String,
+    /// The occurrence of that request in the run (0 for the first time it was sent).
+    pub occurrence: u32,
+    /// The caller's repetition.
+    pub repetition: u32,
+    /// The answer body, as read.
+    pub answer: String,
 }
 
 /// A shared [`ExchangeLog`] an endpoint can hold (two are equal when they are the same

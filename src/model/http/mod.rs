@@ -52,7 +52,7 @@ use crate::BoxFuture;
 pub(crate) use config::ConfigError;
 pub use config::{ApiKey, ConnectionLimit, Endpoint, HttpConfig, HttpFlags, Jitter, RetryPolicy, Temperature};
 pub use config::{DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_TOKENS, MAX_CONNECTIONS, MAX_MAX_TOKENS, ToolChoice, ToolMode};
-pub use exchanges::{ExchangeLog, Exchanges};
+pub use exchanges::{ExchangeAnswer, ExchangeLog, Exchanges};
 pub use record::{RecordMode, Recording};
 pub(crate) use wire::{FINISH_TOOL, Reading, proposal_of};
 
@@ -427,10 +427,8 @@ async fn kept(
 ) -> Result<Vec<u8>, HttpFailure> {
     let Some((log, key, occurrence)) = durable else { return Ok(answer) };
     let text = String::from_utf8_lossy(&answer).into_owned();
-    log.log()
-        .keep(key, *occurrence, repetition, text.clone())
-        .await
-        .map_err(|why| HttpFailure::new(HttpCode::ExchangeNotDurable, why))?;
+    let kept = ExchangeAnswer { key: key.clone(), occurrence: *occurrence, repetition, answer: text.clone() };
+    log.log().keep(kept).await.map_err(|why| HttpFailure::new(HttpCode::ExchangeNotDurable, why))?;
     Ok(text.into_bytes())
 }
 
