@@ -133,14 +133,21 @@ fn ascii_words(text: &str) -> impl Iterator<Item = &str> {
             if i >= bytes.len() {
                 return None;
             }
-            let start = i;
+            let mut start = i;
             while i < bytes.len() && ASCII_WORD[usize::from(bytes[i] & 127)] {
                 i += 1;
             }
-            // the bounds are ASCII bytes, so character boundaries
-            let w = trimmed(text.get(start..i).unwrap_or(""));
-            if !w.is_empty() {
-                return Some(w);
+            // trimmed as [`trimmed`] does, on the bytes
+            let mut end = i;
+            while start < end && matches!(bytes[start], b'.' | b'-' | b'_') {
+                start += 1;
+            }
+            while start < end && matches!(bytes[end - 1], b'.' | b'-' | b'_') {
+                end -= 1;
+            }
+            if start < end {
+                // the bounds are ASCII bytes, so character boundaries
+                return text.get(start..end);
             }
         }
     })
@@ -243,6 +250,7 @@ mod tests {
             "...",
             "lenient kwame T-6030 mallory1",
             "a\nlena\tT-603\r\"mallory\" (quinn) <lena@example.com>, +lena+ @lena@ .-_",
+            "._-T-603-_. .lena. _ - . ..x.. -a- x.-.y",
         ];
         for user in ["kwame", "lena", "mallory", "nobody"] {
             for text in texts {
