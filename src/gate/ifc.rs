@@ -47,7 +47,8 @@ pub(crate) fn result_label(tool: &str, caller: &str, data: &Value, world: &World
         "get_ticket" => Confidentiality::User,
         _ => Confidentiality::Public,
     };
-    let text = data.to_string();
+    // the same text as `Display`, written straight into a buffer (no `Formatter` per token)
+    let text = serde_json::to_string(data).unwrap_or_else(|_| data.to_string());
     let confidentiality =
         if world.names_other_user(caller, &text).is_some() { Confidentiality::Other } else { confidentiality };
     let id = data.get("id").and_then(Value::as_str).unwrap_or("result");

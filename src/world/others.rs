@@ -2,8 +2,15 @@
 //! their name, their e-mail address, the ids of their tickets). The memory rules and the
 //! single agent's finish check read the text with it, not only a field that says whom the
 //! text is about.
+//!
+//! The words of one user in one world are built once per thread and kept with a copy of
+//! what they were built from (every user's id, name and address, every ticket's id and
+//! owner): a later question uses them only when the world still holds exactly that, so a
+//! world changed in place is read anew.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use std::sync::LazyLock;
 
 use super::WorldData;
@@ -11,6 +18,145 @@ use crate::security::fold;
 
 /// The bundled world, read once for the checks that have no world of their own.
 static BUNDLED: LazyLock<Option<WorldData>> = LazyLock::new(|| WorldData::bundled().ok());
+
+/// Most (world, user) word sets a thread keeps.
+const KEPT: usize = 4;
+
+/// The foreign words of `user` in a world, with what they were built from.
+struct Foreign {
+    user: String,
+    /// `(id, name, email)` of every user, in the world's order.
+    users: Vec<[String; 3]>,
+    /// `(id, owner)` of every ticket, in the world's order.
+    tickets: Vec<[String; 2]>,
+    /// [`WorldData::foreign_words`] of `user`.
+    words: BTreeSet<String>,
+    /// Bit `n` (n < 63) or bit 63 (longer) set when a word has `n` bytes.
+    lens: u64,
+    /// Bit `b & 63` set for the first byte `b` of a word.
+    firsts: u64,
+}
+
+impl Foreign {
+    fn new(world: &WorldData, user: &str) -> Self {
+        let words = world.foreign_words(user);
+        let (mut lens, mut firsts) = (0u64, 0u64);
+        for w in &words {
+            lens |= len_bit(w.len());
+            firsts |= w.bytes().next().map_or(0, first_bit);
+        }
+        Self {
+            user: user.to_string(),
+            users: world.users.values().map(|u| [u.id.clone(), u.name.clone(), u.email.clone()]).collect(),
+            tickets: world.tickets.values().map(|t| [t.id.clone(), t.owner.clone()]).collect(),
+            words,
+            lens,
+            firsts,
+        }
+    }
+
+    /// True when these words are `user`'s in `world` as it is now.
+    fn holds(&self, world: &WorldData, user: &str) -> bool {
+        self.user == user
+            && self.users.len() == world.users.len()
+            && self.tickets.len() == world.tickets.len()
+            && world
+                .users
+                .values()
+                .zip(&self.users)
+                .all(|(u, [id, name, email])| u.id == *id && u.name == *name && u.email == *email)
+            && world.tickets.values().zip(&self.tickets).all(|(t, [id, owner])| t.id == *id && t.owner == *owner)
+    }
+
+    /// True when `word` (lower case) is one of the words; the two masks answer most
+    /// words without a lookup.
+    fn contains(&self, word: &str) -> bool {
+        let Some(first) = word.bytes().next() else { return false };
+        self.lens & len_bit(word.len()) != 0 && self.firsts & first_bit(first) != 0 && self.words.contains(word)
+    }
+}
+
+fn len_bit(n: usize) -> u64 {
+    1 << n.min(63)
+}
+
+fn first_bit(b: u8) -> u64 {
+    1 << (b & 63)
+}
+
+thread_local! {
+    static KEPT_WORDS: RefCell<Vec<Rc<Foreign>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The foreign words of `user` in `world`: kept ones when the world is unchanged.
+fn foreign(world: &WorldData, user: &str) -> Rc<Foreign> {
+    KEPT_WORDS.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if let Some(f) = kept.iter().find(|f| f.holds(world, user)) {
+            return f.clone();
+        }
+        let f = Rc::new(Foreign::new(world, user));
+        if kept.len() >= KEPT {
+            kept.remove(0);
+        }
+        kept.push(f.clone());
+        f
+    })
+}
+
+/// A character that belongs to a word (what the text is split on is everything else).
+fn in_word(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '-' | '@' | '.' | '_' | '+')
+}
+
+/// The bytes [`in_word`] keeps in a word, for ASCII text.
+const ASCII_WORD: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = (b as u8).is_ascii_alphanumeric() || matches!(b as u8, b'-' | b'@' | b'.' | b'_' | b'+');
+        b += 1;
+    }
+    t
+};
+
+/// The words of an ASCII `text`, trimmed, as `text.split(|c| !in_word(c)).map(trimmed)`
+/// gives them but without the empty ones.
+fn ascii_words(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        loop {
+            while i < bytes.len() && !ASCII_WORD[usize::from(bytes[i] & 127)] {
+                i += 1;
+            }
+            if i >= bytes.len() {
+                return None;
+            }
+            let mut start = i;
+            while i < bytes.len() && ASCII_WORD[usize::from(bytes[i] & 127)] {
+                i += 1;
+            }
+            // trimmed as [`trimmed`] does, on the bytes
+            let mut end = i;
+            while start < end && matches!(bytes[start], b'.' | b'-' | b'_') {
+                start += 1;
+            }
+            while start < end && matches!(bytes[end - 1], b'.' | b'-' | b'_') {
+                end -= 1;
+            }
+            if start < end {
+                // the bounds are ASCII bytes, so character boundaries
+                return text.get(start..end);
+            }
+        }
+    })
+}
+
+/// A word without the punctuation that may end a sentence or join it to the next.
+fn trimmed(w: &str) -> &str {
+    w.trim_matches(|c: char| matches!(c, '.' | '-' | '_'))
+}
 
 impl WorldData {
     /// The lower-case words that point at a user other than `user`: ids, name words of
@@ -31,13 +177,21 @@ impl WorldData {
     /// The first word of `text` (folded, compared in lower case) that points at a user
     /// other than `user`; `None` when it names nobody else.
     pub fn names_other_user(&self, user: &str, text: &str) -> Option<String> {
-        let foreign = self.foreign_words(user);
+        let foreign = foreign(self, user);
+        if text.is_ascii() {
+            // folding leaves ASCII as it is and lower case splits it at the same places:
+            // each word is lowered on its own, and only when it may be one of the words
+            return ascii_words(text).find_map(|w| {
+                let first = w.bytes().next()?.to_ascii_lowercase();
+                if foreign.lens & len_bit(w.len()) == 0 || foreign.firsts & first_bit(first) == 0 {
+                    return None;
+                }
+                let lower = w.to_ascii_lowercase();
+                foreign.words.contains(&lower).then_some(lower)
+            });
+        }
         let folded = fold(text).to_lowercase();
-        folded
-            .split(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '@' | '.' | '_' | '+')))
-            .map(|w| w.trim_matches(|c: char| matches!(c, '.' | '-' | '_')))
-            .find(|w| !w.is_empty() && foreign.contains(*w))
-            .map(str::to_string)
+        folded.split(|c: char| !in_word(c)).map(trimmed).find(|w| foreign.contains(w)).map(str::to_string)
     }
 }
 
@@ -46,7 +200,6 @@ impl WorldData {
 pub fn bundled_names_other_user(user: &str, text: &str) -> Option<String> {
     BUNDLED.as_ref().and_then(|w| w.names_other_user(user, text))
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +215,69 @@ mod tests {
         assert_eq!(w.names_other_user("lena", "T-603 status is open"), None);
         assert_eq!(w.names_other_user("kwame", "the lenient policy"), None);
         assert!(bundled_names_other_user("kwame", "T-603").is_some());
+    }
+
+    /// The words as they were read before they were kept per thread: built anew for every
+    /// text, the whole text folded and lowered first.
+    fn read_anew(w: &WorldData, user: &str, text: &str) -> Option<String> {
+        let foreign = w.foreign_words(user);
+        let folded = fold(text).to_lowercase();
+        folded
+            .split(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '@' | '.' | '_' | '+')))
+            .map(|w| w.trim_matches(|c: char| matches!(c, '.' | '-' | '_')))
+            .find(|w| !w.is_empty() && foreign.contains(*w))
+            .map(str::to_string)
+    }
+
+    #[test]
+    fn kept_words_answer_as_words_read_anew() {
+        let w = WorldData::bundled().unwrap();
+        let texts = [
+            "T-603 status is closed",
+            "t-603.",
+            "--T-603--",
+            "_Lena_ and MALLORY",
+            "write to Lena@Example.COM today",
+            "lena@example.com.",
+            "Vogel, Quinn; Mensah",
+            "T-601 status is open; kc-returns-v3 is titled Returns and refunds (v3)",
+            r#"{"id":"T-602","owner":"kwame","status":"open","text":"ask lena"}"#,
+            "ｔ－６０３ is hers",
+            "ＬＥＮＡ wrote",
+            "Łena Vögel T‐603",
+            "l\u{200B}ena",
+            "",
+            "...",
+            "lenient kwame T-6030 mallory1",
+            "a\nlena\tT-603\r\"mallory\" (quinn) <lena@example.com>, +lena+ @lena@ .-_",
+            "._-T-603-_. .lena. _ - . ..x.. -a- x.-.y",
+        ];
+        for user in ["kwame", "lena", "mallory", "nobody"] {
+            for text in texts {
+                assert_eq!(w.names_other_user(user, text), read_anew(&w, user, text), "{user}: {text:?}");
+                let words: Vec<&str> =
+                    text.split(|c: char| !in_word(c)).map(trimmed).filter(|w| !w.is_empty()).collect();
+                if text.is_ascii() {
+                    assert_eq!(ascii_words(text).collect::<Vec<_>>(), words, "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_world_changed_in_place_is_read_anew() {
+        let mut w = WorldData::bundled().unwrap();
+        assert_eq!(w.names_other_user("kwame", "T-601 status is open"), None);
+        w.tickets.get_mut("T-601").unwrap().owner = "lena".into();
+        assert_eq!(w.names_other_user("kwame", "T-601 status is open"), Some("t-601".into()));
+        w.users.get_mut("lena").unwrap().name = "Lena Okafor".into();
+        assert_eq!(w.names_other_user("kwame", "ask okafor"), Some("okafor".into()));
+        assert_eq!(w.names_other_user("kwame", "ask vogel"), None);
+        w.users.get_mut("lena").unwrap().email = "l.okafor@example.org".into();
+        assert_eq!(w.names_other_user("kwame", "to l.okafor@example.org"), Some("l.okafor@example.org".into()));
+        let mut other = w.clone();
+        other.users.remove("mallory");
+        assert_eq!(other.names_other_user("kwame", "mallory"), None);
+        assert_eq!(w.names_other_user("kwame", "mallory"), Some("mallory".into()));
     }
 }
