@@ -47,12 +47,25 @@ pub(crate) fn result_label(tool: &str, caller: &str, data: &Value, world: &World
         "get_ticket" => Confidentiality::User,
         _ => Confidentiality::Public,
     };
-    // the same text as `Display`, written straight into a buffer (no `Formatter` per token)
-    let text = serde_json::to_string(data).unwrap_or_else(|_| data.to_string());
     let confidentiality =
-        if world.names_other_user(caller, &text).is_some() { Confidentiality::Other } else { confidentiality };
+        if names_other_user_in(world, caller, data) { Confidentiality::Other } else { confidentiality };
     let id = data.get("id").and_then(Value::as_str).unwrap_or("result");
     Some((Label::new(Integrity::Untrusted, confidentiality), [tool, ":", id].concat()))
+}
+
+/// True when a string of `value` (a member name or a value, at any depth) names a user
+/// other than `caller`. The strings are read as they are, not as JSON text: there a line
+/// break is written `\n`, which would glue the `n` to the next word and hide it.
+fn names_other_user_in(world: &WorldData, caller: &str, value: &Value) -> bool {
+    match value {
+        Value::String(s) => world.names_other_user(caller, s).is_some(),
+        Value::Number(n) => world.names_other_user(caller, &n.to_string()).is_some(),
+        Value::Array(items) => items.iter().any(|v| names_other_user_in(world, caller, v)),
+        Value::Object(members) => members
+            .iter()
+            .any(|(k, v)| world.names_other_user(caller, k).is_some() || names_other_user_in(world, caller, v)),
+        Value::Null | Value::Bool(_) => false,
+    }
 }
 
 /// Checks a consequential call of `tool` with `arguments` for `caller` against the
@@ -90,4 +103,25 @@ pub(crate) fn check_call(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn another_users_address_after_a_line_break_in_a_result_labels_it_theirs() {
+        let world = WorldData::bundled().unwrap();
+        let other = |data: &Value| result_label("get_ticket", "kwame", data, &world).unwrap().0.confidentiality;
+        // written as JSON text this string reads `...\nlena@example.com`: one word, nobody's
+        for text in ["status update\nlena@example.com", "tab\tT-603", "cr\rMallory"] {
+            let data = json!({"id": "T-601", "owner": "kwame", "text": text});
+            assert_eq!(other(&data), Confidentiality::Other, "{text:?}");
+        }
+        let nested = json!({"id": "T-601", "history": [{"note": "line one\nask lena"}]});
+        assert_eq!(other(&nested), Confidentiality::Other);
+        let own = json!({"id": "T-601", "owner": "kwame", "text": "first line\nsecond line"});
+        assert_eq!(other(&own), Confidentiality::User);
+    }
 }
