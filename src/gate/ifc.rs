@@ -57,14 +57,22 @@ pub(crate) fn result_label(tool: &str, caller: &str, data: &Value, world: &World
 /// other than `caller`. The strings are read as they are, not as JSON text: there a line
 /// break is written `\n`, which would glue the `n` to the next word and hide it.
 fn names_other_user_in(world: &WorldData, caller: &str, value: &Value) -> bool {
+    let mut texts = Vec::new();
+    strings_of(value, &mut texts);
+    world.names_other_user_in_any(caller, texts.iter().map(|t| t.as_ref())).is_some()
+}
+
+/// Every member name and scalar of `value` but `null` and booleans, depth first.
+fn strings_of<'v>(value: &'v Value, out: &mut Vec<std::borrow::Cow<'v, str>>) {
     match value {
-        Value::String(s) => world.names_other_user(caller, s).is_some(),
-        Value::Number(n) => world.names_other_user(caller, &n.to_string()).is_some(),
-        Value::Array(items) => items.iter().any(|v| names_other_user_in(world, caller, v)),
-        Value::Object(members) => members
-            .iter()
-            .any(|(k, v)| world.names_other_user(caller, k).is_some() || names_other_user_in(world, caller, v)),
-        Value::Null | Value::Bool(_) => false,
+        Value::String(s) => out.push(s.as_str().into()),
+        Value::Number(n) => out.push(n.to_string().into()),
+        Value::Array(items) => items.iter().for_each(|v| strings_of(v, out)),
+        Value::Object(members) => members.iter().for_each(|(k, v)| {
+            out.push(k.as_str().into());
+            strings_of(v, out);
+        }),
+        Value::Null | Value::Bool(_) => {}
     }
 }
 

@@ -60,7 +60,7 @@ pub(crate) fn stamp(
             label = label.endorsed();
         }
     }
-    if world.is_some_and(|w| body.strings().iter().any(|s| w.names_other_user(user, s).is_some())) {
+    if world.is_some_and(|w| w.names_other_user_in_any(user, body.strings()).is_some()) {
         label = label.join(Label::new(label.integrity, Confidentiality::Other));
     }
     label

@@ -74,6 +74,24 @@ impl Foreign {
         let Some(first) = word.bytes().next() else { return false };
         self.lens & len_bit(word.len()) != 0 && self.firsts & first_bit(first) != 0 && self.words.contains(word)
     }
+
+    /// The first word of `text` (folded, compared in lower case) that is one of the words.
+    fn first_in(&self, text: &str) -> Option<String> {
+        if text.is_ascii() {
+            // folding leaves ASCII as it is and lower case splits it at the same places:
+            // each word is lowered on its own, and only when it may be one of the words
+            return ascii_words(text).find_map(|w| {
+                let first = w.bytes().next()?.to_ascii_lowercase();
+                if self.lens & len_bit(w.len()) == 0 || self.firsts & first_bit(first) == 0 {
+                    return None;
+                }
+                let lower = w.to_ascii_lowercase();
+                self.words.contains(&lower).then_some(lower)
+            });
+        }
+        let folded = fold(text).to_lowercase();
+        folded.split(|c: char| !in_word(c)).map(trimmed).find(|w| self.contains(w)).map(str::to_string)
+    }
 }
 
 fn len_bit(n: usize) -> u64 {
@@ -177,21 +195,14 @@ impl WorldData {
     /// The first word of `text` (folded, compared in lower case) that points at a user
     /// other than `user`; `None` when it names nobody else.
     pub fn names_other_user(&self, user: &str, text: &str) -> Option<String> {
+        foreign(self, user).first_in(text)
+    }
+
+    /// [`WorldData::names_other_user`] over several texts, in order: the first word of any
+    /// of them that points at a user other than `user`. The words are looked up once.
+    pub fn names_other_user_in_any<'t>(&self, user: &str, texts: impl IntoIterator<Item = &'t str>) -> Option<String> {
         let foreign = foreign(self, user);
-        if text.is_ascii() {
-            // folding leaves ASCII as it is and lower case splits it at the same places:
-            // each word is lowered on its own, and only when it may be one of the words
-            return ascii_words(text).find_map(|w| {
-                let first = w.bytes().next()?.to_ascii_lowercase();
-                if foreign.lens & len_bit(w.len()) == 0 || foreign.firsts & first_bit(first) == 0 {
-                    return None;
-                }
-                let lower = w.to_ascii_lowercase();
-                foreign.words.contains(&lower).then_some(lower)
-            });
-        }
-        let folded = fold(text).to_lowercase();
-        folded.split(|c: char| !in_word(c)).map(trimmed).find(|w| foreign.contains(w)).map(str::to_string)
+        texts.into_iter().find_map(|t| foreign.first_in(t))
     }
 }
 
