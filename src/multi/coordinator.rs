@@ -620,7 +620,9 @@ async fn coordinate(setup: Setup, token: CancellationToken) -> MultiRun {
     tokio::pin!(deadline);
     let reason = c.drive(deadline.as_mut()).await;
     crate::spans::run_ended(&c.span, reason.as_str());
-    c.finish(reason).await
+    // boxed: the finish's state machine is twice the drive's, and the task would
+    // otherwise hold room for it from the run's first hand-off to its last
+    Box::pin(c.finish(reason)).await
 }
 
 impl Coordinator {
