@@ -1,7 +1,7 @@
 //! Codes: the named outcomes and rejections a user reads (`not_allowed`, `stuck`,
 //! `self_approval`, …). Each family is an enum declared once with [`codes!`], which gives
-//! every variant its snake_case name for serde, `as_str`, `from_code` and the list of all
-//! codes from that single table: no code is spelled twice.
+//! every variant its snake_case name for serde, `as_str`, `from_code`, `Display` and the list
+//! of all codes from that single table: no code is spelled twice.
 
 /// Declares a code enum from one table of `Variant = "text"` lines (doc comments and
 /// attributes allowed on the enum and on each variant). The enum keeps the derives it is
@@ -37,6 +37,12 @@ macro_rules! codes {
                     $( $text => Some($name::$variant), )+
                     _ => None,
                 }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.pad(self.as_str())
             }
         }
 

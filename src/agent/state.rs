@@ -9,7 +9,6 @@
 
 use crate::codes::codes;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::str::FromStr;
 
 use crate::gate::Observation;
@@ -60,12 +59,6 @@ impl FromStr for StopReason {
 
     fn from_str(s: &str) -> Result<Self, StateError> {
         Self::from_code(s).ok_or_else(|| StateError::UnknownReason(s.to_string()))
-    }
-}
-
-impl fmt::Display for StopReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

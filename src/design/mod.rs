@@ -132,12 +132,6 @@ impl Design {
     }
 }
 
-impl fmt::Display for Design {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
 impl FromStr for Design {
     type Err = DesignError;
 

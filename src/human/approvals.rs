@@ -87,12 +87,6 @@ impl FromStr for RequestStatus {
     }
 }
 
-impl fmt::Display for RequestStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
 codes! {
     /// The answer to a decision.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -115,12 +109,6 @@ codes! {
         /// The request's time window is not believable on the approver's clock: created in
         /// the future (beyond [`MAX_CLOCK_SKEW`]) or open longer than [`MAX_LIFETIME`].
         BadExpiry = "bad_expiry",
-    }
-}
-
-impl fmt::Display for DecisionCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
     }
 }
 

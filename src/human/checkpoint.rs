@@ -44,12 +44,6 @@ codes! {
     }
 }
 
-impl fmt::Display for CheckpointCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// Errors of checkpoints and signing keys.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

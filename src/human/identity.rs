@@ -56,12 +56,6 @@ codes! {
     }
 }
 
-impl fmt::Display for IdentityCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A refusal: the code and what it concerns.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {detail}")]

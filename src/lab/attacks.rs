@@ -310,12 +310,6 @@ codes! {
     }
 }
 
-impl std::fmt::Display for AttackVerdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
 fn ran_exactly(effect: &Effect, audit: &mut dyn Iterator<Item = &AuditEvent>) -> (bool, bool) {
     let fp = effect.fingerprint();
     let (mut ran, mut stopped) = (false, false);

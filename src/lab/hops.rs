@@ -55,12 +55,6 @@ codes! {
     }
 }
 
-impl std::fmt::Display for Hop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
 /// How far one payload got, and what stopped it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

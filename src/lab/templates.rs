@@ -40,12 +40,6 @@ codes! {
     }
 }
 
-impl std::fmt::Display for TemplateName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
 impl TemplateName {
     /// The bundled template text of this style.
     pub fn text(self) -> &'static str {

@@ -41,12 +41,6 @@ codes! {
     }
 }
 
-impl std::fmt::Display for Transform {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
 impl std::str::FromStr for Transform {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

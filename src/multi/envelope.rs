@@ -55,12 +55,6 @@ impl Role {
     pub const MODEL_ROLES: [Role; 3] = [Role::Planner, Role::Researcher, Role::Reviewer];
 }
 
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
 impl FromStr for Role {
     type Err = String;
 
@@ -96,12 +90,6 @@ impl Kind {
             "verdict" => Some(Self::Verdict),
             _ => None,
         }
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
     }
 }
 
@@ -267,12 +255,6 @@ codes! {
         /// Information flow: the message carries another user's data (the confidentiality
         /// rule at the routes).
         OtherUsersData = "other_users_data",
-    }
-}
-
-impl fmt::Display for RejectCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
     }
 }
 

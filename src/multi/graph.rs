@@ -26,7 +26,6 @@
 
 use crate::codes::codes;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::sync::{Arc, LazyLock};
 
 use super::envelope::{Body, Kind, Role};
@@ -72,12 +71,6 @@ impl Field {
     }
 }
 
-impl fmt::Display for Field {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
 /// The fields `body` carries: every field with a value (a verdict's empty notes carry
 /// nothing), as a bit set over [`Field`].
 fn carried_fields(body: &Body) -> u8 {
@@ -113,12 +106,6 @@ impl LabelRule {
             Self::TrustedOnly => label.is_trusted(),
             Self::NoOtherUsers => label.confidentiality != Confidentiality::Other,
         }
-    }
-}
-
-impl fmt::Display for LabelRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
     }
 }
 

@@ -130,12 +130,6 @@ codes! {
     }
 }
 
-impl fmt::Display for MultiReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
 /// A message the coordinator refused: who sent it (from the channel) and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Rejection {

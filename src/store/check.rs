@@ -24,12 +24,6 @@ codes! {
     }
 }
 
-impl fmt::Display for RowCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// One row set aside, named by table and id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct BadRow {

@@ -116,12 +116,6 @@ codes! {
     }
 }
 
-impl fmt::Display for HttpCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A failed call: its code and a detail for the trace (never the key).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
