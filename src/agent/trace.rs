@@ -4,6 +4,7 @@
 use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 
 use crate::security::{clip, redact};
@@ -73,6 +74,21 @@ pub struct Trace {
     pub lines: Vec<TraceLine>,
 }
 
+thread_local! {
+    /// The compact JSON of the arguments of the tool line being added on this thread.
+    static ARGS_JSON: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Largest buffer [`ARGS_JSON`] keeps between lines (a larger one, for a rare large
+/// argument, is dropped after use).
+const ARGS_BUFFER_KEPT: usize = 4096;
+
+/// The redacted, clipped compact JSON of a tool call's arguments, through a fresh string.
+fn args_line(args: &serde_json::Value) -> String {
+    let text = serde_json::to_string(args).unwrap_or_else(|_| args.to_string());
+    clip(&redact(&text), ARGS_CHARS).to_string()
+}
+
 impl Trace {
     /// An empty trace for `run_id`.
     pub fn new(run_id: &str) -> Self {
@@ -89,8 +105,23 @@ impl Trace {
     /// Adds a tool line: `name` as the detail, and the call's arguments (redacted, then
     /// clipped to [`ARGS_CHARS`]) kept beside it for a report.
     pub fn add_tool(&mut self, step: u32, code: impl Into<Cow<'static, str>>, name: &str, args: &serde_json::Value) {
-        let text = serde_json::to_string(args).unwrap_or_else(|_| args.to_string());
-        let args = clip(&redact(&text), ARGS_CHARS).to_string();
+        let args = ARGS_JSON.with(|buf| match buf.try_borrow_mut() {
+            Ok(mut buf) => {
+                // the compact JSON is written into this thread's buffer (no allocation per
+                // line): only the redacted, clipped arguments are kept
+                buf.clear();
+                let kept =
+                    match serde_json::to_writer(&mut *buf, args).ok().and_then(|()| std::str::from_utf8(&buf).ok()) {
+                        Some(text) => clip(&redact(text), ARGS_CHARS).to_string(),
+                        None => args_line(args),
+                    };
+                if buf.capacity() > ARGS_BUFFER_KEPT {
+                    *buf = Vec::new();
+                }
+                kept
+            }
+            Err(_) => args_line(args),
+        });
         self.push(step, TraceKind::Tool, code.into(), name, Some(args));
     }
 
@@ -154,5 +185,25 @@ mod tests {
         assert_eq!(t.lines[0].args.as_deref(), Some(expected.as_str()));
         assert!(!expected.contains("gmail"), "{expected}");
         assert_eq!(t.lines[0].detail, "send_email_draft");
+    }
+
+    #[test]
+    fn tool_arguments_through_the_thread_buffer_are_the_fresh_string_ones() {
+        let long = "x".repeat(2 * ARGS_BUFFER_KEPT);
+        let cases = [
+            serde_json::json!({"ticket_id": "T-601"}),
+            serde_json::json!({"to": "kwame@gmail.com", "body": "é \"q\" \n\u{1F600}", "n": [1, 2.5, null, true]}),
+            serde_json::json!({"k": long}),
+            serde_json::json!({}),
+            serde_json::json!({"api_key": "sk-test-4f9a2c71e0b84d5f9a3c", "nested": {"phone": "+44 20 7946 0958"}}),
+            serde_json::json!({"after_large": "short again"}),
+        ];
+        let mut t = Trace::new("r1");
+        for (i, args) in cases.iter().enumerate() {
+            t.add_tool(1, "ok", "get_ticket", args);
+            assert_eq!(t.lines[i].args.as_deref(), Some(args_line(args).as_str()), "{args}");
+        }
+        assert_eq!(t.lines[0].args.as_deref(), Some(r#"{"ticket_id":"T-601"}"#));
+        assert!(ARGS_JSON.with(|b| b.borrow().capacity() <= ARGS_BUFFER_KEPT));
     }
 }

@@ -8,6 +8,7 @@
 //! and holds few entries, so a lookup is a scan of a short list under a read lock.
 
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Shortest secret registered: a shorter value would blank ordinary words all over the
 /// output, and is no secret worth the name.
@@ -21,6 +22,10 @@ pub const MAX_SECRETS: usize = 64;
 pub const SECRET_PLACEHOLDER: &str = "[secret]";
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// True once a secret is registered (set under the write lock, after the push): while it
+/// is false the registry is empty and a look-up takes no lock.
+static ANY: AtomicBool = AtomicBool::new(false);
 
 /// Registers `secret` (trimmed) so that redaction hides its exact value from now on.
 /// Returns false when it was not registered: shorter than [`MIN_SECRET_CHARS`]
@@ -40,6 +45,7 @@ pub fn register_secret(secret: &str) -> bool {
     all.push(secret.to_string());
     // the longest first, so that a secret containing another is hidden whole
     all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    ANY.store(true, Ordering::Release);
     true
 }
 
@@ -51,6 +57,9 @@ pub fn register_secret_bytes(secret: &[u8]) -> bool {
 
 /// True when `text` holds a registered secret.
 pub fn holds_registered(text: &str) -> bool {
+    if !ANY.load(Ordering::Acquire) {
+        return false;
+    }
     let all = SECRETS.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     all.iter().any(|s| text.contains(s.as_str()))
 }
@@ -69,6 +78,9 @@ pub fn hide_secrets(text: &str) -> std::borrow::Cow<'_, str> {
 /// `text` with every registered secret replaced by [`SECRET_PLACEHOLDER`]; `None` when it
 /// holds none.
 pub(super) fn hide_registered(text: &str) -> Option<String> {
+    if !ANY.load(Ordering::Acquire) {
+        return None;
+    }
     let all = SECRETS.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     if !all.iter().any(|s| text.contains(s.as_str())) {
         return None;
