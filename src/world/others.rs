@@ -36,10 +36,9 @@ struct Foreign {
     words: Vec<String>,
     /// Bit `n` (n < 63) or bit 63 (longer) set when a word has `n` bytes.
     lens: u64,
-    /// Bit `b & 127` set for the first byte `b` of a word (exact for ASCII).
-    firsts: u128,
-    /// Bit `b & 127` set for the last byte `b` of a word.
-    lasts: u128,
+    /// [`FIRST`] set at the first byte of a word, [`LAST`] at its last byte (an ASCII
+    /// letter in both cases, so a word of a text is tested before it is lowered).
+    ends: [u8; 256],
 }
 
 /// Longest word (in bytes) lowered on the stack before it is looked up; a longer one is
@@ -50,11 +49,15 @@ impl Foreign {
     fn new(world: &WorldData, user: &str) -> Self {
         let mut words: Vec<String> = world.foreign_words(user).into_iter().filter(|w| !w.is_empty()).collect();
         words.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
-        let (mut lens, mut firsts, mut lasts) = (0u64, 0u128, 0u128);
+        let (mut lens, mut ends) = (0u64, [0u8; 256]);
         for w in &words {
             lens |= len_bit(w.len());
-            firsts |= w.bytes().next().map_or(0, byte_bit);
-            lasts |= w.bytes().next_back().map_or(0, byte_bit);
+            for (byte, flag) in [(w.bytes().next(), FIRST), (w.bytes().next_back(), LAST)] {
+                if let Some(b) = byte {
+                    ends[usize::from(b)] |= flag;
+                    ends[usize::from(b.to_ascii_uppercase())] |= flag;
+                }
+            }
         }
         Self {
             user: user.to_string(),
@@ -62,8 +65,7 @@ impl Foreign {
             tickets: world.tickets.values().map(|t| [t.id.clone(), t.owner.clone()]).collect(),
             words,
             lens,
-            firsts,
-            lasts,
+            ends,
         }
     }
 
@@ -80,10 +82,12 @@ impl Foreign {
             && world.tickets.values().zip(&self.tickets).all(|(t, [id, owner])| t.id == *id && t.owner == *owner)
     }
 
-    /// True when a word of `len` bytes, first byte `first` and last byte `last` (all in
-    /// lower case) may be one of the words: false rules it out without a lookup.
+    /// True when a word of `len` bytes, first byte `first` and last byte `last` (in any
+    /// ASCII case) may be one of the words: false rules it out without a lookup.
     fn may_hold(&self, len: usize, first: u8, last: u8) -> bool {
-        self.lens & len_bit(len) != 0 && self.firsts & byte_bit(first) != 0 && self.lasts & byte_bit(last) != 0
+        self.ends[usize::from(first)] & FIRST != 0
+            && self.ends[usize::from(last)] & LAST != 0
+            && self.lens & len_bit(len) != 0
     }
 
     /// The word equal to `word` (lower case), if it is one of the words.
@@ -109,7 +113,7 @@ impl Foreign {
             return ascii_words(text).find_map(|w| {
                 let bytes = w.as_bytes();
                 let (&first, &last) = (bytes.first()?, bytes.last()?);
-                if !self.may_hold(bytes.len(), first.to_ascii_lowercase(), last.to_ascii_lowercase()) {
+                if !self.may_hold(bytes.len(), first, last) {
                     return None;
                 }
                 let mut stack = [0u8; LOWERED_ON_STACK];
@@ -144,9 +148,10 @@ fn len_bit(n: usize) -> u64 {
     1 << n.min(63)
 }
 
-fn byte_bit(b: u8) -> u128 {
-    1 << (b & 127)
-}
+/// [`Foreign::ends`] flag of a first byte.
+const FIRST: u8 = 1;
+/// [`Foreign::ends`] flag of a last byte.
+const LAST: u8 = 2;
 
 thread_local! {
     static KEPT_WORDS: RefCell<Vec<Rc<Foreign>>> = const { RefCell::new(Vec::new()) };
@@ -173,9 +178,9 @@ fn in_word(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '-' | '@' | '.' | '_' | '+')
 }
 
-/// The bytes [`in_word`] keeps in a word, for ASCII text.
-const ASCII_WORD: [bool; 128] = {
-    let mut t = [false; 128];
+/// The bytes [`in_word`] keeps in a word, for ASCII text (no other byte is in a word).
+const ASCII_WORD: [bool; 256] = {
+    let mut t = [false; 256];
     let mut b = 0;
     while b < 128 {
         t[b] = (b as u8).is_ascii_alphanumeric() || matches!(b as u8, b'-' | b'@' | b'.' | b'_' | b'+');
@@ -191,14 +196,14 @@ fn ascii_words(text: &str) -> impl Iterator<Item = &str> {
     let mut i = 0;
     std::iter::from_fn(move || {
         loop {
-            while i < bytes.len() && !ASCII_WORD[usize::from(bytes[i] & 127)] {
+            while i < bytes.len() && !ASCII_WORD[usize::from(bytes[i])] {
                 i += 1;
             }
             if i >= bytes.len() {
                 return None;
             }
             let mut start = i;
-            while i < bytes.len() && ASCII_WORD[usize::from(bytes[i] & 127)] {
+            while i < bytes.len() && ASCII_WORD[usize::from(bytes[i])] {
                 i += 1;
             }
             // trimmed as [`trimmed`] does, on the bytes
