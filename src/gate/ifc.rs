@@ -23,6 +23,8 @@
 //! `calculator` and internal tools add nothing (their output is computed from arguments
 //! the context already holds). Failures are written by code and add nothing.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use super::{Access, Refusal};
@@ -55,24 +57,57 @@ pub(crate) fn result_label(tool: &str, caller: &str, data: &Value, world: &World
 
 /// True when a string of `value` (a member name or a value, at any depth) names a user
 /// other than `caller`. The strings are read as they are, not as JSON text: there a line
-/// break is written `\n`, which would glue the `n` to the next word and hide it.
+/// break is written `\n`, which would glue the `n` to the next word and hide it. The words
+/// of other users are looked up once; the strings are read in place, depth first, up to
+/// the first that names someone.
 fn names_other_user_in(world: &WorldData, caller: &str, value: &Value) -> bool {
-    let mut texts = Vec::new();
-    strings_of(value, &mut texts);
-    world.names_other_user_in_any(caller, texts.iter().map(|t| t.as_ref())).is_some()
+    let words = world.other_words(caller);
+    any_string(value, &mut |text| words.first_in(text).is_some())
 }
 
-/// Every member name and scalar of `value` but `null` and booleans, depth first.
-fn strings_of<'v>(value: &'v Value, out: &mut Vec<std::borrow::Cow<'v, str>>) {
+/// True when `test` holds for a member name or scalar of `value` (but `null` and
+/// booleans, a number as its JSON text), depth first.
+fn any_string(value: &Value, test: &mut impl FnMut(&str) -> bool) -> bool {
     match value {
-        Value::String(s) => out.push(s.as_str().into()),
-        Value::Number(n) => out.push(n.to_string().into()),
-        Value::Array(items) => items.iter().for_each(|v| strings_of(v, out)),
-        Value::Object(members) => members.iter().for_each(|(k, v)| {
-            out.push(k.as_str().into());
-            strings_of(v, out);
-        }),
-        Value::Null | Value::Bool(_) => {}
+        Value::String(s) => test(s),
+        Value::Number(n) => {
+            let mut text = OnStack::default();
+            match write!(text, "{n}").ok().and_then(|()| text.as_str()) {
+                Some(t) => test(t),
+                None => test(&n.to_string()),
+            }
+        }
+        Value::Array(items) => items.iter().any(|v| any_string(v, test)),
+        Value::Object(members) => members.iter().any(|(k, v)| test(k) || any_string(v, test)),
+        Value::Null | Value::Bool(_) => false,
+    }
+}
+
+/// A short text written on the stack (a number's JSON text); writing more than it holds
+/// fails.
+struct OnStack {
+    bytes: [u8; 48],
+    len: usize,
+}
+
+impl Default for OnStack {
+    fn default() -> Self {
+        Self { bytes: [0; 48], len: 0 }
+    }
+}
+
+impl OnStack {
+    fn as_str(&self) -> Option<&str> {
+        self.bytes.get(..self.len).and_then(|b| std::str::from_utf8(b).ok())
+    }
+}
+
+impl std::fmt::Write for OnStack {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
@@ -131,5 +166,54 @@ mod tests {
         assert_eq!(other(&nested), Confidentiality::Other);
         let own = json!({"id": "T-601", "owner": "kwame", "text": "first line\nsecond line"});
         assert_eq!(other(&own), Confidentiality::User);
+    }
+
+    /// Every member name and scalar of `value` but `null` and booleans, depth first: the
+    /// strings the walk read before it read them in place.
+    fn strings_of(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::String(s) => out.push(s.clone()),
+            Value::Number(n) => out.push(n.to_string()),
+            Value::Array(items) => items.iter().for_each(|v| strings_of(v, out)),
+            Value::Object(members) => members.iter().for_each(|(k, v)| {
+                out.push(k.clone());
+                strings_of(v, out);
+            }),
+            Value::Null | Value::Bool(_) => {}
+        }
+    }
+
+    #[test]
+    fn the_walk_in_place_answers_as_the_list_of_strings_did() {
+        let world = WorldData::bundled().unwrap();
+        let values = [
+            json!({"id": "T-601", "owner": "kwame", "text": "first line\nsecond line"}),
+            json!({"id": "T-603", "owner": "lena"}),
+            json!({"lena": 1}),
+            json!({"n": 603, "m": -603, "f": 6.03e2, "big": 18446744073709551615u64, "tiny": 1.0e-300}),
+            json!([null, true, false, [], {}, "", [[["deep mallory"]]]]),
+            json!({"history": [{"note": "line one\nask Lena"}, {"note": "ｔ－６０３"}]}),
+            json!({"text": "\u{200B}l\u{200B}ena \"quoted\" \\ back"}),
+            json!({"to": "LENA@EXAMPLE.COM."}),
+            json!({"a": "Quinn", "b": "Mensah"}),
+            json!(-1.5e10),
+            json!("T-6030 lenient"),
+            json!({"é": "Vögel", "Łena": "x"}),
+        ];
+        for caller in ["kwame", "lena", "mallory", "nobody"] {
+            for value in &values {
+                let mut texts = Vec::new();
+                strings_of(value, &mut texts);
+                let old = world.names_other_user_in_any(caller, texts.iter().map(String::as_str)).is_some();
+                assert_eq!(names_other_user_in(&world, caller, value), old, "{caller}: {value}");
+                // and the strings are the ones the list held, in the same order
+                let mut read = Vec::new();
+                any_string(value, &mut |t| {
+                    read.push(t.to_string());
+                    false
+                });
+                assert_eq!(read, texts, "{value}");
+            }
+        }
     }
 }

@@ -29,21 +29,35 @@ struct Foreign {
     users: Vec<[String; 3]>,
     /// `(id, owner)` of every ticket, in the world's order.
     tickets: Vec<[String; 2]>,
-    /// [`WorldData::foreign_words`] of `user`.
-    words: BTreeSet<String>,
+    /// [`WorldData::foreign_words`] of `user` but the empty one (no word of a text is
+    /// empty), ordered by length, then bytes: a word is looked up among those of its
+    /// length only, byte for byte (a set of a handful of words, searched in order, would
+    /// compare a word with most of them).
+    words: Vec<String>,
     /// Bit `n` (n < 63) or bit 63 (longer) set when a word has `n` bytes.
     lens: u64,
-    /// Bit `b & 63` set for the first byte `b` of a word.
-    firsts: u64,
+    /// [`FIRST`] set at the first byte of a word, [`LAST`] at its last byte (an ASCII
+    /// letter in both cases, so a word of a text is tested before it is lowered).
+    ends: [u8; 256],
 }
+
+/// Longest word (in bytes) lowered on the stack before it is looked up; a longer one is
+/// lowered into a new string.
+const LOWERED_ON_STACK: usize = 64;
 
 impl Foreign {
     fn new(world: &WorldData, user: &str) -> Self {
-        let words = world.foreign_words(user);
-        let (mut lens, mut firsts) = (0u64, 0u64);
+        let mut words: Vec<String> = world.foreign_words(user).into_iter().filter(|w| !w.is_empty()).collect();
+        words.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+        let (mut lens, mut ends) = (0u64, [0u8; 256]);
         for w in &words {
             lens |= len_bit(w.len());
-            firsts |= w.bytes().next().map_or(0, first_bit);
+            for (byte, flag) in [(w.bytes().next(), FIRST), (w.bytes().next_back(), LAST)] {
+                if let Some(b) = byte {
+                    ends[usize::from(b)] |= flag;
+                    ends[usize::from(b.to_ascii_uppercase())] |= flag;
+                }
+            }
         }
         Self {
             user: user.to_string(),
@@ -51,7 +65,7 @@ impl Foreign {
             tickets: world.tickets.values().map(|t| [t.id.clone(), t.owner.clone()]).collect(),
             words,
             lens,
-            firsts,
+            ends,
         }
     }
 
@@ -68,29 +82,65 @@ impl Foreign {
             && world.tickets.values().zip(&self.tickets).all(|(t, [id, owner])| t.id == *id && t.owner == *owner)
     }
 
-    /// True when `word` (lower case) is one of the words; the two masks answer most
-    /// words without a lookup.
-    fn contains(&self, word: &str) -> bool {
-        let Some(first) = word.bytes().next() else { return false };
-        self.lens & len_bit(word.len()) != 0 && self.firsts & first_bit(first) != 0 && self.words.contains(word)
+    /// True when a word of `len` bytes, first byte `first` and last byte `last` (in any
+    /// ASCII case) may be one of the words: false rules it out without a lookup.
+    fn may_hold(&self, len: usize, first: u8, last: u8) -> bool {
+        self.ends[usize::from(first)] & FIRST != 0
+            && self.ends[usize::from(last)] & LAST != 0
+            && self.lens & len_bit(len) != 0
+    }
+
+    /// The word equal to `word` (lower case), if it is one of the words.
+    fn get(&self, word: &[u8]) -> Option<&str> {
+        let (Some(&first), Some(&last)) = (word.first(), word.last()) else { return None };
+        if !self.may_hold(word.len(), first, last) {
+            return None;
+        }
+        let from = self.words.partition_point(|w| w.len() < word.len());
+        self.words[from..]
+            .iter()
+            .take_while(|w| w.len() == word.len())
+            .find(|w| w.as_bytes() == word)
+            .map(String::as_str)
     }
 
     /// The first word of `text` (folded, compared in lower case) that is one of the words.
-    fn first_in(&self, text: &str) -> Option<String> {
+    fn first_in(&self, text: &str) -> Option<&str> {
         if text.is_ascii() {
             // folding leaves ASCII as it is and lower case splits it at the same places:
-            // each word is lowered on its own, and only when it may be one of the words
+            // each word is lowered on its own (on the stack), and only when it may be one
+            // of the words
             return ascii_words(text).find_map(|w| {
-                let first = w.bytes().next()?.to_ascii_lowercase();
-                if self.lens & len_bit(w.len()) == 0 || self.firsts & first_bit(first) == 0 {
+                let bytes = w.as_bytes();
+                let (&first, &last) = (bytes.first()?, bytes.last()?);
+                if !self.may_hold(bytes.len(), first, last) {
                     return None;
                 }
-                let lower = w.to_ascii_lowercase();
-                self.words.contains(&lower).then_some(lower)
+                let mut stack = [0u8; LOWERED_ON_STACK];
+                match stack.get_mut(..bytes.len()) {
+                    Some(lower) => {
+                        lower.copy_from_slice(bytes);
+                        lower.make_ascii_lowercase();
+                        self.get(lower)
+                    }
+                    None => self.get(w.to_ascii_lowercase().as_bytes()),
+                }
             });
         }
         let folded = fold(text).to_lowercase();
-        folded.split(|c: char| !in_word(c)).map(trimmed).find(|w| self.contains(w)).map(str::to_string)
+        folded.split(|c: char| !in_word(c)).map(trimmed).find_map(|w| self.get(w.as_bytes()))
+    }
+}
+
+/// The words that point at users other than one user of one world
+/// ([`WorldData::other_words`]), to read several texts with one lookup of the kept words.
+pub(crate) struct OtherWords(Rc<Foreign>);
+
+impl OtherWords {
+    /// [`WorldData::names_other_user`] of `text`, without allocating: the word found is
+    /// one of the kept words.
+    pub(crate) fn first_in(&self, text: &str) -> Option<&str> {
+        self.0.first_in(text)
     }
 }
 
@@ -98,9 +148,10 @@ fn len_bit(n: usize) -> u64 {
     1 << n.min(63)
 }
 
-fn first_bit(b: u8) -> u64 {
-    1 << (b & 63)
-}
+/// [`Foreign::ends`] flag of a first byte.
+const FIRST: u8 = 1;
+/// [`Foreign::ends`] flag of a last byte.
+const LAST: u8 = 2;
 
 thread_local! {
     static KEPT_WORDS: RefCell<Vec<Rc<Foreign>>> = const { RefCell::new(Vec::new()) };
@@ -127,9 +178,9 @@ fn in_word(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '-' | '@' | '.' | '_' | '+')
 }
 
-/// The bytes [`in_word`] keeps in a word, for ASCII text.
-const ASCII_WORD: [bool; 128] = {
-    let mut t = [false; 128];
+/// The bytes [`in_word`] keeps in a word, for ASCII text (no other byte is in a word).
+const ASCII_WORD: [bool; 256] = {
+    let mut t = [false; 256];
     let mut b = 0;
     while b < 128 {
         t[b] = (b as u8).is_ascii_alphanumeric() || matches!(b as u8, b'-' | b'@' | b'.' | b'_' | b'+');
@@ -145,14 +196,14 @@ fn ascii_words(text: &str) -> impl Iterator<Item = &str> {
     let mut i = 0;
     std::iter::from_fn(move || {
         loop {
-            while i < bytes.len() && !ASCII_WORD[usize::from(bytes[i] & 127)] {
+            while i < bytes.len() && !ASCII_WORD[usize::from(bytes[i])] {
                 i += 1;
             }
             if i >= bytes.len() {
                 return None;
             }
             let mut start = i;
-            while i < bytes.len() && ASCII_WORD[usize::from(bytes[i] & 127)] {
+            while i < bytes.len() && ASCII_WORD[usize::from(bytes[i])] {
                 i += 1;
             }
             // trimmed as [`trimmed`] does, on the bytes
@@ -195,14 +246,20 @@ impl WorldData {
     /// The first word of `text` (folded, compared in lower case) that points at a user
     /// other than `user`; `None` when it names nobody else.
     pub fn names_other_user(&self, user: &str, text: &str) -> Option<String> {
-        foreign(self, user).first_in(text)
+        foreign(self, user).first_in(text).map(str::to_string)
     }
 
     /// [`WorldData::names_other_user`] over several texts, in order: the first word of any
     /// of them that points at a user other than `user`. The words are looked up once.
     pub fn names_other_user_in_any<'t>(&self, user: &str, texts: impl IntoIterator<Item = &'t str>) -> Option<String> {
         let foreign = foreign(self, user);
-        texts.into_iter().find_map(|t| foreign.first_in(t))
+        texts.into_iter().find_map(|t| foreign.first_in(t)).map(str::to_string)
+    }
+
+    /// The words that point at a user other than `user`, looked up once, to read several
+    /// texts with [`OtherWords::first_in`] (each answers as [`WorldData::names_other_user`]).
+    pub(crate) fn other_words(&self, user: &str) -> OtherWords {
+        OtherWords(foreign(self, user))
     }
 }
 
@@ -271,6 +328,54 @@ mod tests {
                 if text.is_ascii() {
                     assert_eq!(ascii_words(text).collect::<Vec<_>>(), words, "{text:?}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn words_looked_up_by_length_and_end_bytes_answer_as_words_read_anew() {
+        // words of the same length, a word longer than the stack buffer, words that no
+        // word of a text can be (an apostrophe, a trailing dot, an empty address), digits
+        // that share their low bits with letters, and names that lower case changes
+        let long = format!("{}@example.com", "x".repeat(70));
+        let world = serde_json::json!({
+            "users": [
+                {"id": "ann", "name": "Ann O'Brien Jr.", "email": "", "roles": []},
+                {"id": "bob", "name": "Bob Ebo Obe Boe", "email": long, "roles": []},
+                {"id": "p4", "name": "Qxy Pqrs 123456", "email": "p+4@x.io", "roles": []},
+                {"id": "zoe", "name": "\u{212A}elvin ÉMILE Łukasz", "email": "Zoe@Example.COM", "roles": []}
+            ],
+            "tickets": [
+                {"id": "T-1", "owner": "ann", "status": "open", "subject": "s", "text": "t"},
+                {"id": "T-2", "owner": "bob", "status": "open", "subject": "s", "text": "t"},
+                {"id": "A-1", "owner": "zoe", "status": "open", "subject": "s", "text": "t"}
+            ],
+            "documents": []
+        });
+        let w = WorldData::from_json(&world.to_string()).unwrap();
+        let long_upper = long.to_uppercase();
+        let texts = [
+            "ann bob obe boe ebo",
+            "Ebo, OBE; boe.",
+            "o'brien o brien jr. jr",
+            "123456 1234567 p4 P4. p+4@x.io +p+4@x.io+",
+            "qxy pqrs 4xy 6xy tqrs",
+            long.as_str(),
+            long_upper.as_str(),
+            "kelvin \u{212A}elvin émile ÉMILE łukasz",
+            "zoe@example.com. ZOE@EXAMPLE.COM",
+            "t-1 T-2 a-1 A-1. -a-1- t-12",
+            "the them then than lena",
+            "",
+            "@ + . - _ @@ ++",
+        ];
+        for user in ["ann", "bob", "p4", "zoe", "nobody"] {
+            for text in texts {
+                assert_eq!(w.names_other_user(user, text), read_anew(&w, user, text), "{user}: {text:?}");
+                let words = w.other_words(user);
+                assert_eq!(words.first_in(text).map(str::to_string), read_anew(&w, user, text), "{user}: {text:?}");
+                let any = w.names_other_user_in_any(user, [text, "nothing here"]);
+                assert_eq!(any.as_deref(), words.first_in(text), "{user}: {text:?}");
             }
         }
     }
