@@ -37,52 +37,61 @@ fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// True when one of the eight bytes of `word` is `b` (the exact "has zero byte" test on
-/// `word ^ b…b`).
-const fn has_byte(word: u64, b: u8) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    let x = word ^ (ONES * b as u64);
-    x.wrapping_sub(ONES) & !x & HIGHS != 0
+/// The special bytes among the eight of `word` (read little-endian: byte `k` of the text
+/// is bits `8k..8k+8`): the lowest set bit is the high bit of the first special byte
+/// (`&`, `<`, `>` or `"`); bits above it may be set without meaning anything. Two tests
+/// cover the four bytes: `b | 0x04` is `&` exactly for `"` (0x22) and `&` (0x26), and
+/// `b | 0x02` is `>` exactly for `<` (0x3c) and `>` (0x3e); each is the classic "has a zero
+/// byte" test on `word ^ c…c`, exact for the lowest zero byte.
+const fn specials(word: u64) -> u64 {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    let quote_amp = (word | (ONES * 0x04)) ^ (ONES * b'&' as u64);
+    let angles = (word | (ONES * 0x02)) ^ (ONES * b'>' as u64);
+    ((quote_amp.wrapping_sub(ONES) & !quote_amp) | (angles.wrapping_sub(ONES) & !angles)) & HIGHS
 }
 
-/// True when one of the eight bytes of `word` is special (`&`, `<`, `>` or `"`).
-const fn has_special(word: u64) -> bool {
-    has_byte(word, b'&') || has_byte(word, b'<') || has_byte(word, b'>') || has_byte(word, b'"')
+/// Where the first special byte at or after `from` is, eight bytes at a time (the last
+/// few bytes are read padded with zeros, which are not special).
+fn next_special(bytes: &[u8], mut from: usize) -> Option<usize> {
+    while from < bytes.len() {
+        let chunk = match bytes.get(from..from + 8).and_then(|c| <[u8; 8]>::try_from(c).ok()) {
+            Some(chunk) => chunk,
+            None => {
+                let mut padded = [0u8; 8];
+                for (p, b) in padded.iter_mut().zip(&bytes[from..]) {
+                    *p = *b;
+                }
+                padded
+            }
+        };
+        let found = specials(u64::from_le_bytes(chunk));
+        if found != 0 {
+            // the lowest set bit is exact, and falls on a real byte (the padding is zeros)
+            return Some(from + found.trailing_zeros() as usize / 8);
+        }
+        from += 8;
+    }
+    None
 }
 
 /// Appends `text` escaped to `out`, copying the runs between special characters whole
-/// (eight bytes are tested at once; only a group that holds a special byte is walked).
+/// (eight bytes are tested at once, and a group that holds a special byte jumps straight
+/// to it).
 fn push_escaped(out: &mut String, text: &str) {
     let bytes = text.as_bytes();
     let mut start = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        let group = match bytes.get(i..i + 8).and_then(|c| <[u8; 8]>::try_from(c).ok()) {
-            Some(chunk) if !has_special(u64::from_ne_bytes(chunk)) => {
-                i += 8;
-                continue;
-            }
-            Some(_) => i + 8,
-            None => bytes.len(),
+    while let Some(at) = next_special(bytes, start) {
+        let entity = match bytes[at] {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            _ => "&quot;",
         };
-        while i < group {
-            let entity = match bytes[i] {
-                b'&' => "&amp;",
-                b'<' => "&lt;",
-                b'>' => "&gt;",
-                b'"' => "&quot;",
-                _ => {
-                    i += 1;
-                    continue;
-                }
-            };
-            // the four special characters are ASCII, so `i` is a character boundary
-            out.push_str(&text[start..i]);
-            out.push_str(entity);
-            i += 1;
-            start = i;
-        }
+        // the four special characters are ASCII, so `at` is a character boundary
+        out.push_str(&text[start..at]);
+        out.push_str(entity);
+        start = at + 1;
     }
     out.push_str(&text[start..]);
 }
@@ -288,6 +297,27 @@ mod tests {
         for t in texts {
             assert_eq!(escape(t), slow(t), "{t}");
         }
+        // every special, and every byte near one in value, at every position of texts
+        // shorter and longer than a group, among ASCII, JSON escapes and multi-byte letters
+        let near = ['"', '&', '<', '>', '!', '#', '$', '%', '\'', ';', '=', '?', '\u{22}', '.', '*', ',', '\\'];
+        let fills = ["", "a", "abcdefg", "0123456789abcdef", "é", "\\n\\\"", "ü€😀", "\u{a2}\u{e2}\u{3e2}"];
+        let mut compared = 0;
+        for fill in fills {
+            for c in near {
+                for at in 0..20 {
+                    let mut t: String = fill.chars().cycle().take(at).collect();
+                    t.push(c);
+                    t.push_str(&fill.repeat(2));
+                    t.push(c);
+                    assert_eq!(escape(&t), slow(&t), "{t:?}");
+                    compared += 1;
+                }
+            }
+        }
+        // bytes with 0x04 or 0x02 set around the specials' values are not special
+        let all: String = (1u8..0x80).map(char::from).collect();
+        assert_eq!(escape(&all), slow(&all));
+        assert!(compared > 2000);
     }
 
     #[test]

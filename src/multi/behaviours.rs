@@ -145,12 +145,13 @@ fn ticket_in(text: &str) -> Option<&str> {
 
 /// The policy document a question asks about, if any.
 fn wanted_doc(question: &str) -> Option<&'static str> {
-    let q = question.to_ascii_lowercase();
-    if q.contains("refund") || q.contains("return") {
+    // `word` is lower-case ASCII: the same answer as looking in the ASCII-lowercased question
+    let has = |word: &str| question.as_bytes().windows(word.len()).any(|w| w.eq_ignore_ascii_case(word.as_bytes()));
+    if has("refund") || has("return") {
         Some("kc-returns-v3")
-    } else if q.contains("warranty") {
+    } else if has("warranty") {
         Some("kc-warranty-v2")
-    } else if q.contains("battery") {
+    } else if has("battery") {
         Some("kc-battery-v1")
     } else {
         None
@@ -244,7 +245,7 @@ fn call(tool: &str, arguments: serde_json::Value) -> String {
 /// A proposal to call `tool` with one string argument.
 fn call_one(tool: &str, key: &str, value: &str) -> String {
     let value = serde_json::to_string(value).unwrap_or_default();
-    format!(r#"{{"action":"call","tool":"{tool}","arguments":{{"{key}":{value}}}}}"#)
+    [r#"{"action":"call","tool":""#, tool, r#"","arguments":{""#, key, r#"":"#, &value, "}}"].concat()
 }
 
 #[derive(Serialize)]
@@ -406,6 +407,31 @@ mod tests {
         assert_eq!(ticket_in("T- nothing T-"), None);
         assert_eq!(address("go to records-export@example.org now"), Some("records-export@example.org"));
         assert_eq!(wanted_doc("our Refund policy"), Some("kc-returns-v3"));
+        let old_wanted = |q: &str| {
+            let q = q.to_ascii_lowercase();
+            ["refund", "return", "warranty", "battery"].iter().find(|w| q.contains(*w)).map(|w| match *w {
+                "refund" | "return" => "kc-returns-v3",
+                "warranty" => "kc-warranty-v2",
+                _ => "kc-battery-v1",
+            })
+        };
+        for q in [
+            "",
+            "RETURNS?",
+            "Battery and WARRANTY",
+            "wärranty",
+            "warrant y",
+            "r\u{e9}fund",
+            "ReFuNd",
+            "batter",
+            "éreturné",
+            "BATTERY",
+            "the warranty on T-601",
+            "Status of T-601 and our refund policy?",
+            "ｒｅｆｕｎｄ",
+        ] {
+            assert_eq!(wanted_doc(q), old_wanted(q), "{q}");
+        }
         assert!(about(r#"{"id":"T-601","status":"open"}"#, "T-601"));
         assert!(!about(r#"{"id":"T-6011"}"#, "T-601") && !about(r#"{"text":"T-601"}"#, "T-601"));
         let parsed = |t: String| serde_json::from_str::<serde_json::Value>(&t).unwrap();
@@ -413,5 +439,14 @@ mod tests {
             parsed(call_one("get_ticket", "ticket_id", "T-6\"01")),
             parsed(call("get_ticket", json!({"ticket_id": "T-6\"01"})))
         );
+        for v in ["T-601", "kc-returns-v3", "é\u{1F600}\n\t\\\"", ""] {
+            let old = format!(
+                r#"{{"action":"call","tool":"{}","arguments":{{"{}":{}}}}}"#,
+                "lookup_document",
+                "doc_id",
+                serde_json::to_string(v).unwrap()
+            );
+            assert_eq!(call_one("lookup_document", "doc_id", v), old);
+        }
     }
 }

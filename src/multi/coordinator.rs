@@ -298,14 +298,28 @@ pub(crate) fn check_message(
 ///
 /// # Errors
 /// The first [`RejectCode`] that applies.
+#[cfg(feature = "testkit")]
 pub(crate) fn check_message_with(
     sender: Role,
     text: &str,
     observations: &[Observation],
     rules: IntakeRules,
 ) -> Result<(Role, Body), RejectCode> {
+    check_message_evidence(sender, text, observations, rules).map(|(recipient, body, _)| (recipient, body))
+}
+
+/// Checks a raw text from `sender` towards the route table's recipient as
+/// [`check_envelope`] does, keeping the evidence claim support read a finding against (the
+/// intake's label for the finding reads the same facts instead of rebuilding them from the
+/// same observations).
+fn check_message_evidence(
+    sender: Role,
+    text: &str,
+    observations: &[Observation],
+    rules: IntakeRules,
+) -> Result<(Role, Body, Option<Evidence>), RejectCode> {
     let Some((recipient, _)) = next_hop(sender) else { return Err(RejectCode::NoRoute) };
-    check_envelope(sender, recipient, text, observations, rules).map(|body| (recipient, body))
+    checked_envelope(sender, recipient, text, observations, rules).map(|(body, evidence)| (recipient, body, evidence))
 }
 
 /// Checks a raw text `sender` wants delivered to `recipient` (which need not be the
@@ -321,11 +335,25 @@ pub(crate) fn check_envelope(
     observations: &[Observation],
     rules: IntakeRules,
 ) -> Result<Body, RejectCode> {
+    checked_envelope(sender, recipient, text, observations, rules).map(|(body, _)| body)
+}
+
+/// [`check_envelope`], with the evidence of `observations` when the body is a finding
+/// (claim support built it; it is `None` for every other body).
+fn checked_envelope(
+    sender: Role,
+    recipient: Role,
+    text: &str,
+    observations: &[Observation],
+    rules: IntakeRules,
+) -> Result<(Body, Option<Evidence>), RejectCode> {
     let body = parse_message_with(sender, recipient, text, rules.filter)?;
+    let mut evidence = None;
     if let Body::Finding(f) = &body {
-        check_support(f, &Evidence::from_observations(observations), rules.claims)?;
+        let e = evidence.insert(Evidence::from_observations(observations));
+        check_support(f, e, rules.claims)?;
     }
-    Ok(body)
+    Ok((body, evidence))
 }
 
 /// The coordinator's intake: checks every raw text, numbers the accepted envelopes
@@ -416,21 +444,23 @@ impl Intake {
         let checked = match next_hop(sender) {
             // the edge first (declared, room left), then the message, then what it carries
             Some((to, kind)) => match self.edges.check_route(sender, to, kind, &self.counts) {
-                Ok(()) => check_message_with(sender, text, observations, self.rules)
+                Ok(()) => check_message_evidence(sender, text, observations, self.rules)
                     .map_err(Refused::Message)
-                    .and_then(|(to, body)| match self.edges.check_body(sender, to, &body) {
-                        Ok(()) => Ok((to, body)),
+                    .and_then(|(to, body, evidence)| match self.edges.check_body(sender, to, &body) {
+                        Ok(()) => Ok((to, body, evidence)),
                         Err(e) => Err(Refused::Edge(kind, e)),
                     }),
                 Err(e) => Err(Refused::Edge(kind, e)),
             },
-            None => check_message_with(sender, text, observations, self.rules).map_err(Refused::Message),
+            None => check_message_evidence(sender, text, observations, self.rules).map_err(Refused::Message),
         };
         // then the label the coordinator stamps, the edge's label rule, and the
-        // confidentiality rule at the route
-        let checked = checked.and_then(|(recipient, body)| {
+        // confidentiality rule at the route; a finding's label reads the evidence its claim
+        // support was checked against (the same observations)
+        let checked = checked.and_then(|(recipient, body, evidence)| {
             let world = self.world.as_deref();
-            let label = super::labels::stamp(&body, context, observations, self.rules.claims, &self.user, world);
+            let (claims, user) = (self.rules.claims, self.user.as_str());
+            let label = super::labels::stamp(&body, context, observations, evidence.as_ref(), claims, user, world);
             if next_hop(sender).is_some() {
                 self.edges.check_label(sender, recipient, label).map_err(|e| Refused::Edge(body.kind(), e))?;
             }

@@ -50,11 +50,13 @@ pub(crate) fn plain_title(s: &str) -> bool {
 
 /// The label of an accepted `body` whose sender had `context` in view: endorsed when it is
 /// a strict finding resting on typed facts only, `other` when a string of it names another
-/// user of `world` than `user`.
+/// user of `world` than `user`. `evidence`, when given, is the evidence of `observations`
+/// that claim support already built (it is rebuilt from them otherwise).
 pub(crate) fn stamp(
     body: &Body,
     context: Label,
     observations: &[Observation],
+    evidence: Option<&Evidence>,
     claims: ClaimMode,
     user: &str,
     world: Option<&WorldData>,
@@ -62,7 +64,11 @@ pub(crate) fn stamp(
     let mut label = context;
     if let Body::Finding(f) = body {
         // check_support passed already: every part of a strict claim is a cited fact
-        if claims == ClaimMode::Strict && Evidence::from_observations(observations).typed(&f.sources) {
+        let typed = || match evidence {
+            Some(e) => e.typed(&f.sources),
+            None => Evidence::from_observations(observations).typed(&f.sources),
+        };
+        if claims == ClaimMode::Strict && typed() {
             label = label.endorsed();
         }
     }

@@ -203,6 +203,8 @@ fn shared_value<S: serde::Serializer>(value: &Arc<Value>, s: S) -> Result<S::Ok,
 }
 
 static TICKET_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^T-\d{1,6}$"));
+/// The pattern [`doc_id_ok`] answers for (the tests compare the two).
+#[cfg(test)]
 static DOC_ID: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-z0-9][a-z0-9-]{0,39}$"));
 static ADDRESS: LazyLock<Regex> =
     LazyLock::new(|| re(r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$"));
@@ -212,6 +214,25 @@ static IDEM_KEY: LazyLock<Regex> = LazyLock::new(|| re(r"^[A-Za-z0-9_.:-]{1,80}$
 #[allow(clippy::expect_used)] // literal patterns, covered by tests
 fn re(p: &str) -> Regex {
     Regex::new(p).expect("literal pattern compiles")
+}
+
+/// `TICKET_ID.is_match(s)` without running the regex for an ASCII id (every well-formed
+/// one): in ASCII, `\d` is exactly `0-9`. Other text is left to the regex, whose `\d`
+/// also takes the decimal digits of other scripts.
+fn ticket_id_ok(s: &str) -> bool {
+    if !s.is_ascii() {
+        return TICKET_ID.is_match(s);
+    }
+    s.strip_prefix("T-").is_some_and(|d| (1..=6).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// `DOC_ID.is_match(s)` without running the regex: the pattern's classes are ASCII bytes.
+fn doc_id_ok(s: &str) -> bool {
+    let slug = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let bytes = s.as_bytes();
+    (1..=40).contains(&bytes.len())
+        && bytes.first().is_some_and(slug)
+        && bytes[1..].iter().all(|b| slug(b) || *b == b'-')
 }
 
 /// The known tools. Immutable; one static instance is enough.
@@ -283,12 +304,12 @@ impl Registry {
         match name {
             "get_ticket" => {
                 let a: GetTicketArgs = parse(arguments)?;
-                check(TICKET_ID.is_match(&a.ticket_id), "ticket_id must look like T-601")?;
+                check(ticket_id_ok(&a.ticket_id), "ticket_id must look like T-601")?;
                 Ok(ToolArgs::GetTicket(a))
             }
             "lookup_document" => {
                 let a: LookupDocumentArgs = parse(arguments)?;
-                check(DOC_ID.is_match(&a.doc_id), "doc_id must be a lower-case slug")?;
+                check(doc_id_ok(&a.doc_id), "doc_id must be a lower-case slug")?;
                 Ok(ToolArgs::LookupDocument(a))
             }
             "calculator" => {
@@ -425,6 +446,63 @@ mod tests {
         assert_eq!(a.code, b.code);
         assert_eq!(a.message.replace("T-603", "X"), b.message.replace("T-999", "X"));
         assert!(r.execute(&w, "lena", &ToolArgs::GetTicket(GetTicketArgs { ticket_id: "T-603".into() })).is_ok());
+    }
+
+    #[test]
+    fn id_checks_without_the_regex_answer_what_the_regex_answers() {
+        let mut texts: Vec<String> = [
+            "",
+            "T",
+            "T-",
+            "T-6",
+            "T-601",
+            "T-000000",
+            "T-1234567",
+            "t-601",
+            "T_601",
+            "T-60a",
+            "T-601\n",
+            " T-601",
+            "T-601 ",
+            "TT-601",
+            "T--601",
+            "T-٦٠١",
+            "T-６０１",
+            "T-6٠",
+            "T-𝟘",
+            "T-²",
+            "T-Ⅻ",
+            "é",
+            "kc-returns-v3",
+            "-kc",
+            "kc-",
+            "Kc-returns",
+            "kc_returns",
+            "kc returns",
+            "0",
+            "a",
+            "a-",
+            "9-9",
+            "kc-retürns",
+            "ｋｃ",
+            "kc-returns-v3\n",
+            "kc\u{0}",
+            "\"kc\"",
+        ]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+        for n in 0..=45 {
+            texts.push("a".repeat(n));
+            texts.push(format!("k{}", "-".repeat(n)));
+            texts.push(format!("T-{}", "7".repeat(n)));
+        }
+        for t in &texts {
+            assert_eq!(ticket_id_ok(t), TICKET_ID.is_match(t), "ticket {t:?}");
+            assert_eq!(doc_id_ok(t), DOC_ID.is_match(t), "doc {t:?}");
+        }
+        assert!(ticket_id_ok("T-٦٠١") && ticket_id_ok("T-601") && !ticket_id_ok("T-1234567"));
+        assert!(doc_id_ok(&"a".repeat(40)) && !doc_id_ok(&"a".repeat(41)) && !doc_id_ok("-kc"));
     }
 
     #[test]
