@@ -290,29 +290,18 @@ pub(crate) fn check_message(
     claims: ClaimMode,
 ) -> Result<(Role, Body), RejectCode> {
     check_message_with(sender, text, observations, IntakeRules { claims, ..IntakeRules::default() })
+        .map(|(recipient, body, _)| (recipient, body))
 }
 
 /// Checks a raw text from `sender` completely under `rules`: [`parse_message`] towards the
 /// route table's recipient, then, for a finding, [`check_support`] against the
-/// researcher's `observations`. Returns the recipient and the body.
+/// researcher's `observations`. Returns the recipient, the body and, for a finding, the
+/// evidence its claim support read (the intake's label for it reads the same facts
+/// instead of rebuilding them from the same observations).
 ///
 /// # Errors
 /// The first [`RejectCode`] that applies.
-#[cfg(feature = "testkit")]
-pub(crate) fn check_message_with(
-    sender: Role,
-    text: &str,
-    observations: &[Observation],
-    rules: IntakeRules,
-) -> Result<(Role, Body), RejectCode> {
-    check_message_evidence(sender, text, observations, rules).map(|(recipient, body, _)| (recipient, body))
-}
-
-/// Checks a raw text from `sender` towards the route table's recipient as
-/// [`check_envelope`] does, keeping the evidence claim support read a finding against (the
-/// intake's label for the finding reads the same facts instead of rebuilding them from the
-/// same observations).
-fn check_message_evidence(
+fn check_message_with(
     sender: Role,
     text: &str,
     observations: &[Observation],
@@ -444,7 +433,7 @@ impl Intake {
         let checked = match next_hop(sender) {
             // the edge first (declared, room left), then the message, then what it carries
             Some((to, kind)) => match self.edges.check_route(sender, to, kind, &self.counts) {
-                Ok(()) => check_message_evidence(sender, text, observations, self.rules)
+                Ok(()) => check_message_with(sender, text, observations, self.rules)
                     .map_err(Refused::Message)
                     .and_then(|(to, body, evidence)| match self.edges.check_body(sender, to, &body) {
                         Ok(()) => Ok((to, body, evidence)),
@@ -452,7 +441,7 @@ impl Intake {
                     }),
                 Err(e) => Err(Refused::Edge(kind, e)),
             },
-            None => check_message_evidence(sender, text, observations, self.rules).map_err(Refused::Message),
+            None => check_message_with(sender, text, observations, self.rules).map_err(Refused::Message),
         };
         // then the label the coordinator stamps, the edge's label rule, and the
         // confidentiality rule at the route; a finding's label reads the evidence its claim

@@ -142,20 +142,13 @@ impl Body {
     }
 
     /// Every string in the body, in field order (what the instruction filter scans).
-    pub fn strings(&self) -> Vec<&str> {
-        match self {
-            Self::Brief(b) => vec![b.question.as_str()],
-            Self::Finding(f) => std::iter::once(f.claim.as_str()).chain(f.sources.iter().map(String::as_str)).collect(),
-            Self::Verdict(v) => vec![v.notes.as_str()],
-        }
-    }
-
-    fn any_string(&self, mut test: impl FnMut(&str) -> bool) -> bool {
-        match self {
-            Self::Brief(b) => test(&b.question),
-            Self::Finding(f) => test(&f.claim) || f.sources.iter().any(|s| test(s)),
-            Self::Verdict(v) => test(&v.notes),
-        }
+    pub fn strings(&self) -> impl Iterator<Item = &str> {
+        let (first, rest): (&str, &[String]) = match self {
+            Self::Brief(b) => (&b.question, &[]),
+            Self::Finding(f) => (&f.claim, &f.sources),
+            Self::Verdict(v) => (&v.notes, &[]),
+        };
+        std::iter::once(first).chain(rest.iter().map(String::as_str))
     }
 
     /// The wire text of this body: the flat object a role sends. Parsing it again gives
@@ -560,7 +553,7 @@ pub(crate) fn parse_message_with(
     if !fits(&body) {
         return Err(RejectCode::InvalidMessage);
     }
-    if filter == InstructionFilter::On && body.any_string(is_instruction_like) {
+    if filter == InstructionFilter::On && body.strings().any(is_instruction_like) {
         return Err(RejectCode::InstructionLike);
     }
     Ok(body)

@@ -109,7 +109,7 @@ fn accepted_body_holds(body: &Body, evidence: &Evidence, claims: ClaimMode) -> R
         Body::Verdict(v) => chars(&v.notes) <= MAX_NOTES_CHARS,
     };
     ensure(fits, "accepted_body_fits_its_schema", || format!("{body:?}"))?;
-    let flagged: Vec<&str> = body.strings().into_iter().filter(|s| is_instruction_like(s)).collect();
+    let flagged: Vec<&str> = body.strings().filter(|s| is_instruction_like(s)).collect();
     ensure(flagged.is_empty(), "accepted_body_passes_the_filter", || format!("{flagged:?}"))?;
     if let Body::Finding(f) = body {
         let unknown: Vec<&String> = f.sources.iter().filter(|s| !evidence.knows(s)).collect();

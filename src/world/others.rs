@@ -249,13 +249,6 @@ impl WorldData {
         foreign(self, user).first_in(text).map(str::to_string)
     }
 
-    /// [`WorldData::names_other_user`] over several texts, in order: the first word of any
-    /// of them that points at a user other than `user`. The words are looked up once.
-    pub fn names_other_user_in_any<'t>(&self, user: &str, texts: impl IntoIterator<Item = &'t str>) -> Option<String> {
-        let foreign = foreign(self, user);
-        texts.into_iter().find_map(|t| foreign.first_in(t)).map(str::to_string)
-    }
-
     /// The words that point at a user other than `user`, looked up once, to read several
     /// texts with [`OtherWords::first_in`] (each answers as [`WorldData::names_other_user`]).
     pub(crate) fn other_words(&self, user: &str) -> OtherWords {
@@ -268,6 +261,7 @@ impl WorldData {
 pub fn bundled_names_other_user(user: &str, text: &str) -> Option<String> {
     BUNDLED.as_ref().and_then(|w| w.names_other_user(user, text))
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,8 +368,6 @@ mod tests {
                 assert_eq!(w.names_other_user(user, text), read_anew(&w, user, text), "{user}: {text:?}");
                 let words = w.other_words(user);
                 assert_eq!(words.first_in(text).map(str::to_string), read_anew(&w, user, text), "{user}: {text:?}");
-                let any = w.names_other_user_in_any(user, [text, "nothing here"]);
-                assert_eq!(any.as_deref(), words.first_in(text), "{user}: {text:?}");
             }
         }
     }
