@@ -30,7 +30,8 @@ use std::time::Duration;
 use crate::BoxFuture;
 use crate::label::{IfcMode, Label, Taint};
 use crate::tools::{
-    AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, ToolFailure, ToolFailureCode, ToolSet, ToolSpec,
+    AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
+    ToolSpec,
 };
 use crate::unwind::CatchUnwind;
 use crate::world::World;
@@ -182,8 +183,8 @@ impl From<ToolFailureCode> for GateCode {
 /// What the gate did with a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GateOutcome {
-    /// The tool ran and returned data.
-    Ok(Value),
+    /// The tool ran and returned data (its JSON text, read as a [`Value`] on demand).
+    Ok(ToolData),
     /// The gate refused; nothing ran.
     Refused {
         /// Why.
@@ -220,9 +221,8 @@ impl GateOutcome {
     /// the call succeeded, and the text (the tool's data as JSON, or `error CODE: why`).
     pub fn observation(&self) -> (bool, String) {
         match self {
-            // the same compact text as `Display`, written straight into a buffer instead of
-            // through a formatter per token (serialising a `Value` cannot fail)
-            Self::Ok(data) => (true, serde_json::to_string(data).unwrap_or_else(|_| data.to_string())),
+            // the compact JSON text of the data, written when the tool answered
+            Self::Ok(data) => (true, data.text().to_string()),
             Self::Refused { code, message } => (false, format!("error {}: {message}", code.as_str())),
             Self::Failed { code, message } => (false, format!("error {code}: {message}")),
             Self::NeedsApproval { pending_id } => {
@@ -721,21 +721,21 @@ impl ToolGate {
                     obj.insert("replayed".into(), Value::Bool(true));
                 }
                 self.record(&pa.call, &pa.run_id, &pa.caller, GateCode::Replayed);
-                return Ok(GateOutcome::Ok(again));
+                return Ok(GateOutcome::Ok(again.into()));
             }
             (status, _) if may_run(status) => {}
             (status, _) => return Err(GateError::NotRunnable { id: pa.id, status }),
         }
         let outcome = match self.registry.validate(&pa.call.name, &pa.call.arguments) {
             Ok(args) => match self.start(&pa.call.name, &pa.caller, &args) {
-                Decided::Now(outcome) => outcome,
-                Decided::Waiting(answer) => answer_at_once(&pa.call.name, answer),
+                Started::Done(result) => outcome_of(result.map(Output::into_data)),
+                Started::Waiting(answer) => answer_at_once(&pa.call.name, answer),
             },
             Err(e) => GateOutcome::Refused { code: Refusal::InvalidArguments, message: e.to_string() },
         };
         if let (GateOutcome::Ok(v), Some(stored)) = (&outcome, self.pending.get_mut(&pa.id)) {
             stored.status = PendingStatus::Executed;
-            stored.result = Some(v.clone());
+            stored.result = Some(v.value().clone());
         }
         self.record(&pa.call, &pa.run_id, &pa.caller, outcome.code());
         tool_span_outcome(&span, &outcome);
@@ -744,11 +744,12 @@ impl ToolGate {
 
     /// Starts a validated call: a built-in tool runs now, an added tool's future is
     /// returned to be awaited; a panic while starting is `tool_panicked`.
-    fn start(&self, tool: &str, caller: &str, args: &ToolArgs) -> Decided {
+    fn start(&self, tool: &str, caller: &str, args: &ToolArgs) -> Started<'_> {
         match catch_unwind(AssertUnwindSafe(|| self.registry.start(&self.world, caller, args))) {
-            Ok(Started::Done(result)) => Decided::Now(outcome_of(result)),
-            Ok(Started::Waiting(answer)) => Decided::Waiting(answer),
-            Err(_) => Decided::Now(panicked(tool)),
+            Ok(started) => started,
+            Err(_) => {
+                Started::Done(Err(ToolFailure { code: ToolFailureCode::ToolPanicked, message: panic_message(tool) }))
+            }
         }
     }
 
@@ -797,7 +798,7 @@ impl ToolGate {
         }
         if access == Access::Internal {
             return Decided::Now(match catch_unwind(AssertUnwindSafe(|| internal.apply(caller, &args))) {
-                Ok(Ok(v)) => GateOutcome::Ok(v),
+                Ok(Ok(v)) => GateOutcome::Ok(v.into()),
                 Ok(Err(f)) => GateOutcome::Failed { code: f.code, message: f.message },
                 Err(_) => panicked(&call.name),
             });
@@ -827,18 +828,22 @@ impl ToolGate {
             );
             return Decided::Now(GateOutcome::NeedsApproval { pending_id: id });
         }
-        let decided = self.start(&call.name, caller, &args);
         // what the model will see of this call joins its context
-        match &decided {
-            Decided::Now(GateOutcome::Ok(data)) => {
-                if let Some((label, source)) = ifc::result_label(&call.name, caller, data, &self.world.data) {
+        match self.start(&call.name, caller, &args) {
+            Started::Done(Ok(output)) => {
+                let label = ifc::result_label(&call.name, caller, &output, &self.world.data);
+                let data = output.into_data();
+                if let Some((label, source)) = label {
                     self.taint.absorb(label, &source);
                 }
+                Decided::Now(GateOutcome::Ok(data))
             }
-            Decided::Waiting(_) => self.taint.absorb(Label::UNTRUSTED, &call.name),
-            Decided::Now(_) => {}
+            Started::Done(Err(f)) => Decided::Now(GateOutcome::Failed { code: f.code.into(), message: f.message }),
+            Started::Waiting(answer) => {
+                self.taint.absorb(Label::UNTRUSTED, &call.name);
+                Decided::Waiting(answer)
+            }
         }
-        decided
     }
 }
 
@@ -915,15 +920,19 @@ enum Decided {
     Waiting(BoxFuture<'static, Result<Value, ToolFailure>>),
 }
 
-fn outcome_of(result: Result<Value, ToolFailure>) -> GateOutcome {
+fn outcome_of(result: Result<impl Into<ToolData>, ToolFailure>) -> GateOutcome {
     match result {
-        Ok(v) => GateOutcome::Ok(v),
+        Ok(v) => GateOutcome::Ok(v.into()),
         Err(f) => GateOutcome::Failed { code: f.code.into(), message: f.message },
     }
 }
 
+fn panic_message(tool: &str) -> String {
+    format!("{tool} panicked; the gate stopped the call")
+}
+
 fn panicked(tool: &str) -> GateOutcome {
-    GateOutcome::Failed { code: GateCode::ToolPanicked, message: format!("{tool} panicked; the gate stopped the call") }
+    GateOutcome::Failed { code: GateCode::ToolPanicked, message: panic_message(tool) }
 }
 
 /// A tool's answer when the caller cannot wait: polled once; not ready is a timeout.
