@@ -186,39 +186,66 @@ const ESCAPE: [u8; 256] = {
     t
 };
 
+/// The index of the first byte of `s` at or after `from` that `serde_json` escapes (a
+/// control character, `"` or a backslash), or `s.len()`. Eight bytes are tested at a time: in each
+/// word, the lowest byte flagged below 0x20 or equal to a quote or backslash is a true
+/// one (a borrow only flags bytes above a true one).
+fn next_escape(s: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;
+    let mut i = from;
+    while let Some(chunk) = s.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let flagged = (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+            | zero(w ^ (ONES * u64::from(b'"')))
+            | zero(w ^ (ONES * u64::from(b'\\')));
+        if flagged != 0 {
+            return i + (flagged.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < s.len() && ESCAPE[usize::from(s[i])] == 0 {
+        i += 1;
+    }
+    i.min(s.len())
+}
+
 /// The length of `s` as a JSON string literal, quotes included.
 fn escaped_len(s: &str) -> usize {
-    2 + s
-        .bytes()
-        .map(|b| match ESCAPE[usize::from(b)] {
-            0 => 1,
-            b'u' => 6,
-            _ => 2,
-        })
-        .sum::<usize>()
+    let bytes = s.as_bytes();
+    let mut len = 2 + bytes.len();
+    let mut i = next_escape(bytes, 0);
+    while let Some(b) = bytes.get(i) {
+        len += if ESCAPE[usize::from(*b)] == b'u' { 5 } else { 1 };
+        i = next_escape(bytes, i + 1);
+    }
+    len
 }
 
 /// Appends `s` as a JSON string literal, escaped as `serde_json` escapes it.
 fn push_str_literal(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
     out.push('"');
     let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = ESCAPE[usize::from(b)];
-        if escape == 0 {
-            continue;
-        }
+    let mut i = next_escape(bytes, 0);
+    while let Some(b) = bytes.get(i).copied() {
         // every escaped byte is ASCII, so `start` and `i` are character boundaries
         out.push_str(s.get(start..i).unwrap_or_default());
         out.push('\\');
-        if escape == b'u' {
-            out.push_str("u00");
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0x0f)]));
-        } else {
-            out.push(char::from(escape));
+        match ESCAPE[usize::from(b)] {
+            b'u' => {
+                out.push_str("u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0x0f)]));
+            }
+            escape => out.push(char::from(escape)),
         }
         start = i + 1;
+        i = next_escape(bytes, start);
     }
     out.push_str(s.get(start..).unwrap_or_default());
     out.push('"');
@@ -251,6 +278,12 @@ mod tests {
         .map(|s| (*s).to_string())
         .collect();
         texts.push((0u8..0x80).map(char::from).collect());
+        // an escape (or a byte next to one) at every place in an eight-byte word
+        for p in 0..18 {
+            for c in ["\n", "\u{1f}", "\"", "\\", " ", "\u{7f}", "é", "!", "#", "[", "]", "\u{0}"] {
+                texts.push(format!("{}{c}{}", "a".repeat(p), "b".repeat(17 - p)));
+            }
+        }
         texts.push("é\"".repeat(300));
         texts
     }
