@@ -40,15 +40,15 @@ pub(crate) fn controls(tool: &str, access: Access) -> Option<&'static [&'static 
     }
 }
 
-/// The label of a successful result of `tool` for `caller`, and the source a refusal
-/// names (`tool:id`). A record result is read member by member in place, as the walk over
+/// The label of a successful result of `tool` for `caller`, and the id of its source (a
+/// refusal names it as `tool:id`). A record result is read member by member in place, as the walk over
 /// the object it stands for would read it.
-pub(crate) fn result_label(
+pub(crate) fn result_label<'a>(
     tool: &str,
     caller: &str,
-    output: &Output<'_>,
+    output: &'a Output<'_>,
     world: &WorldData,
-) -> Option<(Label, String)> {
+) -> Option<(Label, &'a str)> {
     let confidentiality = match tool {
         "calculator" | "remember" => return None,
         "get_ticket" => Confidentiality::User,
@@ -61,7 +61,7 @@ pub(crate) fn result_label(
         Output::Value(v) => (any_string(v, &mut names_other), v.get("id").and_then(Value::as_str)),
     };
     let confidentiality = if other { Confidentiality::Other } else { confidentiality };
-    Some((Label::new(Integrity::Untrusted, confidentiality), [tool, ":", id.unwrap_or("result")].concat()))
+    Some((Label::new(Integrity::Untrusted, confidentiality), id.unwrap_or("result")))
 }
 
 /// True when a string of `value` (a member name or a value, at any depth) names a user
@@ -223,8 +223,9 @@ mod tests {
                             Record::new([("id", b), ("text", a), ("title", b)]),
                         ];
                         for record in records {
-                            let read = result_label(tool, caller, &Output::Record(record), &world);
-                            let walked = result_label(tool, caller, &Output::Value(record.to_value()), &world);
+                            let (record, object) = (Output::Record(record), Output::Value(record.to_value()));
+                            let read = result_label(tool, caller, &record, &world);
+                            let walked = result_label(tool, caller, &object, &world);
                             assert_eq!(read, walked, "{tool} {caller} {a:?} {b:?}");
                             other +=
                                 usize::from(read.is_some_and(|(l, _)| l.confidentiality == Confidentiality::Other));

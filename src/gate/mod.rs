@@ -20,6 +20,7 @@ use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -218,15 +219,15 @@ impl GateOutcome {
     }
 
     /// What a run observes of this outcome, the one wording every design uses: whether
-    /// the call succeeded, and the text (the tool's data as JSON, or `error CODE: why`).
-    pub fn observation(&self) -> (bool, String) {
+    /// the call succeeded, and the text (the tool's data as compact JSON, or
+    /// `error CODE: why`). Data's text is lent, not copied: every reader only reads it.
+    pub fn observation(&self) -> (bool, Cow<'_, str>) {
         match self {
-            // the compact JSON text of the data, written when the tool answered
-            Self::Ok(data) => (true, data.text().to_string()),
-            Self::Refused { code, message } => (false, format!("error {}: {message}", code.as_str())),
-            Self::Failed { code, message } => (false, format!("error {code}: {message}")),
+            Self::Ok(data) => (true, Cow::Borrowed(data.text())),
+            Self::Refused { code, message } => (false, Cow::Owned(format!("error {}: {message}", code.as_str()))),
+            Self::Failed { code, message } => (false, Cow::Owned(format!("error {code}: {message}"))),
             Self::NeedsApproval { pending_id } => {
-                (false, format!("error needs_approval: {pending_id} waits for a person; nothing ran"))
+                (false, Cow::Owned(format!("error needs_approval: {pending_id} waits for a person; nothing ran")))
             }
         }
     }
@@ -415,8 +416,9 @@ pub struct ToolGate {
     audit: Vec<AuditEvent>,
     /// Parked actions by id.
     pending: BTreeMap<String, PendingAction>,
-    /// Calls that passed the allowlist, per run and tool.
-    counts: BTreeMap<String, BTreeMap<String, u32>>,
+    /// Calls that passed the allowlist, per run and tool (a tool this gate knows is keyed
+    /// by its `'static` name, not a copy of it).
+    counts: BTreeMap<String, BTreeMap<Cow<'static, str>, u32>>,
     /// What the model behind this gate has seen: every result handed back, and whatever
     /// its application put in ([`ToolGate::absorb`]). Kept always; enforced with `ifc`.
     taint: Taint,
@@ -550,13 +552,13 @@ impl ToolGate {
         }
         let of_run = self.counts.entry(run_id.to_string()).or_default();
         for (tool, n) in counts {
-            of_run.insert(tool.clone(), *n);
+            of_run.insert(self.registry.name_of(tool).map_or_else(|| Cow::Owned(tool.clone()), Cow::Borrowed), *n);
         }
     }
 
     /// The counters of `run_id`, by tool.
     pub fn counts_of(&self, run_id: &str) -> BTreeMap<String, u32> {
-        self.counts.get(run_id).cloned().unwrap_or_default()
+        self.counts.get(run_id).map(|c| c.iter().map(|(tool, n)| (tool.to_string(), *n)).collect()).unwrap_or_default()
     }
 
     fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: GateCode) {
@@ -790,10 +792,12 @@ impl ToolGate {
             Some(c) => c,
             None => self.counts.entry(run_id.to_string()).or_default(),
         };
-        match of_run.get_mut(&call.name) {
+        match of_run.get_mut(call.name.as_str()) {
             Some(n) => *n = used + 1,
             None => {
-                of_run.insert(call.name.clone(), used + 1);
+                let tool =
+                    self.registry.name_of(&call.name).map_or_else(|| Cow::Owned(call.name.clone()), Cow::Borrowed);
+                of_run.insert(tool, used + 1);
             }
         }
         if access == Access::Internal {
@@ -831,10 +835,14 @@ impl ToolGate {
         // what the model will see of this call joins its context
         match self.start(&call.name, caller, &args) {
             Started::Done(Ok(output)) => {
-                let label = ifc::result_label(&call.name, caller, &output, &self.world.data);
+                // the taint keeps the first untrusted source it absorbs (every result label is
+                // untrusted): this result's source is written out only when it will be that one
+                let label = ifc::result_label(&call.name, caller, &output, &self.world.data).map(|(label, id)| {
+                    (label, self.taint.source().is_none().then(|| [call.name.as_str(), ":", id].concat()))
+                });
                 let data = output.into_data();
                 if let Some((label, source)) = label {
-                    self.taint.absorb(label, &source);
+                    self.taint.absorb(label, source.as_deref().unwrap_or(&call.name));
                 }
                 Decided::Now(GateOutcome::Ok(data))
             }

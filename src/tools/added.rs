@@ -118,6 +118,11 @@ impl ToolSet {
         Registry.has(name) || self.added.contains_key(name)
     }
 
+    /// The name of the tool called `name` (built in or added) as this set holds it.
+    pub(crate) fn name_of(&self, name: &str) -> Option<&'static str> {
+        TOOL_NAMES.iter().copied().find(|n| *n == name).or_else(|| self.added.get_key_value(name).map(|(n, _)| *n))
+    }
+
     /// True when `name` is an added tool.
     pub(crate) fn is_added(&self, name: &str) -> bool {
         self.added.contains_key(name)
