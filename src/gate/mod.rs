@@ -1072,4 +1072,18 @@ mod tests {
         let outcomes: Vec<&str> = g.audit.iter().map(|e| e.outcome.as_str()).collect();
         assert_eq!(outcomes, ["ok"], "one audit event, written when the call was decided");
     }
+
+    #[test]
+    fn restored_counts_come_back_as_they_were_given_known_tool_or_not() {
+        let mut g = gate(Policy::bundled().unwrap());
+        let counts: BTreeMap<String, u32> =
+            [("get_ticket".to_string(), 2), ("made_up".to_string(), 1)].into_iter().collect();
+        g.restore_counts("r1", &counts);
+        assert_eq!(g.counts_of("r1"), counts);
+        assert_eq!((g.count("r1", "get_ticket"), g.count("r1", "made_up"), g.count("r2", "get_ticket")), (2, 1, 0));
+        let read = ToolCall::new("c1", "get_ticket", json!({"ticket_id": "T-601"}));
+        assert_eq!(g.run(&read, CallContext::new("triage", "r1", "kwame")).code(), "ok");
+        assert_eq!(g.count("r1", "get_ticket"), 3);
+        assert_eq!(g.counts_of("r1").get("made_up"), Some(&1));
+    }
 }
