@@ -22,7 +22,8 @@ fn every_request_shares_one_schema_per_tool_and_serialises_it_whole() {
 fn an_observation_is_the_compact_json_text_of_the_result() {
     let data =
         json!({"id": "T-601", "text": "ünïcode \"quoted\" <b>&</b>\n\u{1F600}", "n": [1, 2.5, -3], "none": null});
-    let (ok, text) = GateOutcome::Ok(data.clone()).observation();
+    let outcome = GateOutcome::Ok(data.clone().into());
+    let (ok, text) = outcome.observation();
     assert!(ok);
     assert_eq!(text, data.to_string());
     assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), data);

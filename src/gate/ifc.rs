@@ -27,6 +27,7 @@ use serde_json::Value;
 
 use super::{Access, Refusal};
 use crate::label::{Confidentiality, Integrity, Label, Taint, argument_label};
+use crate::tools::Output;
 use crate::world::WorldData;
 
 /// The control arguments of `tool`: `Some(names)` for a consequential tool (empty: every
@@ -39,18 +40,28 @@ pub(crate) fn controls(tool: &str, access: Access) -> Option<&'static [&'static 
     }
 }
 
-/// The label of a successful result of `tool` for `caller`, and the source a refusal
-/// names (`tool:id`).
-pub(crate) fn result_label(tool: &str, caller: &str, data: &Value, world: &WorldData) -> Option<(Label, String)> {
+/// The label of a successful result of `tool` for `caller`, and the id of its source (a
+/// refusal names it as `tool:id`). A record result is read member by member in place, as the walk over
+/// the object it stands for would read it.
+pub(crate) fn result_label<'a>(
+    tool: &str,
+    caller: &str,
+    output: &'a Output<'_>,
+    world: &WorldData,
+) -> Option<(Label, &'a str)> {
     let confidentiality = match tool {
         "calculator" | "remember" => return None,
         "get_ticket" => Confidentiality::User,
         _ => Confidentiality::Public,
     };
-    let confidentiality =
-        if names_other_user_in(world, caller, data) { Confidentiality::Other } else { confidentiality };
-    let id = data.get("id").and_then(Value::as_str).unwrap_or("result");
-    Some((Label::new(Integrity::Untrusted, confidentiality), [tool, ":", id].concat()))
+    let words = world.other_words(caller);
+    let mut names_other = |text: &str| words.first_in(text).is_some();
+    let (other, id) = match output {
+        Output::Record(r) => (r.members().iter().any(|(k, v)| names_other(k) || names_other(v)), r.get("id")),
+        Output::Value(v) => (any_string(v, &mut names_other), v.get("id").and_then(Value::as_str)),
+    };
+    let confidentiality = if other { Confidentiality::Other } else { confidentiality };
+    Some((Label::new(Integrity::Untrusted, confidentiality), id.unwrap_or("result")))
 }
 
 /// True when a string of `value` (a member name or a value, at any depth) names a user
@@ -58,6 +69,7 @@ pub(crate) fn result_label(tool: &str, caller: &str, data: &Value, world: &World
 /// break is written `\n`, which would glue the `n` to the next word and hide it. The words
 /// of other users are looked up once; the strings are read in place, depth first, up to
 /// the first that names someone.
+#[cfg(test)]
 fn names_other_user_in(world: &WorldData, caller: &str, value: &Value) -> bool {
     let words = world.other_words(caller);
     any_string(value, &mut |text| words.first_in(text).is_some())
@@ -120,7 +132,9 @@ mod tests {
     #[test]
     fn another_users_address_after_a_line_break_in_a_result_labels_it_theirs() {
         let world = WorldData::bundled().unwrap();
-        let other = |data: &Value| result_label("get_ticket", "kwame", data, &world).unwrap().0.confidentiality;
+        let other = |data: &Value| {
+            result_label("get_ticket", "kwame", &Output::Value(data.clone()), &world).unwrap().0.confidentiality
+        };
         // written as JSON text this string reads `...\nlena@example.com`: one word, nobody's
         for text in ["status update\nlena@example.com", "tab\tT-603", "cr\rMallory"] {
             let data = json!({"id": "T-601", "owner": "kwame", "text": text});
@@ -179,5 +193,47 @@ mod tests {
                 assert_eq!(read, texts, "{value}");
             }
         }
+    }
+
+    #[test]
+    fn a_record_is_labelled_as_the_object_it_stands_for() {
+        use crate::tools::Record;
+        let world = WorldData::bundled().unwrap();
+        let texts = [
+            "",
+            "plain",
+            "ask lena",
+            "line one\nlena@example.com",
+            "LENA@EXAMPLE.COM.",
+            "T-603",
+            "t-603 again",
+            "Mallory",
+            "ｔ－６０３",
+            "Quinn Mensah",
+            "\u{200B}l\u{200B}ena",
+            "kwame",
+        ];
+        let mut other = 0;
+        for caller in ["kwame", "lena", "mallory", "nobody"] {
+            for tool in ["get_ticket", "lookup_document", "search_documents", "calculator", "remember", "added"] {
+                for a in texts {
+                    for b in texts {
+                        let records = [
+                            Record::new([("id", a), ("status", b), ("subject", a), ("text", b)]),
+                            Record::new([("id", b), ("text", a), ("title", b)]),
+                        ];
+                        for record in records {
+                            let (record, object) = (Output::Record(record), Output::Value(record.to_value()));
+                            let read = result_label(tool, caller, &record, &world);
+                            let walked = result_label(tool, caller, &object, &world);
+                            assert_eq!(read, walked, "{tool} {caller} {a:?} {b:?}");
+                            other +=
+                                usize::from(read.is_some_and(|(l, _)| l.confidentiality == Confidentiality::Other));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(other > 100, "the corpus names other users");
     }
 }

@@ -20,6 +20,7 @@ use crate::codes::codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -30,7 +31,8 @@ use std::time::Duration;
 use crate::BoxFuture;
 use crate::label::{IfcMode, Label, Taint};
 use crate::tools::{
-    AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, ToolFailure, ToolFailureCode, ToolSet, ToolSpec,
+    AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
+    ToolSpec,
 };
 use crate::unwind::CatchUnwind;
 use crate::world::World;
@@ -182,8 +184,8 @@ impl From<ToolFailureCode> for GateCode {
 /// What the gate did with a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GateOutcome {
-    /// The tool ran and returned data.
-    Ok(Value),
+    /// The tool ran and returned data (its JSON text, read as a [`Value`] on demand).
+    Ok(ToolData),
     /// The gate refused; nothing ran.
     Refused {
         /// Why.
@@ -217,16 +219,15 @@ impl GateOutcome {
     }
 
     /// What a run observes of this outcome, the one wording every design uses: whether
-    /// the call succeeded, and the text (the tool's data as JSON, or `error CODE: why`).
-    pub fn observation(&self) -> (bool, String) {
+    /// the call succeeded, and the text (the tool's data as compact JSON, or
+    /// `error CODE: why`). Data's text is lent, not copied: every reader only reads it.
+    pub fn observation(&self) -> (bool, Cow<'_, str>) {
         match self {
-            // the same compact text as `Display`, written straight into a buffer instead of
-            // through a formatter per token (serialising a `Value` cannot fail)
-            Self::Ok(data) => (true, serde_json::to_string(data).unwrap_or_else(|_| data.to_string())),
-            Self::Refused { code, message } => (false, format!("error {}: {message}", code.as_str())),
-            Self::Failed { code, message } => (false, format!("error {code}: {message}")),
+            Self::Ok(data) => (true, Cow::Borrowed(data.text())),
+            Self::Refused { code, message } => (false, Cow::Owned(format!("error {}: {message}", code.as_str()))),
+            Self::Failed { code, message } => (false, Cow::Owned(format!("error {code}: {message}"))),
             Self::NeedsApproval { pending_id } => {
-                (false, format!("error needs_approval: {pending_id} waits for a person; nothing ran"))
+                (false, Cow::Owned(format!("error needs_approval: {pending_id} waits for a person; nothing ran")))
             }
         }
     }
@@ -415,8 +416,9 @@ pub struct ToolGate {
     audit: Vec<AuditEvent>,
     /// Parked actions by id.
     pending: BTreeMap<String, PendingAction>,
-    /// Calls that passed the allowlist, per run and tool.
-    counts: BTreeMap<String, BTreeMap<String, u32>>,
+    /// Calls that passed the allowlist, per run and tool (a tool this gate knows is keyed
+    /// by its `'static` name, not a copy of it).
+    counts: BTreeMap<String, BTreeMap<Cow<'static, str>, u32>>,
     /// What the model behind this gate has seen: every result handed back, and whatever
     /// its application put in ([`ToolGate::absorb`]). Kept always; enforced with `ifc`.
     taint: Taint,
@@ -550,13 +552,13 @@ impl ToolGate {
         }
         let of_run = self.counts.entry(run_id.to_string()).or_default();
         for (tool, n) in counts {
-            of_run.insert(tool.clone(), *n);
+            of_run.insert(self.registry.name_of(tool).map_or_else(|| Cow::Owned(tool.clone()), Cow::Borrowed), *n);
         }
     }
 
     /// The counters of `run_id`, by tool.
     pub fn counts_of(&self, run_id: &str) -> BTreeMap<String, u32> {
-        self.counts.get(run_id).cloned().unwrap_or_default()
+        self.counts.get(run_id).map(|c| c.iter().map(|(tool, n)| (tool.to_string(), *n)).collect()).unwrap_or_default()
     }
 
     fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: GateCode) {
@@ -721,21 +723,21 @@ impl ToolGate {
                     obj.insert("replayed".into(), Value::Bool(true));
                 }
                 self.record(&pa.call, &pa.run_id, &pa.caller, GateCode::Replayed);
-                return Ok(GateOutcome::Ok(again));
+                return Ok(GateOutcome::Ok(again.into()));
             }
             (status, _) if may_run(status) => {}
             (status, _) => return Err(GateError::NotRunnable { id: pa.id, status }),
         }
         let outcome = match self.registry.validate(&pa.call.name, &pa.call.arguments) {
             Ok(args) => match self.start(&pa.call.name, &pa.caller, &args) {
-                Decided::Now(outcome) => outcome,
-                Decided::Waiting(answer) => answer_at_once(&pa.call.name, answer),
+                Started::Done(result) => outcome_of(result.map(Output::into_data)),
+                Started::Waiting(answer) => answer_at_once(&pa.call.name, answer),
             },
             Err(e) => GateOutcome::Refused { code: Refusal::InvalidArguments, message: e.to_string() },
         };
         if let (GateOutcome::Ok(v), Some(stored)) = (&outcome, self.pending.get_mut(&pa.id)) {
             stored.status = PendingStatus::Executed;
-            stored.result = Some(v.clone());
+            stored.result = Some(v.value().clone());
         }
         self.record(&pa.call, &pa.run_id, &pa.caller, outcome.code());
         tool_span_outcome(&span, &outcome);
@@ -744,11 +746,12 @@ impl ToolGate {
 
     /// Starts a validated call: a built-in tool runs now, an added tool's future is
     /// returned to be awaited; a panic while starting is `tool_panicked`.
-    fn start(&self, tool: &str, caller: &str, args: &ToolArgs) -> Decided {
+    fn start(&self, tool: &str, caller: &str, args: &ToolArgs) -> Started<'_> {
         match catch_unwind(AssertUnwindSafe(|| self.registry.start(&self.world, caller, args))) {
-            Ok(Started::Done(result)) => Decided::Now(outcome_of(result)),
-            Ok(Started::Waiting(answer)) => Decided::Waiting(answer),
-            Err(_) => Decided::Now(panicked(tool)),
+            Ok(started) => started,
+            Err(_) => {
+                Started::Done(Err(ToolFailure { code: ToolFailureCode::ToolPanicked, message: panic_message(tool) }))
+            }
         }
     }
 
@@ -789,15 +792,17 @@ impl ToolGate {
             Some(c) => c,
             None => self.counts.entry(run_id.to_string()).or_default(),
         };
-        match of_run.get_mut(&call.name) {
+        match of_run.get_mut(call.name.as_str()) {
             Some(n) => *n = used + 1,
             None => {
-                of_run.insert(call.name.clone(), used + 1);
+                let tool =
+                    self.registry.name_of(&call.name).map_or_else(|| Cow::Owned(call.name.clone()), Cow::Borrowed);
+                of_run.insert(tool, used + 1);
             }
         }
         if access == Access::Internal {
             return Decided::Now(match catch_unwind(AssertUnwindSafe(|| internal.apply(caller, &args))) {
-                Ok(Ok(v)) => GateOutcome::Ok(v),
+                Ok(Ok(v)) => GateOutcome::Ok(v.into()),
                 Ok(Err(f)) => GateOutcome::Failed { code: f.code, message: f.message },
                 Err(_) => panicked(&call.name),
             });
@@ -827,18 +832,26 @@ impl ToolGate {
             );
             return Decided::Now(GateOutcome::NeedsApproval { pending_id: id });
         }
-        let decided = self.start(&call.name, caller, &args);
         // what the model will see of this call joins its context
-        match &decided {
-            Decided::Now(GateOutcome::Ok(data)) => {
-                if let Some((label, source)) = ifc::result_label(&call.name, caller, data, &self.world.data) {
-                    self.taint.absorb(label, &source);
+        match self.start(&call.name, caller, &args) {
+            Started::Done(Ok(output)) => {
+                // the taint keeps the first untrusted source it absorbs (every result label is
+                // untrusted): this result's source is written out only when it will be that one
+                let label = ifc::result_label(&call.name, caller, &output, &self.world.data).map(|(label, id)| {
+                    (label, self.taint.source().is_none().then(|| [call.name.as_str(), ":", id].concat()))
+                });
+                let data = output.into_data();
+                if let Some((label, source)) = label {
+                    self.taint.absorb(label, source.as_deref().unwrap_or(&call.name));
                 }
+                Decided::Now(GateOutcome::Ok(data))
             }
-            Decided::Waiting(_) => self.taint.absorb(Label::UNTRUSTED, &call.name),
-            Decided::Now(_) => {}
+            Started::Done(Err(f)) => Decided::Now(GateOutcome::Failed { code: f.code.into(), message: f.message }),
+            Started::Waiting(answer) => {
+                self.taint.absorb(Label::UNTRUSTED, &call.name);
+                Decided::Waiting(answer)
+            }
         }
-        decided
     }
 }
 
@@ -915,15 +928,19 @@ enum Decided {
     Waiting(BoxFuture<'static, Result<Value, ToolFailure>>),
 }
 
-fn outcome_of(result: Result<Value, ToolFailure>) -> GateOutcome {
+fn outcome_of(result: Result<impl Into<ToolData>, ToolFailure>) -> GateOutcome {
     match result {
-        Ok(v) => GateOutcome::Ok(v),
+        Ok(v) => GateOutcome::Ok(v.into()),
         Err(f) => GateOutcome::Failed { code: f.code.into(), message: f.message },
     }
 }
 
+fn panic_message(tool: &str) -> String {
+    format!("{tool} panicked; the gate stopped the call")
+}
+
 fn panicked(tool: &str) -> GateOutcome {
-    GateOutcome::Failed { code: GateCode::ToolPanicked, message: format!("{tool} panicked; the gate stopped the call") }
+    GateOutcome::Failed { code: GateCode::ToolPanicked, message: panic_message(tool) }
 }
 
 /// A tool's answer when the caller cannot wait: polled once; not ready is a timeout.
@@ -1054,5 +1071,19 @@ mod tests {
         drop(call);
         let outcomes: Vec<&str> = g.audit.iter().map(|e| e.outcome.as_str()).collect();
         assert_eq!(outcomes, ["ok"], "one audit event, written when the call was decided");
+    }
+
+    #[test]
+    fn restored_counts_come_back_as_they_were_given_known_tool_or_not() {
+        let mut g = gate(Policy::bundled().unwrap());
+        let counts: BTreeMap<String, u32> =
+            [("get_ticket".to_string(), 2), ("made_up".to_string(), 1)].into_iter().collect();
+        g.restore_counts("r1", &counts);
+        assert_eq!(g.counts_of("r1"), counts);
+        assert_eq!((g.count("r1", "get_ticket"), g.count("r1", "made_up"), g.count("r2", "get_ticket")), (2, 1, 0));
+        let read = ToolCall::new("c1", "get_ticket", json!({"ticket_id": "T-601"}));
+        assert_eq!(g.run(&read, CallContext::new("triage", "r1", "kwame")).code(), "ok");
+        assert_eq!(g.count("r1", "get_ticket"), 3);
+        assert_eq!(g.counts_of("r1").get("made_up"), Some(&1));
     }
 }

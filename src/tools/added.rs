@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::{ArgError, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec, str_schema};
+use super::{ArgError, Output, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec, str_schema};
 use crate::BoxFuture;
 use crate::world::World;
 
@@ -81,9 +81,9 @@ pub(crate) struct ToolSet {
 }
 
 /// A validated call, started: its result now, or a future the gate must wait for.
-pub(crate) enum Started {
+pub(crate) enum Started<'w> {
     /// A built-in tool ran (synchronously, in memory).
-    Done(Result<Value, ToolFailure>),
+    Done(Result<Output<'w>, ToolFailure>),
     /// An added tool answers later.
     Waiting(BoxFuture<'static, Result<Value, ToolFailure>>),
 }
@@ -116,6 +116,11 @@ impl ToolSet {
     /// True when a tool of this name exists (built in or added).
     pub(crate) fn has(&self, name: &str) -> bool {
         Registry.has(name) || self.added.contains_key(name)
+    }
+
+    /// The name of the tool called `name` (built in or added) as this set holds it.
+    pub(crate) fn name_of(&self, name: &str) -> Option<&'static str> {
+        TOOL_NAMES.iter().copied().find(|n| *n == name).or_else(|| self.added.get_key_value(name).map(|(n, _)| *n))
     }
 
     /// True when `name` is an added tool.
@@ -164,13 +169,13 @@ impl ToolSet {
 
     /// Runs a validated built-in call now, as [`Registry::execute`]; an added tool's call
     /// is started and answers through the gate only.
-    pub(crate) fn start(&self, world: &World, caller: &str, args: &ToolArgs) -> Started {
+    pub(crate) fn start<'w>(&self, world: &'w World, caller: &str, args: &ToolArgs) -> Started<'w> {
         match args {
             ToolArgs::Added(a) => match self.added.get(a.tool.as_str()) {
                 Some(tool) => Started::Waiting(tool.call(caller, a)),
-                None => Started::Done(Registry.execute(world, caller, args)),
+                None => Started::Done(Registry.run(world, caller, args)),
             },
-            _ => Started::Done(Registry.execute(world, caller, args)),
+            _ => Started::Done(Registry.run(world, caller, args)),
         }
     }
 }

@@ -7,6 +7,7 @@
 
 mod added;
 mod calculator;
+mod data;
 mod search;
 
 use crate::codes::codes;
@@ -22,6 +23,8 @@ pub(crate) use added::Started;
 pub(crate) use added::{AddToolError, ToolSet};
 pub use added::{AddedArgs, Tool};
 pub(crate) use calculator::evaluate;
+pub use data::ToolData;
+pub(crate) use data::{Output, Record};
 pub(crate) use search::search;
 
 /// A proposed or executed tool call.
@@ -357,30 +360,44 @@ impl Registry {
     /// [`ToolFailure`] when the tool ran and failed; asking for another user's ticket
     /// fails exactly like asking for a missing one.
     pub fn execute(&self, world: &World, caller: &str, args: &ToolArgs) -> Result<Value, ToolFailure> {
+        self.run(world, caller, args).map(Output::into_value)
+    }
+
+    /// As [`Registry::execute`], with the two record reads (`get_ticket`,
+    /// `lookup_document`) answered as the record itself: its text is written straight
+    /// from the world, and the gate labels it from the same members.
+    pub(crate) fn run<'w>(&self, world: &'w World, caller: &str, args: &ToolArgs) -> Result<Output<'w>, ToolFailure> {
+        let value = |v: Value| Ok(Output::Value(v));
         match args {
+            // members in key order, as the `json!` object they stand for lists them
             ToolArgs::GetTicket(a) => match world.data.tickets.get(&a.ticket_id) {
-                Some(t) if t.owner == caller => Ok(json!({
-                    "id": t.id, "status": t.status, "subject": t.subject, "text": t.text,
-                })),
+                Some(t) if t.owner == caller => Ok(Output::Record(Record::new([
+                    ("id", t.id.as_str()),
+                    ("status", &t.status),
+                    ("subject", &t.subject),
+                    ("text", &t.text),
+                ]))),
                 _ => {
                     Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no ticket {}", a.ticket_id) })
                 }
             },
             ToolArgs::LookupDocument(a) => match world.data.documents.get(&a.doc_id) {
-                Some(d) => Ok(json!({"id": d.id, "title": d.title, "text": d.text})),
+                Some(d) => {
+                    Ok(Output::Record(Record::new([("id", d.id.as_str()), ("text", &d.text), ("title", &d.title)])))
+                }
                 None => {
                     Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no document {}", a.doc_id) })
                 }
             },
             ToolArgs::Calculator(a) => match evaluate(&a.expression) {
-                Ok(v) => Ok(json!({"expression": a.expression, "value": v.to_string()})),
+                Ok(v) => value(json!({"expression": a.expression, "value": v.to_string()})),
                 Err(m) => Err(ToolFailure { code: ToolFailureCode::BadInput, message: m }),
             },
             ToolArgs::SendEmailDraft(a) => {
                 let (id, sent_now) = world.outbox.send(&a.to, &a.subject, &a.body, &a.idempotency_key);
-                Ok(json!({"sent": true, "email_id": id, "replayed": !sent_now}))
+                value(json!({"sent": true, "email_id": id, "replayed": !sent_now}))
             }
-            ToolArgs::SearchDocuments(a) => Ok(search(&world.data, &a.query)),
+            ToolArgs::SearchDocuments(a) => value(search(&world.data, &a.query)),
             // an internal effect: only the gate applies it, through the agent's memory
             ToolArgs::Remember(_) => Err(ToolFailure {
                 code: ToolFailureCode::BadInput,

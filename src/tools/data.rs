@@ -1,0 +1,354 @@
+//! A tool's successful result: [`ToolData`], its compact JSON text with the value behind it,
+//! and [`Output`], what a built-in tool hands the gate before it becomes one.
+//!
+//! The two reads a run makes most (`get_ticket`, `lookup_document`) answer with an object
+//! of string members copied from one world record. Their result is not built as a
+//! [`Value`] and then serialised: the text is written straight from the record, byte for
+//! byte what `serde_json` writes for that object (members in key order, its escapes), and
+//! the gate reads the same members in place to label the result. A caller that reads the
+//! result as a value gets the value the text is of, built when first asked for.
+
+use serde_json::{Map, Value};
+use std::fmt;
+use std::ops::Deref;
+use std::sync::OnceLock;
+
+/// A successful tool result: the compact JSON text a run observes of it, and the JSON
+/// value it is the text of. It reads as that [`Value`] (`data["id"]`,
+/// `data.get("replayed")`); a result written as text builds its value the first time it is
+/// read so.
+#[derive(Clone)]
+pub struct ToolData {
+    /// What `serde_json::to_string` writes for the value.
+    text: String,
+    /// The value, kept when the result was built as one, else parsed from `text` once.
+    value: OnceLock<Value>,
+}
+
+impl ToolData {
+    /// The compact JSON text of the result (exactly what `serde_json::to_string` writes for
+    /// its value): what a run observes.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The result as a JSON value.
+    pub fn value(&self) -> &Value {
+        // the text is always one this crate wrote from a value (flat objects of strings, or
+        // `serde_json`'s own output), so it parses; `Null` is never reached
+        self.value.get_or_init(|| serde_json::from_str(&self.text).unwrap_or(Value::Null))
+    }
+
+    /// The result as an owned JSON value.
+    pub fn into_value(self) -> Value {
+        match self.value.into_inner() {
+            Some(value) => value,
+            None => serde_json::from_str(&self.text).unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl From<Value> for ToolData {
+    fn from(value: Value) -> Self {
+        // serialising a `Value` cannot fail; `Display` writes the same compact text
+        let text = serde_json::to_string(&value).unwrap_or_else(|_| value.to_string());
+        Self { text, value: OnceLock::from(value) }
+    }
+}
+
+impl Deref for ToolData {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        self.value()
+    }
+}
+
+/// Two results are equal when their values are (as when a result was a bare [`Value`]).
+impl PartialEq for ToolData {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text || self.value() == other.value()
+    }
+}
+
+impl Eq for ToolData {}
+
+impl fmt::Debug for ToolData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ToolData").field(&self.text).finish()
+    }
+}
+
+/// Most members a record result has (`get_ticket`'s four).
+const MAX_MEMBERS: usize = 4;
+
+/// A result that is one JSON object of string members, each borrowed from the world.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Record<'w> {
+    members: [(&'static str, &'w str); MAX_MEMBERS],
+    len: usize,
+}
+
+impl<'w> Record<'w> {
+    /// The record of these members, given in key order (the order `serde_json`'s map
+    /// keeps, so the text lists them as before).
+    pub(crate) fn new<const N: usize>(members: [(&'static str, &'w str); N]) -> Self {
+        const { assert!(N <= MAX_MEMBERS) };
+        debug_assert!(members.windows(2).all(|w| w[0].0 < w[1].0), "members in key order");
+        let mut all = [("", ""); MAX_MEMBERS];
+        all[..N].copy_from_slice(&members);
+        Self { members: all, len: N }
+    }
+
+    /// Member names and values, in key order.
+    pub(crate) fn members(&self) -> &[(&'static str, &'w str)] {
+        &self.members[..self.len]
+    }
+
+    /// The value of member `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&'w str> {
+        self.members().iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+
+    /// The object as a JSON value (as `json!` builds it).
+    pub(crate) fn to_value(self) -> Value {
+        let map: Map<String, Value> =
+            self.members().iter().map(|(k, v)| ((*k).to_string(), Value::String((*v).to_string()))).collect();
+        Value::Object(map)
+    }
+
+    /// The compact JSON text of the object, written straight into one buffer of the exact
+    /// size.
+    pub(crate) fn to_text(self) -> String {
+        // braces, a colon per member, commas between them
+        let len = 2
+            + self.len.saturating_sub(1)
+            + self.members().iter().map(|(k, v)| escaped_len(k) + escaped_len(v) + 1).sum::<usize>();
+        let mut out = String::with_capacity(len);
+        out.push('{');
+        for (i, (k, v)) in self.members().iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_str_literal(&mut out, k);
+            out.push(':');
+            push_str_literal(&mut out, v);
+        }
+        out.push('}');
+        debug_assert_eq!(out.len(), len, "the buffer had the exact size");
+        out
+    }
+}
+
+/// What a built-in tool answered: a record written as text, or a value built as before.
+#[derive(Clone, Debug)]
+pub(crate) enum Output<'w> {
+    /// An object of string members from one world record.
+    Record(Record<'w>),
+    /// Any other result.
+    Value(Value),
+}
+
+impl Output<'_> {
+    /// The result as a JSON value.
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Self::Record(r) => r.to_value(),
+            Self::Value(v) => v,
+        }
+    }
+
+    /// The result as the data a gate outcome holds.
+    pub(crate) fn into_data(self) -> ToolData {
+        match self {
+            Self::Record(r) => ToolData { text: r.to_text(), value: OnceLock::new() },
+            Self::Value(v) => ToolData::from(v),
+        }
+    }
+}
+
+/// How `serde_json` writes byte `b` inside a string: `0` as itself, `u` as `\u00XX`, any
+/// other as a backslash and that byte (the same table as `serde_json`'s).
+const ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = b'u';
+        b += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+/// The index of the first byte of `s` at or after `from` that `serde_json` escapes (a
+/// control character, `"` or a backslash), or `s.len()`. Eight bytes are tested at a time: in each
+/// word, the lowest byte flagged below 0x20 or equal to a quote or backslash is a true
+/// one (a borrow only flags bytes above a true one).
+fn next_escape(s: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;
+    let mut i = from;
+    while let Some(chunk) = s.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let flagged = (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+            | zero(w ^ (ONES * u64::from(b'"')))
+            | zero(w ^ (ONES * u64::from(b'\\')));
+        if flagged != 0 {
+            return i + (flagged.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < s.len() && ESCAPE[usize::from(s[i])] == 0 {
+        i += 1;
+    }
+    i.min(s.len())
+}
+
+/// The length of `s` as a JSON string literal, quotes included.
+fn escaped_len(s: &str) -> usize {
+    let bytes = s.as_bytes();
+    let mut len = 2 + bytes.len();
+    let mut i = next_escape(bytes, 0);
+    while let Some(b) = bytes.get(i) {
+        len += if ESCAPE[usize::from(*b)] == b'u' { 5 } else { 1 };
+        i = next_escape(bytes, i + 1);
+    }
+    len
+}
+
+/// Appends `s` as a JSON string literal, escaped as `serde_json` escapes it.
+fn push_str_literal(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    out.push('"');
+    let mut start = 0;
+    let mut i = next_escape(bytes, 0);
+    while let Some(b) = bytes.get(i).copied() {
+        // every escaped byte is ASCII, so `start` and `i` are character boundaries
+        out.push_str(s.get(start..i).unwrap_or_default());
+        out.push('\\');
+        match ESCAPE[usize::from(b)] {
+            b'u' => {
+                out.push_str("u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0x0f)]));
+            }
+            escape => out.push(char::from(escape)),
+        }
+        start = i + 1;
+        i = next_escape(bytes, start);
+    }
+    out.push_str(s.get(start..).unwrap_or_default());
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
+    use crate::world::{Document, Ticket, World, WorldData};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    /// Text that exercises every escape `serde_json` writes, and text it leaves alone.
+    fn corpus() -> Vec<String> {
+        let mut texts: Vec<String> = [
+            "",
+            "plain",
+            "T-601",
+            "\"quoted\" and \\back\\slashed\\",
+            "line one\nline two\r\n\ttabbed",
+            "\u{8}\u{c}\u{0}\u{1}\u{1f}\u{7f}",
+            "ünïcödé Łena Vögel ｔ－６０３ 😀 \u{200B}\u{2028}\u{2029}\u{FEFF}",
+            "</script><b>&amp;</b> '",
+            "\\u0041 is not A",
+            "ends with an escape\n",
+            "\"",
+        ]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+        texts.push((0u8..0x80).map(char::from).collect());
+        // an escape (or a byte next to one) at every place in an eight-byte word
+        for p in 0..18 {
+            for c in ["\n", "\u{1f}", "\"", "\\", " ", "\u{7f}", "é", "!", "#", "[", "]", "\u{0}"] {
+                texts.push(format!("{}{c}{}", "a".repeat(p), "b".repeat(17 - p)));
+            }
+        }
+        texts.push("é\"".repeat(300));
+        texts
+    }
+
+    #[test]
+    fn a_record_is_written_byte_for_byte_as_serde_json_writes_its_object() {
+        let texts = corpus();
+        for a in &texts {
+            for b in &texts {
+                let record = Record::new([("id", a.as_str()), ("status", b), ("subject", a), ("text", b)]);
+                let old = json!({"id": a, "status": b, "subject": a, "text": b});
+                assert_eq!(record.to_text(), serde_json::to_string(&old).unwrap(), "{a:?} {b:?}");
+                assert_eq!(record.to_value(), old);
+                let data = Output::Record(record).into_data();
+                assert_eq!(data.value(), &old, "the text parses back to the value");
+                assert_eq!(data, ToolData::from(old.clone()));
+                assert_eq!(data.into_value(), old);
+                let doc = Record::new([("id", b.as_str()), ("text", a), ("title", b)]);
+                assert_eq!(doc.to_text(), json!({"id": b, "title": b, "text": a}).to_string(), "{a:?} {b:?}");
+            }
+        }
+        assert_eq!(Record::new([]).to_text(), "{}");
+    }
+
+    #[test]
+    fn the_record_reads_answer_what_the_json_objects_answered() {
+        let mut data = WorldData::bundled().unwrap();
+        let owner = data.tickets.values().next().unwrap().owner.clone();
+        for (i, text) in corpus().into_iter().enumerate() {
+            let id = format!("T-9{i:02}");
+            let ticket = Ticket {
+                id: id.clone(),
+                owner: owner.clone(),
+                status: text.clone(),
+                subject: text.chars().rev().collect(),
+                text: text.clone(),
+            };
+            data.tickets.insert(id, ticket);
+            let doc = format!("weird-{i}");
+            data.documents.insert(doc.clone(), Document { id: doc, title: text.clone(), text });
+        }
+        let world = World::new(Arc::new(data));
+        let mut checked = 0;
+        for t in world.data.tickets.values() {
+            for caller in world.data.users.keys() {
+                let args = ToolArgs::GetTicket(GetTicketArgs { ticket_id: t.id.clone() });
+                let run = Registry.run(&world, caller, &args).map(Output::into_data);
+                if t.owner != *caller {
+                    assert!(run.is_err());
+                    continue;
+                }
+                let old = json!({"id": t.id, "status": t.status, "subject": t.subject, "text": t.text});
+                assert_eq!(run.unwrap().text(), serde_json::to_string(&old).unwrap());
+                assert_eq!(Registry.execute(&world, caller, &args).unwrap(), old);
+                checked += 1;
+            }
+        }
+        for d in world.data.documents.values() {
+            let args = ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: d.id.clone() });
+            let old = json!({"id": d.id, "title": d.title, "text": d.text});
+            let run = Registry.run(&world, "kwame", &args).map(Output::into_data).unwrap();
+            assert_eq!(run.text(), serde_json::to_string(&old).unwrap());
+            assert_eq!(Registry.execute(&world, "kwame", &args).unwrap(), old);
+            checked += 1;
+        }
+        assert!(checked > 2 * corpus().len());
+    }
+}
