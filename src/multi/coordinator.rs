@@ -22,7 +22,9 @@ use tracing::Instrument;
 use super::budget::{Handoff, MultiBudget, Usage};
 use super::envelope::{Body, Envelope, InstructionFilter, RejectCode, Role, parse_message_with};
 use super::graph::{CallGraph, EdgeCounts, EdgeRefusal, EdgeTable, installed_call_graph};
-use super::roles::{Assignment, CallRole, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker};
+use super::roles::{
+    Assignment, CallRole, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker, append,
+};
 use super::routes::{Scopes, next_hop};
 use super::short_text::ShortText;
 use super::support::{ClaimMode, Evidence, check_support};
@@ -827,8 +829,9 @@ impl Coordinator {
     ) {
         self.used.role_calls += calls;
         self.used.cost = self.used.cost.saturating_add(cost);
-        self.denied.extend(denied);
-        self.tools[slot(role)].extend(tools);
+        // the first non-empty list is kept as it is (no copy), later ones appended
+        append(&mut self.denied, denied);
+        append(&mut self.tools[slot(role)], tools);
         let usage = &mut self.usage[slot(role)];
         usage.calls += paid.calls;
         usage.input_tokens = usage.input_tokens.saturating_add(paid.input_tokens);
@@ -878,9 +881,13 @@ impl Coordinator {
             }
         }
         traces.insert(0, std::mem::take(&mut self.intake.trace));
-        let tools: BTreeMap<Role, Vec<String>> =
-            Role::MODEL_ROLES.into_iter().zip(std::mem::take(&mut self.tools)).collect();
-        let usage: BTreeMap<Role, Summary> = Role::MODEL_ROLES.into_iter().zip(self.usage).collect();
+        // inserted one by one: collecting would sort the three entries in a list first
+        let mut tools = BTreeMap::new();
+        let mut usage = BTreeMap::new();
+        for ((role, t), u) in Role::MODEL_ROLES.into_iter().zip(std::mem::take(&mut self.tools)).zip(self.usage) {
+            tools.insert(role, t);
+            usage.insert(role, u);
+        }
         MultiRun {
             run_id: self.run_id.to_string(),
             reason,

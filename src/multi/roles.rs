@@ -369,9 +369,10 @@ impl CallRole {
                 }
             }
             Assignment::Review(finding) => {
-                let source = ShortText::<32>::concat(&["coordinator:", &finding.id]);
-                self.gate.absorb(finding.label, source.as_str());
-                push_block(&mut user, "envelope", source.as_str(), &[("kind", "finding")], &finding.body.to_text());
+                let written = ShortText::<32>::concat(&["coordinator:", &finding.id]);
+                let source = written.as_str();
+                self.gate.absorb(finding.label, source);
+                push_block(&mut user, "envelope", source, &[("kind", "finding")], &finding.body.to_text());
                 if let Body::Finding(f) = &finding.body {
                     // the reviewer re-reads what its own scope can read, through its own gate
                     for doc in f.sources.iter().filter(|s| !is_ticket_id(s)) {
@@ -552,7 +553,7 @@ impl ResearchRole {
         reply.cost = reply.paid.cost;
         reply.tools = std::mem::take(&mut progress.calls);
         reply.denied = refusals(&progress.trace, Role::Researcher);
-        self.trace.lines.append(&mut progress.trace.lines);
+        append(&mut self.trace.lines, std::mem::take(&mut progress.trace.lines));
         if reason == StopReason::Done {
             reply.text = state.answer().unwrap_or_default().to_string();
         }
@@ -567,6 +568,15 @@ impl ResearchRole {
             other => reply.stop = Some(RoleStop::Own(other)),
         }
         reply
+    }
+}
+
+/// Appends `more` to `list`, taking `more` as it is (no copy) when `list` is still empty.
+pub(crate) fn append<T>(list: &mut Vec<T>, mut more: Vec<T>) {
+    if list.is_empty() {
+        std::mem::swap(list, &mut more);
+    } else {
+        list.append(&mut more);
     }
 }
 
