@@ -59,10 +59,43 @@ codes! {
     }
 }
 
+/// The `action` member, read without copying it: `call`, `finish`, or any other string
+/// (refused after the read, as before; a member that is not a string fails the read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    Call,
+    Finish,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(ActionVisitor)
+    }
+}
+
+struct ActionVisitor;
+
+impl serde::de::Visitor<'_> for ActionVisitor {
+    type Value = Action;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Action, E> {
+        Ok(match v {
+            "call" => Action::Call,
+            "finish" => Action::Finish,
+            _ => Action::Other,
+        })
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
-    action: String,
+    action: Action,
     #[serde(default)]
     tool: Option<String>,
     #[serde(default)]
@@ -98,8 +131,8 @@ pub fn parse_proposal(text: &str) -> Result<Proposal, ProposalError> {
             serde_json::from_value(value).map_err(|_| ProposalError::InvalidProposal)?
         }
     };
-    match raw.action.as_str() {
-        "call" => {
+    match raw.action {
+        Action::Call => {
             let tool = raw.tool.filter(|t| !t.is_empty() && t.len() <= 64).ok_or(ProposalError::InvalidProposal)?;
             let arguments = raw.arguments.unwrap_or_else(|| Value::Object(Default::default()));
             let no_finish_fields =
@@ -109,7 +142,7 @@ pub fn parse_proposal(text: &str) -> Result<Proposal, ProposalError> {
             }
             Ok(Proposal::Call { tool, arguments })
         }
-        "finish" => {
+        Action::Finish => {
             let no_call_fields = raw.tool.as_deref().unwrap_or("").is_empty()
                 && raw.arguments.as_ref().is_none_or(|a| a.as_object().is_some_and(|o| o.is_empty()));
             let sources = raw.sources.unwrap_or_default();
@@ -119,13 +152,121 @@ pub fn parse_proposal(text: &str) -> Result<Proposal, ProposalError> {
             }
             Ok(Proposal::Finish { answer: raw.answer.unwrap_or_default(), sources })
         }
-        _ => Err(ProposalError::InvalidProposal),
+        Action::Other => Err(ProposalError::InvalidProposal),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The parser as it was with `action` read into a `String`: the reference the
+    /// allocation-free `action` read must agree with.
+    fn parse_with_string_action(text: &str) -> Result<Proposal, ProposalError> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Old {
+            action: String,
+            #[serde(default)]
+            tool: Option<String>,
+            #[serde(default)]
+            arguments: Option<Value>,
+            #[serde(default)]
+            answer: Option<String>,
+            #[serde(default)]
+            sources: Option<Vec<String>>,
+        }
+        if text.len() > MAX_PROPOSAL_BYTES {
+            return Err(ProposalError::InvalidProposal);
+        }
+        let object = text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{');
+        let direct = if object { serde_json::from_str::<Old>(text).ok() } else { None };
+        let raw = match direct {
+            Some(raw) => raw,
+            None => {
+                let value: Value = serde_json::from_str(text).map_err(|_| ProposalError::NotJson)?;
+                if !value.is_object() {
+                    return Err(ProposalError::NotJson);
+                }
+                serde_json::from_value(value).map_err(|_| ProposalError::InvalidProposal)?
+            }
+        };
+        match raw.action.as_str() {
+            "call" => {
+                let tool = raw.tool.filter(|t| !t.is_empty() && t.len() <= 64).ok_or(ProposalError::InvalidProposal)?;
+                let arguments = raw.arguments.unwrap_or_else(|| Value::Object(Default::default()));
+                let no_finish_fields =
+                    raw.answer.as_deref().unwrap_or("").is_empty() && raw.sources.as_ref().is_none_or(Vec::is_empty);
+                if !arguments.is_object() || !no_finish_fields {
+                    return Err(ProposalError::InvalidProposal);
+                }
+                Ok(Proposal::Call { tool, arguments })
+            }
+            "finish" => {
+                let no_call_fields = raw.tool.as_deref().unwrap_or("").is_empty()
+                    && raw.arguments.as_ref().is_none_or(|a| a.as_object().is_some_and(|o| o.is_empty()));
+                let sources = raw.sources.unwrap_or_default();
+                let answer_fits = raw.answer.as_deref().is_none_or(|a| a.chars().count() <= MAX_ANSWER_CHARS);
+                if !no_call_fields || sources.len() > 20 || !answer_fits {
+                    return Err(ProposalError::InvalidProposal);
+                }
+                Ok(Proposal::Finish { answer: raw.answer.unwrap_or_default(), sources })
+            }
+            _ => Err(ProposalError::InvalidProposal),
+        }
+    }
+
+    #[test]
+    fn the_action_read_without_a_copy_decides_as_the_string_read_did() {
+        let actions = [
+            r#""call""#,
+            r#""finish""#,
+            r#""c\u0061ll""#,
+            r#""fin\u0069sh""#,
+            r#""Call""#,
+            r#""call ""#,
+            r#""""#,
+            r#""délégué""#,
+            r#""\ud83d\ude00""#,
+            r#""\ud83d""#,
+            "7",
+            "null",
+            "true",
+            "[\"call\"]",
+            "{\"call\":1}",
+        ];
+        let rests = [
+            "",
+            r#","tool":"get_ticket","arguments":{"ticket_id":"T-601"}"#,
+            r#","tool":"get_ticket""#,
+            r#","answer":"T-601 status is \"open\"; é\n","sources":["o1","o2"]"#,
+            r#","answer":"x","sources":[]"#,
+            r#","answer":"","tool":"","arguments":{}"#,
+            r#","tool":"t","arguments":[1]"#,
+            r#","tool":"t","grant":true"#,
+            r#","action":"finish","answer":"x""#,
+            r#","action":"call","tool":"t""#,
+            r#","answer":7"#,
+        ];
+        let mut texts = vec![
+            String::new(),
+            "Sure.".to_string(),
+            "[\"call\",\"t\",{},null,null]".to_string(),
+            r#"{"action":"call","tool":"get_ti"#.to_string(),
+        ];
+        for a in actions {
+            for r in rests {
+                texts.push(format!(r#"{{"action":{a}{r}}}"#));
+                // the action last, after leading white space
+                let before = r.strip_prefix(',').map_or(String::new(), |r| format!("{r},"));
+                texts.push(format!(" \n{{{before}\"action\":{a}}}"));
+                texts.push(format!(r#"{{"action":{a}{r}}} trailing"#));
+            }
+        }
+        for text in &texts {
+            assert_eq!(parse_proposal(text), parse_with_string_action(text), "{text}");
+        }
+    }
 
     #[test]
     fn proposals_parse_strictly() {

@@ -22,8 +22,11 @@ use tracing::Instrument;
 use super::budget::{Handoff, MultiBudget, Usage};
 use super::envelope::{Body, Envelope, InstructionFilter, RejectCode, Role, parse_message_with};
 use super::graph::{CallGraph, EdgeCounts, EdgeRefusal, EdgeTable, installed_call_graph};
-use super::roles::{Assignment, CallRole, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker};
+use super::roles::{
+    Assignment, CallRole, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker, append,
+};
 use super::routes::{Scopes, next_hop};
+use super::short_text::ShortText;
 use super::support::{ClaimMode, Evidence, check_support};
 use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
 use crate::agent::Decider;
@@ -170,7 +173,8 @@ impl RoleModels {
 /// on with nobody to read its result.
 #[derive(Debug)]
 pub struct MultiHandle {
-    run_id: String,
+    /// The run's id, shared with the coordinator and its roles.
+    run_id: Arc<str>,
     /// The run's token; cancelling it ends the run `cancelled` within one step.
     cancel: CancellationToken,
     /// The coordinator's task; taken by [`MultiHandle::finish`].
@@ -203,9 +207,12 @@ impl MultiHandle {
     /// fails ends the run with `role_failed` instead).
     pub async fn finish(mut self) -> Result<MultiRun, MultiError> {
         let Some(join) = self.join.take() else {
-            return Err(MultiError::CoordinatorFailed { run_id: self.run_id.clone(), detail: "already joined".into() });
+            return Err(MultiError::CoordinatorFailed {
+                run_id: self.run_id.to_string(),
+                detail: "already joined".into(),
+            });
         };
-        join.await.map_err(|e| MultiError::CoordinatorFailed { run_id: self.run_id.clone(), detail: e.to_string() })
+        join.await.map_err(|e| MultiError::CoordinatorFailed { run_id: self.run_id.to_string(), detail: e.to_string() })
     }
 }
 
@@ -235,10 +242,12 @@ pub fn start(
     // the run's root span: the coordinator's task runs in it, and each role's turn is
     // opened under it from the assignment (the role actors are tasks of their own)
     let span = crate::spans::run(run_id, "multi");
+    // one copy of the run id for the handle, the coordinator and every role
+    let run_id: Arc<str> = Arc::from(run_id);
     let setup =
-        Setup { env: env.clone(), cfg, models, goal: Arc::from(goal), run_id: run_id.to_string(), span: span.clone() };
+        Setup { env: env.clone(), cfg, models, goal: Arc::from(goal), run_id: run_id.clone(), span: span.clone() };
     let join = tokio::spawn(coordinate(setup, cancel.clone()).instrument(span));
-    Ok(MultiHandle { run_id: run_id.to_string(), cancel, join: Some(join) })
+    Ok(MultiHandle { run_id, cancel, join: Some(join) })
 }
 
 /// Starts a run and waits for its result.
@@ -260,7 +269,7 @@ struct Setup {
     cfg: MultiConfig,
     models: RoleModels,
     goal: Arc<str>,
-    run_id: String,
+    run_id: Arc<str>,
     /// The run's root span (disabled when nothing exports spans).
     span: tracing::Span,
 }
@@ -464,8 +473,16 @@ impl Intake {
                 id.push('m');
                 let _ = write!(id, "{}", self.messages.len() + 1);
                 let env = Envelope { id, sender, recipient, kind: body.kind(), depth, body, label };
-                let detail = [&env.id, " ", sender.as_str(), "->", recipient.as_str(), " ", env.kind.as_str()].concat();
-                self.trace.add(round, TraceKind::Message, "ok", &detail);
+                let detail = ShortText::<64>::concat(&[
+                    &env.id,
+                    " ",
+                    sender.as_str(),
+                    "->",
+                    recipient.as_str(),
+                    " ",
+                    env.kind.as_str(),
+                ]);
+                self.trace.add(round, TraceKind::Message, "ok", detail.as_str());
                 let env = Arc::new(env);
                 self.messages.push(env.clone());
                 Ok(env)
@@ -527,7 +544,7 @@ struct HandoffRecord<'a> {
 
 /// The coordinator's state for one run.
 struct Coordinator {
-    run_id: String,
+    run_id: Arc<str>,
     goal: Arc<str>,
     cfg: MultiConfig,
     /// The run's token; roles hold children of it.
@@ -575,10 +592,12 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         gate.set_ifc(cfg.ifc);
         gate
     };
-    let planner =
-        CallRole::new(Role::Planner, models.planner, gate(Role::Planner), env.prices.clone(), &cfg.user, &run_id);
-    let reviewer =
-        CallRole::new(Role::Reviewer, models.reviewer, gate(Role::Reviewer), env.prices.clone(), &cfg.user, &run_id);
+    // one copy of the user for both call roles
+    let user: Arc<str> = Arc::from(cfg.user.as_str());
+    let call_role =
+        |role: Role, client| CallRole::new(role, client, gate(role), env.prices.clone(), user.clone(), run_id.clone());
+    let planner = call_role(Role::Planner, models.planner);
+    let reviewer = call_role(Role::Reviewer, models.reviewer);
     let config = AgentConfig {
         system_prompt: crate::model::prompts::researcher().into(),
         role: Some(Role::Researcher.as_str().to_string()),
@@ -596,7 +615,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
     );
     let mut agent = agent;
     agent.set_durable(cfg.durable.clone());
-    let researcher = ResearchRole::new(agent, &run_id);
+    let researcher = ResearchRole::new(agent, run_id.clone());
     let mut roles = Vec::with_capacity(3);
     let mut joins = Vec::with_capacity(3);
     for (worker, cancel) in [
@@ -810,8 +829,9 @@ impl Coordinator {
     ) {
         self.used.role_calls += calls;
         self.used.cost = self.used.cost.saturating_add(cost);
-        self.denied.extend(denied);
-        self.tools[slot(role)].extend(tools);
+        // the first non-empty list is kept as it is (no copy), later ones appended
+        append(&mut self.denied, denied);
+        append(&mut self.tools[slot(role)], tools);
         let usage = &mut self.usage[slot(role)];
         usage.calls += paid.calls;
         usage.input_tokens = usage.input_tokens.saturating_add(paid.input_tokens);
@@ -861,11 +881,15 @@ impl Coordinator {
             }
         }
         traces.insert(0, std::mem::take(&mut self.intake.trace));
-        let tools: BTreeMap<Role, Vec<String>> =
-            Role::MODEL_ROLES.into_iter().zip(std::mem::take(&mut self.tools)).collect();
-        let usage: BTreeMap<Role, Summary> = Role::MODEL_ROLES.into_iter().zip(self.usage).collect();
+        // inserted one by one: collecting would sort the three entries in a list first
+        let mut tools = BTreeMap::new();
+        let mut usage = BTreeMap::new();
+        for ((role, t), u) in Role::MODEL_ROLES.into_iter().zip(std::mem::take(&mut self.tools)).zip(self.usage) {
+            tools.insert(role, t);
+            usage.insert(role, u);
+        }
         MultiRun {
-            run_id: self.run_id,
+            run_id: self.run_id.to_string(),
             reason,
             messages: self.intake.messages.into_iter().map(Arc::unwrap_or_clone).collect(),
             rejected: self.intake.rejected,

@@ -20,6 +20,7 @@
 //! - [`models`]: [`RoleSetup`], a fake behaviour or a real model (HTTP) per role.
 //! - [`labels`]: the label the coordinator stamps on an envelope, the endorsement of a
 //!   strict claim and the confidentiality rule at the routes.
+//! - `short_text`: short labels and trace details built on the stack.
 
 pub(crate) mod behaviours;
 pub(crate) mod budget;
@@ -30,6 +31,7 @@ pub(crate) mod labels;
 pub(crate) mod models;
 pub(crate) mod roles;
 pub(crate) mod routes;
+mod short_text;
 pub(crate) mod support;
 
 use crate::codes::codes;

@@ -24,6 +24,7 @@ use tracing::Instrument;
 
 use super::budget::Remaining;
 use super::envelope::{Body, Envelope, Role};
+use super::short_text::ShortText;
 use super::{Denial, DenialCode, MultiReason};
 use crate::BoxFuture;
 use crate::agent::{Agent, StopReason, Trace, TraceKind};
@@ -283,9 +284,10 @@ pub(crate) struct CallRole {
     pub gate: ToolGate,
     /// Prices, for the ledger and the worst-case check before the call.
     pub prices: Arc<PriceTable>,
-    /// The user the run acts for.
-    pub user: String,
-    pub run_id: String,
+    /// The user the run acts for (one copy per run, shared by the call roles).
+    pub user: Arc<str>,
+    /// The run's id (one copy per run).
+    pub run_id: Arc<str>,
     /// The trusted system prompt.
     pub prompt: &'static str,
     pub trace: Trace,
@@ -298,13 +300,13 @@ impl CallRole {
         client: Box<dyn LlmClient>,
         gate: ToolGate,
         prices: Arc<PriceTable>,
-        user: &str,
-        run_id: &str,
+        user: Arc<str>,
+        run_id: Arc<str>,
     ) -> Self {
         let prompt = if role == Role::Planner { prompts::planner() } else { prompts::reviewer() };
-        let mut trace = Trace::new(run_id);
+        let mut trace = Trace::new(&run_id);
         trace.role = Some(role.as_str().to_string());
-        Self { role, client, gate, prices, user: user.to_string(), run_id: run_id.to_string(), prompt, trace }
+        Self { role, client, gate, prices, user, run_id, prompt, trace }
     }
 
     fn task(&self) -> &'static str {
@@ -367,9 +369,10 @@ impl CallRole {
                 }
             }
             Assignment::Review(finding) => {
-                let source = ["coordinator:", &finding.id].concat();
-                self.gate.absorb(finding.label, &source);
-                push_block(&mut user, "envelope", &source, &[("kind", "finding")], &finding.body.to_text());
+                let written = ShortText::<32>::concat(&["coordinator:", &finding.id]);
+                let source = written.as_str();
+                self.gate.absorb(finding.label, source);
+                push_block(&mut user, "envelope", source, &[("kind", "finding")], &finding.body.to_text());
                 if let Body::Finding(f) = &finding.body {
                     // the reviewer re-reads what its own scope can read, through its own gate
                     for doc in f.sources.iter().filter(|s| !is_ticket_id(s)) {
@@ -382,12 +385,14 @@ impl CallRole {
                         }
                         let args = serde_json::json!({ "doc_id": doc });
                         if let Some(outcome) = self.tool(step, "lookup_document", args, &mut reply) {
-                            let mut id = String::with_capacity(4);
-                            id.push('r');
-                            let _ = write!(id, "{}", reply.tools.len());
+                            // `tool:lookup_document:r1`, its id the part after the prefix
+                            const PREFIX: &str = "tool:lookup_document:";
+                            let mut written = ShortText::<48>::concat(&[PREFIX, "r"]);
+                            let _ = write!(written, "{}", reply.tools.len());
+                            let source = written.as_str();
+                            let id = source.get(PREFIX.len()..).unwrap_or_default();
                             let (ok, text) = outcome.observation();
-                            let source = ["tool:lookup_document:", &id].concat();
-                            push_block(&mut user, "observation", &source, &[("id", &id), ("ok", bool_str(ok))], &text);
+                            push_block(&mut user, "observation", source, &[("id", id), ("ok", bool_str(ok))], &text);
                         }
                     }
                 }
@@ -495,7 +500,8 @@ fn is_ticket_id(s: &str) -> bool {
 pub(crate) struct ResearchRole {
     /// The loop; its gate is the researcher's scoped gate, its cancel token the role's.
     pub agent: Agent,
-    pub run_id: String,
+    /// The run's id (one copy per run).
+    pub run_id: Arc<str>,
     /// The loop's own step limit (the run's remaining calls may lower it).
     pub max_steps: u32,
     /// Every line of every loop run, in order.
@@ -504,24 +510,25 @@ pub(crate) struct ResearchRole {
 
 impl ResearchRole {
     /// A researcher over `agent`.
-    pub(crate) fn new(agent: Agent, run_id: &str) -> Self {
-        let mut trace = Trace::new(run_id);
+    pub(crate) fn new(agent: Agent, run_id: Arc<str>) -> Self {
+        let mut trace = Trace::new(&run_id);
         trace.role = Some(Role::Researcher.as_str().to_string());
         let max_steps = agent.budget.max_steps;
-        Self { agent, run_id: run_id.to_string(), max_steps, trace }
+        Self { agent, run_id, max_steps, trace }
     }
 
     async fn handle(&mut self, work: Work) -> RoleReply {
         let mut reply = RoleReply::default();
+        // the brief's question, read where it is (the assignment holds the envelope)
         let question = match &work.what {
             Assignment::Research(env) => match &env.body {
                 Body::Brief(b) => {
-                    self.agent.gate.absorb(env.label, &["coordinator:", &env.id].concat());
-                    b.question.clone()
+                    self.agent.gate.absorb(env.label, ShortText::<32>::concat(&["coordinator:", &env.id]).as_str());
+                    b.question.as_str()
                 }
-                _ => String::new(),
+                _ => "",
             },
-            _ => String::new(),
+            _ => "",
         };
         if question.is_empty() {
             reply.stop = Some(RoleStop::Failed("the researcher needs a brief".into()));
@@ -532,7 +539,7 @@ impl ResearchRole {
         budget.max_steps = self.max_steps.min(work.remaining.calls);
         budget.max_seconds = work.remaining.time;
         budget.max_cost = work.remaining.cost;
-        let run = match self.agent.run(&question, &self.run_id).await {
+        let run = match self.agent.run(question, &self.run_id).await {
             Ok(run) => run,
             Err(e) => {
                 reply.stop = Some(RoleStop::Failed(e.to_string()));
@@ -546,7 +553,7 @@ impl ResearchRole {
         reply.cost = reply.paid.cost;
         reply.tools = std::mem::take(&mut progress.calls);
         reply.denied = refusals(&progress.trace, Role::Researcher);
-        self.trace.lines.append(&mut progress.trace.lines);
+        append(&mut self.trace.lines, std::mem::take(&mut progress.trace.lines));
         if reason == StopReason::Done {
             reply.text = state.answer().unwrap_or_default().to_string();
         }
@@ -561,6 +568,15 @@ impl ResearchRole {
             other => reply.stop = Some(RoleStop::Own(other)),
         }
         reply
+    }
+}
+
+/// Appends `more` to `list`, taking `more` as it is (no copy) when `list` is still empty.
+pub(crate) fn append<T>(list: &mut Vec<T>, mut more: Vec<T>) {
+    if list.is_empty() {
+        std::mem::swap(list, &mut more);
+    } else {
+        list.append(&mut more);
     }
 }
 

@@ -136,7 +136,14 @@ impl Evidence {
 
     /// The strict claim these facts support, in order: what a careful researcher writes.
     pub(crate) fn strict_claim(&self) -> String {
-        self.facts.iter().map(|f| f.text.as_str()).collect::<Vec<_>>().join("; ")
+        let mut claim = String::with_capacity(self.facts.iter().map(|f| f.text.len() + 2).sum());
+        for (i, f) in self.facts.iter().enumerate() {
+            if i > 0 {
+                claim.push_str("; ");
+            }
+            claim.push_str(&f.text);
+        }
+        claim
     }
 }
 
