@@ -187,6 +187,8 @@ fn valid_run_id(id: &str) -> bool {
     (1..=40).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+const BAD_RUN_ID: &str = "run_id must be 1 to 40 of a-z, 0-9 and -";
+const BAD_GOAL: &str = "the goal must be 1 to 300 characters";
 const ANSWER_TOO_LONG: &str = "the answer must be at most 600 characters";
 const BAD_OBSERVATION: &str = "observations must be numbered o1, o2, … and come from past steps";
 const SOURCE_NOT_OBSERVED: &str = "every source must be a successful observation of this run";
@@ -216,10 +218,10 @@ impl TryFrom<RawState> for AgentState {
     fn try_from(raw: RawState) -> Result<Self, StateError> {
         let invalid = |m| Err(StateError::Invalid(m));
         if !valid_run_id(&raw.run_id) {
-            return invalid("run_id must be 1 to 40 of a-z, 0-9 and -");
+            return invalid(BAD_RUN_ID);
         }
         if raw.goal.trim().is_empty() || longer_than(&raw.goal, MAX_GOAL_CHARS) {
-            return invalid("the goal must be 1 to 300 characters");
+            return invalid(BAD_GOAL);
         }
         if longer_than(&raw.answer, MAX_ANSWER_CHARS) {
             return invalid(ANSWER_TOO_LONG);
@@ -313,19 +315,26 @@ impl AgentState {
     ///
     /// # Errors
     /// [`StateError::Invalid`] for a bad run id or goal.
+    ///
+    /// The rules are the ones loading applies ([`AgentState::try_from`]), restricted to
+    /// what a new state can break: a running state at step 0 has no observations, answer,
+    /// sources, reason or pending action, so only the run id and the goal are checked
+    /// (in loading's order, with its errors), and no status text is built to be parsed.
     pub fn new(run_id: &str, user_id: &str, task: &str, goal: &str) -> Result<Self, StateError> {
-        Self::try_from(RawState {
+        if !valid_run_id(run_id) {
+            return Err(StateError::Invalid(BAD_RUN_ID));
+        }
+        if goal.trim().is_empty() || longer_than(goal, MAX_GOAL_CHARS) {
+            return Err(StateError::Invalid(BAD_GOAL));
+        }
+        Ok(AgentState {
             run_id: run_id.into(),
             user_id: user_id.into(),
             task: task.into(),
             goal: goal.into(),
-            status: "running".into(),
+            status: Status::Running,
             step: 0,
             observations: Vec::new(),
-            answer: String::new(),
-            sources: Vec::new(),
-            reason: String::new(),
-            pending_id: String::new(),
         })
     }
 
@@ -611,5 +620,42 @@ mod tests {
         assert!(AgentState::try_from(raw).is_err());
         assert!(!longer_than(&"é".repeat(MAX_GOAL_CHARS), MAX_GOAL_CHARS));
         assert!(longer_than(&"é".repeat(MAX_GOAL_CHARS + 1), MAX_GOAL_CHARS));
+    }
+
+    /// `AgentState::new` as it was: the running state loaded through `try_from`.
+    fn new_loaded(run_id: &str, user_id: &str, task: &str, goal: &str) -> Result<AgentState, StateError> {
+        AgentState::try_from(RawState {
+            run_id: run_id.into(),
+            user_id: user_id.into(),
+            task: task.into(),
+            goal: goal.into(),
+            status: "running".into(),
+            step: 0,
+            observations: Vec::new(),
+            answer: String::new(),
+            sources: Vec::new(),
+            reason: String::new(),
+            pending_id: String::new(),
+        })
+    }
+
+    #[test]
+    fn a_new_state_is_the_loaded_running_state_for_every_id_and_goal() {
+        let long_id = "r".repeat(41);
+        let ids = ["r1", "", "R1", "run-7", "a_b", "é", &long_id, &long_id[..40], "r 1", "0"];
+        let goal_300 = "é".repeat(300);
+        let goal_301 = "é".repeat(301);
+        let goals = ["Check T-601.", "", " ", "\n\t", "\u{3000}", &goal_300, &goal_301, "x", "日本語", "a\u{200B}"];
+        let mut refused = 0;
+        for id in ids {
+            for goal in goals {
+                for (user, task) in [("kwame", "triage"), ("", ""), ("ü", "t\n")] {
+                    let (new, loaded) = (AgentState::new(id, user, task, goal), new_loaded(id, user, task, goal));
+                    assert_eq!(new, loaded, "{id:?} {goal:?}");
+                    refused += usize::from(new.is_err());
+                }
+            }
+        }
+        assert!(refused > 30 && refused < 300, "{refused}");
     }
 }
