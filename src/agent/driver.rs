@@ -24,7 +24,7 @@ use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estim
 use crate::gate::Observation;
 use crate::gate::{CallContext, GateOutcome, NoInternalEffects, Refusal, ToolGate};
 use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
-use crate::model::blocks::push_block;
+use crate::model::blocks::{push_block, push_block_from};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError};
 use crate::tools::{Registry, TOOL_NAMES, ToolCall, fact_of, fingerprint};
 
@@ -484,7 +484,7 @@ impl Agent {
         let (state, ok) = match proposal {
             Some(Proposal::Finish { answer, sources }) if verdict == Ok(CheckCode::Ok) => {
                 return match state.may_finish(&answer, &sources) {
-                    Ok(()) => Ok(Step::End(state.into_finished(&answer, &sources)?)),
+                    Ok(()) => Ok(Step::End(state.into_finished(answer, sources)?)),
                     // only reachable when checks are off: the state itself refuses
                     Err(_) => {
                         let s = state.into_observed(false, "rejected", "rejected: unsupported_finish")?;
@@ -779,16 +779,11 @@ fn tool_line(name: &str) -> &'static str {
 }
 
 /// Appends one observation's block (the source tells a tool's result from a refusal).
+/// The source is written in its pieces (`tool:NAME:ID` or `loop:rejected:ID`), never joined.
 fn push_observation(out: &mut String, o: &Observation) {
-    let kind = if o.tool == "rejected" { "loop:rejected:" } else { "tool:" };
-    let mut source = String::with_capacity(kind.len() + o.tool.len() + 1 + o.id.len());
-    source.push_str(kind);
-    if o.tool != "rejected" {
-        source.push_str(&o.tool);
-        source.push(':');
-    }
-    source.push_str(&o.id);
-    push_block(out, "observation", &source, &[("id", &o.id), ("ok", if o.ok { "true" } else { "false" })], &o.text);
+    let source = if o.tool == "rejected" { ["loop:rejected:", "", "", &o.id] } else { ["tool:", &o.tool, ":", &o.id] };
+    let attrs = [("id", o.id.as_str()), ("ok", if o.ok { "true" } else { "false" })];
+    push_block_from(out, "observation", &source, &attrs, &o.text);
 }
 
 /// The id of the call made at `step` of `run_id`: `<run>-c<step>`.

@@ -430,16 +430,8 @@ impl AgentState {
         match status {
             // no reason, answer, sources or pending action: nothing else to check
             Status::Running => Ok(()),
-            Status::Done { answer, sources } => {
-                // a move that finishes adds no observation
-                check_sources(sources, &self.observations)?;
-                // judged folded: an answer of zero-width characters is no answer
-                if crate::security::fold(answer).trim().is_empty() || sources.is_empty() {
-                    invalid(DONE_NEEDS_SUPPORT)
-                } else {
-                    Ok(())
-                }
-            }
+            // a move that finishes adds no observation
+            Status::Done { answer, sources } => self.check_done(answer, sources),
             Status::Stopped { reason } => {
                 if matches!(reason, StopReason::Done | StopReason::NeedsApproval) {
                     Err(StateError::UnknownReason(reason.as_str().to_string()))
@@ -454,6 +446,18 @@ impl AgentState {
                     Ok(())
                 }
             }
+        }
+    }
+
+    /// What a move to done checks of its answer and sources (after the answer's length):
+    /// every source a successful observation, a non-empty answer (judged folded: an answer
+    /// of zero-width characters is no answer) and at least one source.
+    fn check_done(&self, answer: &str, sources: &[String]) -> Result<(), StateError> {
+        check_sources(sources, &self.observations)?;
+        if crate::security::fold(answer).trim().is_empty() || sources.is_empty() {
+            Err(StateError::Invalid(DONE_NEEDS_SUPPORT))
+        } else {
+            Ok(())
         }
     }
 
@@ -536,26 +540,30 @@ impl AgentState {
     /// [`StateError::Invalid`] without an answer, without sources or with a source that is
     /// not a successful observation; [`StateError::BadTransition`] unless running.
     pub fn finish(&self, answer: &str, sources: &[String]) -> Result<Self, StateError> {
-        self.clone().into_finished(answer, sources)
+        self.clone().into_finished(answer.to_string(), sources.to_vec())
     }
 
-    /// Whether [`AgentState::finish`] would succeed, without making the state.
+    /// Whether [`AgentState::finish`] would succeed, without making the state (nor a copy
+    /// of the answer and sources): the transition table (only a running state finishes),
+    /// then what [`AgentState::check_move`] checks of a move to done at the same step, in
+    /// its order.
     ///
     /// # Errors
     /// The error [`AgentState::finish`] would give.
     pub(crate) fn may_finish(&self, answer: &str, sources: &[String]) -> Result<(), StateError> {
-        let done = Status::Done { answer: answer.to_string(), sources: sources.to_vec() };
-        if !self.status.may_go_to(&done) {
-            return Err(StateError::BadTransition { from: self.status.name(), to: done.name().into() });
+        if self.status != Status::Running {
+            return Err(StateError::BadTransition { from: self.status.name(), to: "done".into() });
         }
-        self.check_move(&done, self.step, None)
+        if longer_than(answer, MAX_ANSWER_CHARS) {
+            return Err(StateError::Invalid(ANSWER_TOO_LONG));
+        }
+        self.check_done(answer, sources)
     }
 
-    /// As [`AgentState::finish`], taking the state.
-    pub(crate) fn into_finished(self, answer: &str, sources: &[String]) -> Result<Self, StateError> {
-        let done = Status::Done { answer: answer.to_string(), sources: sources.to_vec() };
+    /// As [`AgentState::finish`], taking the state and the answer and sources it keeps.
+    pub(crate) fn into_finished(self, answer: String, sources: Vec<String>) -> Result<Self, StateError> {
         let step = self.step;
-        self.moved(done, step, None)
+        self.moved(Status::Done { answer, sources }, step, None)
     }
 
     /// Stops for `reason`.
@@ -657,5 +665,47 @@ mod tests {
             }
         }
         assert!(refused > 30 && refused < 300, "{refused}");
+    }
+
+    /// `may_finish` as it was: the move to done made on a copy.
+    fn may_finish_by_moving(state: &AgentState, answer: &str, sources: &[String]) -> Result<(), StateError> {
+        let done = Status::Done { answer: answer.to_string(), sources: sources.to_vec() };
+        if !state.status.may_go_to(&done) {
+            return Err(StateError::BadTransition { from: state.status.name(), to: done.name().into() });
+        }
+        state.check_move(&done, state.step, None)
+    }
+
+    #[test]
+    fn may_finish_answers_as_the_move_to_done_for_every_state_answer_and_sources() {
+        let start = AgentState::new("r1", "kwame", "triage", "Check T-601.").unwrap().into_next_step().unwrap();
+        let one = start.clone().into_observed(true, "get_ticket", "T-601 is open").unwrap();
+        let two = one.clone().into_next_step().unwrap().into_observed(false, "rejected", "rejected: x").unwrap();
+        let states = [
+            start.clone(),
+            one.clone(),
+            two.clone(),
+            two.clone().into_stopped(StopReason::Stuck).unwrap(),
+            one.clone().into_waiting("p1").unwrap(),
+            one.clone().into_finished("T-601 is open.".into(), vec!["o1".into()]).unwrap(),
+        ];
+        let long = "é".repeat(MAX_ANSWER_CHARS + 1);
+        let edge = "é".repeat(MAX_ANSWER_CHARS);
+        let answers = ["T-601 is open.", "", " ", "\u{200B}", "\u{FF34}-601", &long, &edge];
+        let sources: [&[&str]; 6] = [&[], &["o1"], &["o2"], &["o1", "o2"], &["o3"], &["o1", "o1"]];
+        let (mut ok, mut refused) = (0, 0);
+        for state in &states {
+            for answer in answers {
+                for cited in sources {
+                    let cited: Vec<String> = cited.iter().map(|s| s.to_string()).collect();
+                    let (now, before) = (state.may_finish(answer, &cited), may_finish_by_moving(state, answer, &cited));
+                    assert_eq!(now, before, "{:?} {answer:?} {cited:?}", state.status());
+                    let finished = state.clone().into_finished(answer.to_string(), cited.clone());
+                    assert_eq!(finished.as_ref().map(|_| ()), before.as_ref().map(|_| ()), "{answer:?} {cited:?}");
+                    if now.is_ok() { ok += 1 } else { refused += 1 }
+                }
+            }
+        }
+        assert!(ok > 3 && refused > 100, "{ok} {refused}");
     }
 }
