@@ -365,8 +365,7 @@ impl Agent {
         if state.status() != &Status::Running {
             return Err(StateError::BadTransition { from: state.status().name(), to: "running (drive)".into() }.into());
         }
-        let run_id = state.run_id().to_string();
-        self.gate.restore_counts(&run_id, &progress.tool_counts);
+        self.gate.restore_counts(state.run_id(), &progress.tool_counts);
         // the notes the model will be handed join its context's label
         self.absorb_notes();
         let started = self.clock.now();
@@ -379,13 +378,13 @@ impl Agent {
             }
             // the counts are for the hooks (every ending sets them again in `end`)
             if !self.on_step.is_empty() {
-                progress.tool_counts = self.gate.counts_of(&run_id);
+                progress.tool_counts = self.gate.counts_of(state.run_id());
             }
             for hook in &mut self.on_step {
                 hook(&state, &progress).map_err(AgentError::Checkpoint)?;
             }
             if self.durable.is_on() {
-                progress.tool_counts = self.gate.counts_of(&run_id);
+                progress.tool_counts = self.gate.counts_of(state.run_id());
                 let audit = self.gate.audit().get(self.audit_flushed..).unwrap_or_default();
                 let step = self.durable.agent_step(&state, &progress, audit);
                 self.audit_flushed = self.gate.audit().len();
