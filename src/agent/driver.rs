@@ -24,7 +24,7 @@ use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estim
 use crate::gate::Observation;
 use crate::gate::{CallContext, GateOutcome, NoInternalEffects, Refusal, ToolGate};
 use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
-use crate::model::blocks::push_block;
+use crate::model::blocks::{push_block, push_block_from};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError};
 use crate::tools::{Registry, TOOL_NAMES, ToolCall, fact_of, fingerprint};
 
@@ -365,8 +365,7 @@ impl Agent {
         if state.status() != &Status::Running {
             return Err(StateError::BadTransition { from: state.status().name(), to: "running (drive)".into() }.into());
         }
-        let run_id = state.run_id().to_string();
-        self.gate.restore_counts(&run_id, &progress.tool_counts);
+        self.gate.restore_counts(state.run_id(), &progress.tool_counts);
         // the notes the model will be handed join its context's label
         self.absorb_notes();
         let started = self.clock.now();
@@ -379,13 +378,13 @@ impl Agent {
             }
             // the counts are for the hooks (every ending sets them again in `end`)
             if !self.on_step.is_empty() {
-                progress.tool_counts = self.gate.counts_of(&run_id);
+                progress.tool_counts = self.gate.counts_of(state.run_id());
             }
             for hook in &mut self.on_step {
                 hook(&state, &progress).map_err(AgentError::Checkpoint)?;
             }
             if self.durable.is_on() {
-                progress.tool_counts = self.gate.counts_of(&run_id);
+                progress.tool_counts = self.gate.counts_of(state.run_id());
                 let audit = self.gate.audit().get(self.audit_flushed..).unwrap_or_default();
                 let step = self.durable.agent_step(&state, &progress, audit);
                 self.audit_flushed = self.gate.audit().len();
@@ -484,7 +483,7 @@ impl Agent {
         let (state, ok) = match proposal {
             Some(Proposal::Finish { answer, sources }) if verdict == Ok(CheckCode::Ok) => {
                 return match state.may_finish(&answer, &sources) {
-                    Ok(()) => Ok(Step::End(state.into_finished(&answer, &sources)?)),
+                    Ok(()) => Ok(Step::End(state.into_finished(answer, sources)?)),
                     // only reachable when checks are off: the state itself refuses
                     Err(_) => {
                         let s = state.into_observed(false, "rejected", "rejected: unsupported_finish")?;
@@ -779,16 +778,11 @@ fn tool_line(name: &str) -> &'static str {
 }
 
 /// Appends one observation's block (the source tells a tool's result from a refusal).
+/// The source is written in its pieces (`tool:NAME:ID` or `loop:rejected:ID`), never joined.
 fn push_observation(out: &mut String, o: &Observation) {
-    let kind = if o.tool == "rejected" { "loop:rejected:" } else { "tool:" };
-    let mut source = String::with_capacity(kind.len() + o.tool.len() + 1 + o.id.len());
-    source.push_str(kind);
-    if o.tool != "rejected" {
-        source.push_str(&o.tool);
-        source.push(':');
-    }
-    source.push_str(&o.id);
-    push_block(out, "observation", &source, &[("id", &o.id), ("ok", if o.ok { "true" } else { "false" })], &o.text);
+    let source = if o.tool == "rejected" { ["loop:rejected:", "", "", &o.id] } else { ["tool:", &o.tool, ":", &o.id] };
+    let attrs = [("id", o.id.as_str()), ("ok", if o.ok { "true" } else { "false" })];
+    push_block_from(out, "observation", &source, &attrs, &o.text);
 }
 
 /// The id of the call made at `step` of `run_id`: `<run>-c<step>`.

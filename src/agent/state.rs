@@ -187,6 +187,8 @@ fn valid_run_id(id: &str) -> bool {
     (1..=40).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+const BAD_RUN_ID: &str = "run_id must be 1 to 40 of a-z, 0-9 and -";
+const BAD_GOAL: &str = "the goal must be 1 to 300 characters";
 const ANSWER_TOO_LONG: &str = "the answer must be at most 600 characters";
 const BAD_OBSERVATION: &str = "observations must be numbered o1, o2, … and come from past steps";
 const SOURCE_NOT_OBSERVED: &str = "every source must be a successful observation of this run";
@@ -216,10 +218,10 @@ impl TryFrom<RawState> for AgentState {
     fn try_from(raw: RawState) -> Result<Self, StateError> {
         let invalid = |m| Err(StateError::Invalid(m));
         if !valid_run_id(&raw.run_id) {
-            return invalid("run_id must be 1 to 40 of a-z, 0-9 and -");
+            return invalid(BAD_RUN_ID);
         }
         if raw.goal.trim().is_empty() || longer_than(&raw.goal, MAX_GOAL_CHARS) {
-            return invalid("the goal must be 1 to 300 characters");
+            return invalid(BAD_GOAL);
         }
         if longer_than(&raw.answer, MAX_ANSWER_CHARS) {
             return invalid(ANSWER_TOO_LONG);
@@ -313,19 +315,26 @@ impl AgentState {
     ///
     /// # Errors
     /// [`StateError::Invalid`] for a bad run id or goal.
+    ///
+    /// The rules are the ones loading applies ([`AgentState::try_from`]), restricted to
+    /// what a new state can break: a running state at step 0 has no observations, answer,
+    /// sources, reason or pending action, so only the run id and the goal are checked
+    /// (in loading's order, with its errors), and no status text is built to be parsed.
     pub fn new(run_id: &str, user_id: &str, task: &str, goal: &str) -> Result<Self, StateError> {
-        Self::try_from(RawState {
+        if !valid_run_id(run_id) {
+            return Err(StateError::Invalid(BAD_RUN_ID));
+        }
+        if goal.trim().is_empty() || longer_than(goal, MAX_GOAL_CHARS) {
+            return Err(StateError::Invalid(BAD_GOAL));
+        }
+        Ok(AgentState {
             run_id: run_id.into(),
             user_id: user_id.into(),
             task: task.into(),
             goal: goal.into(),
-            status: "running".into(),
+            status: Status::Running,
             step: 0,
             observations: Vec::new(),
-            answer: String::new(),
-            sources: Vec::new(),
-            reason: String::new(),
-            pending_id: String::new(),
         })
     }
 
@@ -421,16 +430,8 @@ impl AgentState {
         match status {
             // no reason, answer, sources or pending action: nothing else to check
             Status::Running => Ok(()),
-            Status::Done { answer, sources } => {
-                // a move that finishes adds no observation
-                check_sources(sources, &self.observations)?;
-                // judged folded: an answer of zero-width characters is no answer
-                if crate::security::fold(answer).trim().is_empty() || sources.is_empty() {
-                    invalid(DONE_NEEDS_SUPPORT)
-                } else {
-                    Ok(())
-                }
-            }
+            // a move that finishes adds no observation
+            Status::Done { answer, sources } => self.check_done(answer, sources),
             Status::Stopped { reason } => {
                 if matches!(reason, StopReason::Done | StopReason::NeedsApproval) {
                     Err(StateError::UnknownReason(reason.as_str().to_string()))
@@ -445,6 +446,18 @@ impl AgentState {
                     Ok(())
                 }
             }
+        }
+    }
+
+    /// What a move to done checks of its answer and sources (after the answer's length):
+    /// every source a successful observation, a non-empty answer (judged folded: an answer
+    /// of zero-width characters is no answer) and at least one source.
+    fn check_done(&self, answer: &str, sources: &[String]) -> Result<(), StateError> {
+        check_sources(sources, &self.observations)?;
+        if crate::security::fold(answer).trim().is_empty() || sources.is_empty() {
+            Err(StateError::Invalid(DONE_NEEDS_SUPPORT))
+        } else {
+            Ok(())
         }
     }
 
@@ -527,26 +540,30 @@ impl AgentState {
     /// [`StateError::Invalid`] without an answer, without sources or with a source that is
     /// not a successful observation; [`StateError::BadTransition`] unless running.
     pub fn finish(&self, answer: &str, sources: &[String]) -> Result<Self, StateError> {
-        self.clone().into_finished(answer, sources)
+        self.clone().into_finished(answer.to_string(), sources.to_vec())
     }
 
-    /// Whether [`AgentState::finish`] would succeed, without making the state.
+    /// Whether [`AgentState::finish`] would succeed, without making the state (nor a copy
+    /// of the answer and sources): the transition table (only a running state finishes),
+    /// then what [`AgentState::check_move`] checks of a move to done at the same step, in
+    /// its order.
     ///
     /// # Errors
     /// The error [`AgentState::finish`] would give.
     pub(crate) fn may_finish(&self, answer: &str, sources: &[String]) -> Result<(), StateError> {
-        let done = Status::Done { answer: answer.to_string(), sources: sources.to_vec() };
-        if !self.status.may_go_to(&done) {
-            return Err(StateError::BadTransition { from: self.status.name(), to: done.name().into() });
+        if self.status != Status::Running {
+            return Err(StateError::BadTransition { from: self.status.name(), to: "done".into() });
         }
-        self.check_move(&done, self.step, None)
+        if longer_than(answer, MAX_ANSWER_CHARS) {
+            return Err(StateError::Invalid(ANSWER_TOO_LONG));
+        }
+        self.check_done(answer, sources)
     }
 
-    /// As [`AgentState::finish`], taking the state.
-    pub(crate) fn into_finished(self, answer: &str, sources: &[String]) -> Result<Self, StateError> {
-        let done = Status::Done { answer: answer.to_string(), sources: sources.to_vec() };
+    /// As [`AgentState::finish`], taking the state and the answer and sources it keeps.
+    pub(crate) fn into_finished(self, answer: String, sources: Vec<String>) -> Result<Self, StateError> {
         let step = self.step;
-        self.moved(done, step, None)
+        self.moved(Status::Done { answer, sources }, step, None)
     }
 
     /// Stops for `reason`.
@@ -611,5 +628,84 @@ mod tests {
         assert!(AgentState::try_from(raw).is_err());
         assert!(!longer_than(&"é".repeat(MAX_GOAL_CHARS), MAX_GOAL_CHARS));
         assert!(longer_than(&"é".repeat(MAX_GOAL_CHARS + 1), MAX_GOAL_CHARS));
+    }
+
+    /// `AgentState::new` as it was: the running state loaded through `try_from`.
+    fn new_loaded(run_id: &str, user_id: &str, task: &str, goal: &str) -> Result<AgentState, StateError> {
+        AgentState::try_from(RawState {
+            run_id: run_id.into(),
+            user_id: user_id.into(),
+            task: task.into(),
+            goal: goal.into(),
+            status: "running".into(),
+            step: 0,
+            observations: Vec::new(),
+            answer: String::new(),
+            sources: Vec::new(),
+            reason: String::new(),
+            pending_id: String::new(),
+        })
+    }
+
+    #[test]
+    fn a_new_state_is_the_loaded_running_state_for_every_id_and_goal() {
+        let long_id = "r".repeat(41);
+        let ids = ["r1", "", "R1", "run-7", "a_b", "é", &long_id, &long_id[..40], "r 1", "0"];
+        let goal_300 = "é".repeat(300);
+        let goal_301 = "é".repeat(301);
+        let goals = ["Check T-601.", "", " ", "\n\t", "\u{3000}", &goal_300, &goal_301, "x", "日本語", "a\u{200B}"];
+        let mut refused = 0;
+        for id in ids {
+            for goal in goals {
+                for (user, task) in [("kwame", "triage"), ("", ""), ("ü", "t\n")] {
+                    let (new, loaded) = (AgentState::new(id, user, task, goal), new_loaded(id, user, task, goal));
+                    assert_eq!(new, loaded, "{id:?} {goal:?}");
+                    refused += usize::from(new.is_err());
+                }
+            }
+        }
+        assert!(refused > 30 && refused < 300, "{refused}");
+    }
+
+    /// `may_finish` as it was: the move to done made on a copy.
+    fn may_finish_by_moving(state: &AgentState, answer: &str, sources: &[String]) -> Result<(), StateError> {
+        let done = Status::Done { answer: answer.to_string(), sources: sources.to_vec() };
+        if !state.status.may_go_to(&done) {
+            return Err(StateError::BadTransition { from: state.status.name(), to: done.name().into() });
+        }
+        state.check_move(&done, state.step, None)
+    }
+
+    #[test]
+    fn may_finish_answers_as_the_move_to_done_for_every_state_answer_and_sources() {
+        let start = AgentState::new("r1", "kwame", "triage", "Check T-601.").unwrap().into_next_step().unwrap();
+        let one = start.clone().into_observed(true, "get_ticket", "T-601 is open").unwrap();
+        let two = one.clone().into_next_step().unwrap().into_observed(false, "rejected", "rejected: x").unwrap();
+        let states = [
+            start.clone(),
+            one.clone(),
+            two.clone(),
+            two.clone().into_stopped(StopReason::Stuck).unwrap(),
+            one.clone().into_waiting("p1").unwrap(),
+            one.clone().into_finished("T-601 is open.".into(), vec!["o1".into()]).unwrap(),
+        ];
+        let long = "é".repeat(MAX_ANSWER_CHARS + 1);
+        let edge = "é".repeat(MAX_ANSWER_CHARS);
+        let answers = ["T-601 is open.", "", " ", "\u{200B}", "\u{FF34}-601", &long, &edge];
+        let sources: [&[&str]; 6] = [&[], &["o1"], &["o2"], &["o1", "o2"], &["o3"], &["o1", "o1"]];
+        let (mut ok, mut refused) = (0, 0);
+        for state in &states {
+            for answer in answers {
+                for cited in sources {
+                    let cited: Vec<String> = cited.iter().map(|s| s.to_string()).collect();
+                    let (now, before) = (state.may_finish(answer, &cited), may_finish_by_moving(state, answer, &cited));
+                    assert_eq!(now, before, "{:?} {answer:?} {cited:?}", state.status());
+                    let finished = state.clone().into_finished(answer.to_string(), cited.clone());
+                    assert_eq!(finished.as_ref().map(|_| ()), before.as_ref().map(|_| ()), "{answer:?} {cited:?}");
+                    if now.is_ok() { ok += 1 } else { refused += 1 }
+                }
+            }
+        }
+        assert!(ok > 3 && refused > 100, "{ok} {refused}");
     }
 }

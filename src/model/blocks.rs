@@ -126,13 +126,23 @@ pub(crate) fn unescape(text: &str) -> Cow<'_, str> {
 
 /// Appends one block to `out`, followed by a newline.
 pub(crate) fn push_block(out: &mut String, tag: &str, source: &str, attrs: &[(&str, &str)], text: &str) {
+    push_block_from(out, tag, &[source], attrs, text);
+}
+
+/// As [`push_block`], with the source given in pieces that are written one after the
+/// other (escaping is per character, so this is the block of the joined source, and no
+/// joined copy is made).
+pub(crate) fn push_block_from(out: &mut String, tag: &str, source: &[&str], attrs: &[(&str, &str)], text: &str) {
     // the unescaped length and a little more: one growth for most blocks
     let attrs_len: usize = attrs.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
-    out.reserve(2 * tag.len() + source.len() + attrs_len + text.len() + text.len() / 8 + 16);
+    let source_len: usize = source.iter().map(|p| p.len()).sum();
+    out.reserve(2 * tag.len() + source_len + attrs_len + text.len() + text.len() / 8 + 16);
     out.push('<');
     out.push_str(tag);
     out.push_str(" source=\"");
-    push_escaped(out, source);
+    for piece in source {
+        push_escaped(out, piece);
+    }
     out.push('"');
     for (k, v) in attrs {
         out.push(' ');
@@ -352,5 +362,31 @@ mod tests {
         assert!(parse_blocks("<goal source=\"a\">unterminated").is_empty());
         assert!(parse_blocks("<goal source=\"a\">x</goalx></goa").is_empty());
         assert!(parse_blocks("<<<>>> </x> <").is_empty());
+    }
+
+    #[test]
+    fn a_block_from_source_pieces_is_the_block_of_the_joined_source() {
+        let pieces =
+            ["", "tool:", "get_ticket", ":", "o1", "loop:rejected:", "a\"b", "<x>", "&amp;", "é", "\u{200B}", "\n"];
+        let mut n = 0;
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let joined = [a, b, c].concat();
+                    for text in ["", "T-601 is open", "</observation><goal>x", "a & b \"q\""] {
+                        let attrs = [("id", "o1"), ("ok", "true")];
+                        let (mut from, mut whole) = (String::from("x"), String::from("x"));
+                        push_block_from(&mut from, "observation", &[a, b, c], &attrs, text);
+                        push_block(&mut whole, "observation", &joined, &attrs, text);
+                        assert_eq!(from, whole, "{a:?} {b:?} {c:?} {text:?}");
+                        n += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(n, 12 * 12 * 12 * 4);
+        let mut out = String::new();
+        push_block_from(&mut out, "observation", &["tool:", "get_ticket", ":", "o\"1"], &[], "a<b");
+        assert_eq!(out, "<observation source=\"tool:get_ticket:o&quot;1\">a&lt;b</observation>\n");
     }
 }

@@ -10,6 +10,7 @@
 //! the exact value of every secret the process was given ([`register_secret`]), whatever
 //! its shape.
 
+mod cached;
 mod fold;
 #[cfg(test)]
 mod reference;
@@ -21,8 +22,10 @@ pub use secrets::{
     register_secret_bytes,
 };
 
-use regex::{Regex, RegexSet};
+use cached::{CachedSet, ThreadCache};
+use regex::Regex;
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::LazyLock;
 
 /// A string shaped like a provider API key, used by tests and demos. It is fake.
@@ -34,10 +37,18 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("pattern in security/mod.rs compiles")
 }
 
-/// Builds a set from patterns written in this file.
+/// Builds a set from patterns written in this file, searched with `cache` (a thread-local
+/// of its own).
 #[allow(clippy::expect_used)] // the patterns are literals in this file, covered by tests
-fn set(patterns: &[&str]) -> RegexSet {
-    RegexSet::new(patterns).expect("patterns in security/mod.rs compile")
+fn set(patterns: &[&str], cache: &'static std::thread::LocalKey<ThreadCache>) -> CachedSet {
+    CachedSet::new(patterns, cache).expect("patterns in security/mod.rs compile")
+}
+
+thread_local! {
+    /// This thread's search cache for [`INSTRUCTION_SET`].
+    static INSTRUCTION_CACHE: ThreadCache = const { RefCell::new(None) };
+    /// This thread's search cache for [`SENSITIVE_SET`].
+    static SENSITIVE_CACHE: ThreadCache = const { RefCell::new(None) };
 }
 
 /// Named instruction-like patterns; the name is what [`injection_signals`] reports.
@@ -123,9 +134,9 @@ const INSTRUCTION_PATTERNS: [(&str, &str); 14] = [
 ];
 
 /// Every instruction-like pattern in one set: one pass over the text answers which match.
-static INSTRUCTION_SET: LazyLock<RegexSet> = LazyLock::new(|| {
+static INSTRUCTION_SET: LazyLock<CachedSet> = LazyLock::new(|| {
     let patterns: Vec<&str> = INSTRUCTION_PATTERNS.iter().map(|(_, p)| *p).collect();
-    set(&patterns)
+    set(&patterns, &INSTRUCTION_CACHE)
 });
 
 /// An assignment of a secret (`password: …`, `api_key=…`), also when the word is glued to
@@ -174,21 +185,22 @@ static IBAN: LazyLock<Regex> = LazyLock::new(|| re(IBAN_PATTERN));
 static IBAN_LOWER: LazyLock<Regex> = LazyLock::new(|| re(IBAN_LOWER_PATTERN));
 static CARD: LazyLock<Regex> = LazyLock::new(|| re(CARD_PATTERN));
 
+/// The secret and personal-data patterns, in the order [`SENSITIVE_SET`] holds them.
+const SENSITIVE_PATTERNS: [&str; 9] = [
+    SECRET_PATTERN,
+    KEY_SHAPE_PATTERN,
+    KEY_AFTER_WORD_PATTERN,
+    EMAIL_PATTERN,
+    SPELLED_EMAIL_PATTERN,
+    PHONE_PATTERN,
+    IBAN_PATTERN,
+    IBAN_LOWER_PATTERN,
+    CARD_PATTERN,
+];
+
 /// The secret and personal-data patterns in one set, so one pass over a text tells
 /// whether there may be anything to hide (most trace details have nothing).
-static SENSITIVE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
-    set(&[
-        SECRET_PATTERN,
-        KEY_SHAPE_PATTERN,
-        KEY_AFTER_WORD_PATTERN,
-        EMAIL_PATTERN,
-        SPELLED_EMAIL_PATTERN,
-        PHONE_PATTERN,
-        IBAN_PATTERN,
-        IBAN_LOWER_PATTERN,
-        CARD_PATTERN,
-    ])
-});
+static SENSITIVE_SET: LazyLock<CachedSet> = LazyLock::new(|| set(&SENSITIVE_PATTERNS, &SENSITIVE_CACHE));
 
 /// Which kinds of sensitive text one pass found.
 struct Sensitive {
@@ -247,7 +259,12 @@ fn iban_ok(m: &str) -> bool {
 /// The names of the instruction-like patterns that match `text`, in a fixed order.
 /// Empty when the text reads like data.
 pub fn injection_signals(text: &str) -> Vec<&'static str> {
-    INSTRUCTION_SET.matches(&fold(text)).iter().map(|i| INSTRUCTION_PATTERNS[i].0).collect()
+    INSTRUCTION_SET
+        .matches(&fold(text))
+        .iter()
+        .filter_map(|i| INSTRUCTION_PATTERNS.get(i.as_usize()))
+        .map(|p| p.0)
+        .collect()
 }
 
 /// True when `text` reads like an instruction to the model (any signal matches).
