@@ -68,11 +68,11 @@ impl fmt::Display for TraceLine {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Trace {
-    /// The run the lines belong to.
-    pub run_id: String,
+    /// The run the lines belong to (up to 24 bytes kept inline, as the role).
+    pub run_id: CompactString,
     /// The role that made them, for multi-agent runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
+    pub role: Option<CompactString>,
     pub lines: Vec<TraceLine>,
 }
 
@@ -94,7 +94,7 @@ fn args_line(args: &serde_json::Value) -> CompactString {
 impl Trace {
     /// An empty trace for `run_id`.
     pub fn new(run_id: &str) -> Self {
-        Self { run_id: run_id.to_string(), role: None, lines: Vec::new() }
+        Self { run_id: run_id.into(), role: None, lines: Vec::new() }
     }
 
     /// Adds a line; `detail` is redacted, then clipped. The `tracing` event carries the
