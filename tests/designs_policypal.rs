@@ -32,7 +32,7 @@ fn tool_lines_at(run: &PalRun, step: u32) -> Vec<String> {
         .lines
         .iter()
         .filter(|l| l.step == step && l.kind == TraceKind::Tool)
-        .map(|l| l.detail.clone())
+        .map(|l| l.detail.to_string())
         .collect()
 }
 

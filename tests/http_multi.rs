@@ -64,8 +64,8 @@ fn lines(run: &MultiRun) -> Vec<(Option<String>, u32, TraceKind, String, String)
         .flat_map(|t| {
             t.lines.iter().map(|l| {
                 let proposal = t.role.as_deref() == Some("researcher") && l.kind == TraceKind::Model;
-                let detail = if proposal { String::new() } else { l.detail.clone() };
-                (t.role.clone(), l.step, l.kind, l.code.to_string(), detail)
+                let detail = if proposal { String::new() } else { l.detail.to_string() };
+                (t.role.as_deref().map(str::to_string), l.step, l.kind, l.code.to_string(), detail)
             })
         })
         .collect()

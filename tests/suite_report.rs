@@ -88,7 +88,7 @@ async fn text_from_a_run_is_escaped_in_the_diagram() {
     for t in &mut run.traces {
         for l in &mut t.lines {
             if l.kind == TraceKind::Check && l.code != "ok" {
-                l.detail = format!("call {hostile}");
+                l.detail = format!("call {hostile}").into();
             }
         }
     }

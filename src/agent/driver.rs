@@ -333,7 +333,7 @@ impl Agent {
     pub async fn run(&mut self, goal: &str, run_id: &str) -> Result<Run, AgentError> {
         let state = AgentState::new(run_id, &self.session.user_id, &self.task, goal)?;
         let mut progress = Progress::new(run_id);
-        progress.trace.role.clone_from(&self.trace_role);
+        progress.trace.role = self.trace_role.as_deref().map(Into::into);
         if self.session.user_id.is_empty() {
             return self.end(state.stop(StopReason::Unauthenticated)?, progress);
         }

@@ -2,6 +2,7 @@
 //! inputs give the same lines, byte for byte. Every line is also a `tracing` event.
 
 use crate::codes::codes;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -47,12 +48,13 @@ pub struct TraceLine {
     pub kind: TraceKind,
     /// The code (`ok` or a named rejection).
     pub code: Cow<'static, str>,
-    /// Redacted, clipped detail.
-    pub detail: String,
+    /// Redacted, clipped detail (up to 24 bytes kept inline, without an allocation).
+    pub detail: CompactString,
     /// For a tool line: the call's arguments as JSON, redacted and clipped to
-    /// [`ARGS_CHARS`] (what a report shows; the printed line leaves them out).
+    /// [`ARGS_CHARS`] (what a report shows; the printed line leaves them out). Up to 24
+    /// bytes are kept inline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<String>,
+    pub args: Option<CompactString>,
 }
 
 impl fmt::Display for TraceLine {
@@ -66,11 +68,11 @@ impl fmt::Display for TraceLine {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Trace {
-    /// The run the lines belong to.
-    pub run_id: String,
+    /// The run the lines belong to (up to 24 bytes kept inline, as the role).
+    pub run_id: CompactString,
     /// The role that made them, for multi-agent runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
+    pub role: Option<CompactString>,
     pub lines: Vec<TraceLine>,
 }
 
@@ -84,15 +86,15 @@ thread_local! {
 const ARGS_BUFFER_KEPT: usize = 4096;
 
 /// The redacted, clipped compact JSON of a tool call's arguments, through a fresh string.
-fn args_line(args: &serde_json::Value) -> String {
+fn args_line(args: &serde_json::Value) -> CompactString {
     let text = serde_json::to_string(args).unwrap_or_else(|_| args.to_string());
-    clip(&redact(&text), ARGS_CHARS).to_string()
+    CompactString::from(clip(&redact(&text), ARGS_CHARS))
 }
 
 impl Trace {
     /// An empty trace for `run_id`.
     pub fn new(run_id: &str) -> Self {
-        Self { run_id: run_id.to_string(), role: None, lines: Vec::new() }
+        Self { run_id: run_id.into(), role: None, lines: Vec::new() }
     }
 
     /// Adds a line; `detail` is redacted, then clipped. The `tracing` event carries the
@@ -112,7 +114,7 @@ impl Trace {
                 buf.clear();
                 let kept =
                     match serde_json::to_writer(&mut *buf, args).ok().and_then(|()| std::str::from_utf8(&buf).ok()) {
-                        Some(text) => clip(&redact(text), ARGS_CHARS).to_string(),
+                        Some(text) => CompactString::from(clip(&redact(text), ARGS_CHARS)),
                         None => args_line(args),
                     };
                 if buf.capacity() > ARGS_BUFFER_KEPT {
@@ -125,7 +127,7 @@ impl Trace {
         self.push(step, TraceKind::Tool, code.into(), name, Some(args));
     }
 
-    fn push(&mut self, step: u32, kind: TraceKind, code: Cow<'static, str>, detail: &str, args: Option<String>) {
+    fn push(&mut self, step: u32, kind: TraceKind, code: Cow<'static, str>, detail: &str, args: Option<CompactString>) {
         let red = redact(detail);
         tracing::info!(
             target: "rolegate::trace",
@@ -138,7 +140,7 @@ impl Trace {
             args = args.as_deref().unwrap_or(""),
             "decision"
         );
-        let detail = clip(&red, DETAIL_CHARS).to_string();
+        let detail = CompactString::from(clip(&red, DETAIL_CHARS));
         self.lines.push(TraceLine { step, kind, code, detail, args });
     }
 
@@ -205,5 +207,53 @@ mod tests {
         }
         assert_eq!(t.lines[0].args.as_deref(), Some(r#"{"ticket_id":"T-601"}"#));
         assert!(ARGS_JSON.with(|b| b.borrow().capacity() <= ARGS_BUFFER_KEPT));
+    }
+
+    /// The form of a trace line before details became [`CompactString`]s.
+    #[derive(Serialize)]
+    struct StringLine<'a> {
+        step: u32,
+        kind: TraceKind,
+        code: &'a str,
+        detail: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        args: Option<String>,
+    }
+
+    #[test]
+    fn inline_details_serialise_and_read_back_as_the_string_ones() {
+        let corpus = [
+            "",
+            "remember",
+            "call get_ticket",
+            "exactly twenty-four byte",
+            "exactly twenty-five bytes",
+            "é \"quoted\" \\ back\nslash \u{1F600}",
+            "\u{0}\u{1f} control and tab\t",
+            "ünïcödé ünïcödé ünïcödé ünïcödé ünïcödé ünïcödé ünïcödé ünïcödé",
+            "kwame@gmail.com wrote {\"to\": \"x\"}",
+        ];
+        let mut t = Trace::new("r1");
+        for (i, text) in corpus.iter().enumerate() {
+            t.add(1, TraceKind::Check, "ok", text);
+            t.add_tool(2, "ok", text, &serde_json::json!({ "k": text }));
+            for line in &t.lines[2 * i..] {
+                let old = StringLine {
+                    step: line.step,
+                    kind: line.kind,
+                    code: &line.code,
+                    detail: clip(&redact(text), DETAIL_CHARS).to_string(),
+                    args: line.args.as_deref().map(str::to_string),
+                };
+                let json = serde_json::to_string(line).unwrap();
+                assert_eq!(json, serde_json::to_string(&old).unwrap(), "{text:?}");
+                let back: TraceLine = serde_json::from_str(&json).unwrap();
+                assert_eq!(&back, line);
+            }
+            let expected = args_line(&serde_json::json!({ "k": text }));
+            assert_eq!(t.lines[2 * i + 1].args.as_deref(), Some(expected.as_str()));
+        }
+        let unknown = r#"{"step":1,"kind":"check","code":"ok","detail":"x","extra":1}"#;
+        assert!(serde_json::from_str::<TraceLine>(unknown).is_err(), "unknown fields are still rejected");
     }
 }

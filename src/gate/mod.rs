@@ -17,6 +17,7 @@ mod observation;
 mod policy;
 
 use crate::codes::codes;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -238,12 +239,12 @@ impl GateOutcome {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditEvent {
-    /// The run.
-    pub run_id: String,
+    /// The run (up to 24 bytes kept inline, as the caller and the tool: no allocation).
+    pub run_id: CompactString,
     /// The user or role the call was made for.
-    pub caller: String,
+    pub caller: CompactString,
     /// The tool as named in the call.
-    pub tool: String,
+    pub tool: CompactString,
     /// The outcome code.
     pub outcome: GateCode,
     /// Fingerprint of tool and arguments.
@@ -587,9 +588,9 @@ impl ToolGate {
             crate::spans::refused(guardian, crate::spans::Target::ToolCall, outcome.as_str(), &call.name);
         }
         self.audit.push(AuditEvent {
-            run_id: run_id.to_string(),
-            caller: caller.to_string(),
-            tool: call.name.clone(),
+            run_id: run_id.into(),
+            caller: caller.into(),
+            tool: call.name.as_str().into(),
             outcome,
             fingerprint,
         });
@@ -1085,5 +1086,50 @@ mod tests {
         assert_eq!(g.run(&read, CallContext::new("triage", "r1", "kwame")).code(), "ok");
         assert_eq!(g.count("r1", "get_ticket"), 3);
         assert_eq!(g.counts_of("r1").get("made_up"), Some(&1));
+    }
+
+    /// The form of an audit event before its names became [`CompactString`]s.
+    #[derive(Serialize)]
+    struct StringEvent<'a> {
+        run_id: &'a str,
+        caller: &'a str,
+        tool: &'a str,
+        outcome: GateCode,
+        fingerprint: &'a str,
+    }
+
+    #[test]
+    fn audit_events_serialise_and_read_back_as_the_string_ones() {
+        let names = [
+            "",
+            "r1",
+            "bench-1999",
+            "exactly twenty-four byte",
+            "exactly twenty-five bytes",
+            "é \"quoted\" \\ back\nslash \u{1F600}",
+            "a run id of forty bytes, which is heap!!",
+        ];
+        for (i, name) in names.iter().enumerate() {
+            let other = names[(i + 3) % names.len()];
+            let e = AuditEvent {
+                run_id: (*name).into(),
+                caller: other.into(),
+                tool: (*name).into(),
+                outcome: GateCode::NeedsApproval,
+                fingerprint: "ab".repeat(32),
+            };
+            let old = StringEvent {
+                run_id: name,
+                caller: other,
+                tool: name,
+                outcome: GateCode::NeedsApproval,
+                fingerprint: &e.fingerprint,
+            };
+            let json = serde_json::to_string(&e).unwrap();
+            assert_eq!(json, serde_json::to_string(&old).unwrap(), "{name:?}");
+            assert_eq!(serde_json::from_str::<AuditEvent>(&json).unwrap(), e);
+        }
+        let unknown = r#"{"run_id":"r","caller":"c","tool":"t","outcome":"ok","fingerprint":"f","x":1}"#;
+        assert!(serde_json::from_str::<AuditEvent>(unknown).is_err(), "unknown fields are still rejected");
     }
 }

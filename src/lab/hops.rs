@@ -318,8 +318,8 @@ mod tests {
                 step: u32::try_from(i).unwrap(),
                 kind: *kind,
                 code: (*code).to_string().into(),
-                detail: (*detail).to_string(),
-                args: args.map(str::to_string),
+                detail: (*detail).into(),
+                args: args.map(Into::into),
             });
         }
         t

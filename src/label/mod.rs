@@ -147,7 +147,8 @@ impl<'de> Deserialize<'de> for Label {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Taint {
     label: Label,
-    source: Option<Box<str>>,
+    /// Up to 24 bytes kept inline (a tool and an id: no allocation).
+    source: Option<compact_str::CompactString>,
 }
 
 impl Taint {

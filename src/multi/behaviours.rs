@@ -222,7 +222,7 @@ struct Cited<'a> {
 
 impl Serialize for Cited<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.evidence.facts.iter().map(|f| f.source.as_str()).chain(self.made_up))
+        s.collect_seq(self.evidence.facts.iter().map(|f| f.source()).chain(self.made_up))
     }
 }
 
@@ -359,7 +359,7 @@ impl FakeResearcher {
             ResearcherKind::MadeUpSource => made_up = Some("kc-internal-v9"),
         }
         let sources = Cited { evidence: &evidence, made_up };
-        let capacity = claim.len() + evidence.facts.iter().map(|f| f.source.len() + 3).sum::<usize>() + 64;
+        let capacity = claim.len() + evidence.facts.iter().map(|f| f.source().len() + 3).sum::<usize>() + 64;
         json_text(&FindingOut { kind: "finding", claim: &claim, sources, sender }, capacity)
     }
 }
@@ -483,7 +483,7 @@ mod tests {
                     for sender in [None, Some("planner")] {
                         for claim in [evidence.strict_claim(), format!("{title}; {id}")] {
                             let mut listed: Vec<Cow<'_, str>> =
-                                evidence.facts.iter().map(|f| Cow::Borrowed(f.source.as_str())).collect();
+                                evidence.facts.iter().map(|f| Cow::Borrowed(f.source())).collect();
                             listed.extend(made_up.map(Cow::Borrowed));
                             let old = OldFinding { kind: "finding", claim: &claim, sources: &listed, sender };
                             let old = serde_json::to_string(&old).unwrap();

@@ -378,7 +378,7 @@ impl Intake {
     /// An empty intake for `run_id`.
     pub fn new(run_id: &str, claims: ClaimMode) -> Self {
         let mut trace = Trace::new(run_id);
-        trace.role = Some(Role::Coordinator.as_str().to_string());
+        trace.role = Some(Role::Coordinator.as_str().into());
         Self {
             rules: IntakeRules { claims, ..IntakeRules::default() },
             edges: EdgeTable::of_routes(),
@@ -861,7 +861,7 @@ impl Coordinator {
                 }
                 Err(e) => {
                     let mut t = Trace::new(&self.run_id);
-                    t.role = Some(role.as_str().to_string());
+                    t.role = Some(role.as_str().into());
                     traces.push(t);
                     Some(if e.is_panic() {
                         format!("panicked: {}", crate::unwind::panic_text(e.into_panic().as_ref()))

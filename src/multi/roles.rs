@@ -251,10 +251,10 @@ impl Worker {
         let since = self.audit().get(audited..).unwrap_or_default();
         let role = self.role();
         RoleReply {
-            tools: since.iter().map(|e| e.tool.clone()).collect(),
+            tools: since.iter().map(|e| e.tool.to_string()).collect(),
             denied: since
                 .iter()
-                .filter_map(|e| Some(Denial { role, tool: e.tool.clone(), code: DenialCode::of_gate(e.outcome)? }))
+                .filter_map(|e| Some(Denial { role, tool: e.tool.to_string(), code: DenialCode::of_gate(e.outcome)? }))
                 .collect(),
             stop: Some(RoleStop::Failed(detail)),
             ..RoleReply::default()
@@ -305,7 +305,7 @@ impl CallRole {
     ) -> Self {
         let prompt = if role == Role::Planner { prompts::planner() } else { prompts::reviewer() };
         let mut trace = Trace::new(&run_id);
-        trace.role = Some(role.as_str().to_string());
+        trace.role = Some(role.as_str().into());
         Self { role, client, gate, prices, user, run_id, prompt, trace }
     }
 
@@ -512,7 +512,7 @@ impl ResearchRole {
     /// A researcher over `agent`.
     pub(crate) fn new(agent: Agent, run_id: Arc<str>) -> Self {
         let mut trace = Trace::new(&run_id);
-        trace.role = Some(Role::Researcher.as_str().to_string());
+        trace.role = Some(Role::Researcher.as_str().into());
         let max_steps = agent.budget.max_steps;
         Self { agent, run_id, max_steps, trace }
     }

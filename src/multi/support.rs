@@ -44,10 +44,10 @@ impl std::str::FromStr for ClaimMode {
 /// One fact the coordinator rebuilt from a successful observation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Fact {
-    /// What was read: a ticket or document id.
-    pub source: String,
-    /// The fact's text.
+    /// The fact's text; it starts with the id of what was read (see [`Fact::source`]).
     pub text: String,
+    /// How many bytes of `text` the id takes.
+    source_len: usize,
     /// Whether every value in it has a type (see [`Fact::typed`]), or where the title
     /// that decides it starts in `text` (judged only when asked: the title check runs the
     /// instruction filter, and only a label asks).
@@ -64,6 +64,11 @@ enum Typing {
 }
 
 impl Fact {
+    /// What was read: a ticket or document id (the start of the text).
+    pub(crate) fn source(&self) -> &str {
+        self.text.get(..self.source_len).unwrap_or_default()
+    }
+
     /// Every value in it has a type, not free text: an id, a status word, a short plain
     /// title (what an endorsement may raise to trusted; see [`super::labels`]).
     pub(crate) fn typed(&self) -> bool {
@@ -118,7 +123,7 @@ impl Evidence {
                     }
                     _ => return None,
                 };
-                Some(Fact { source: seen.id.into_owned(), text, typing })
+                Some(Fact { text, source_len: id.len(), typing })
             })
             .collect();
         Self { facts }
@@ -126,12 +131,12 @@ impl Evidence {
 
     /// True when `source` is something the researcher read.
     pub(crate) fn knows(&self, source: &str) -> bool {
-        self.facts.iter().any(|f| f.source == source)
+        self.facts.iter().any(|f| f.source() == source)
     }
 
     /// True when every fact of the cited `sources` is typed (see [`Fact::typed`]).
     pub(crate) fn typed(&self, sources: &[String]) -> bool {
-        self.facts.iter().filter(|f| sources.contains(&f.source)).all(Fact::typed)
+        self.facts.iter().filter(|f| sources.iter().any(|s| s == f.source())).all(Fact::typed)
     }
 
     /// The strict claim these facts support, in order: what a careful researcher writes.
@@ -160,7 +165,8 @@ pub(crate) fn check_support(finding: &Finding, evidence: &Evidence, mode: ClaimM
     if mode == ClaimMode::Free {
         return Ok(());
     }
-    let rebuilt = |part: &str| evidence.facts.iter().any(|f| f.text == part && finding.sources.contains(&f.source));
+    let rebuilt =
+        |part: &str| evidence.facts.iter().any(|f| f.text == part && finding.sources.iter().any(|s| s == f.source()));
     // judged folded (compatibility forms, hidden characters), like every text check
     let claim = crate::security::fold(&finding.claim);
     if claim.split(';').map(str::trim).all(rebuilt) { Ok(()) } else { Err(RejectCode::UnsupportedClaim) }
@@ -197,7 +203,7 @@ mod tests {
     #[test]
     fn a_fact_is_typed_exactly_when_its_id_status_or_title_is() {
         use super::super::labels::{plain_id, plain_title, status_word};
-        let ids = ["T-602", "kc-returns-v3", "kc returns", "", "T-6é", "a;b"];
+        let ids = ["T-602", "kc-returns-v3", "kc returns", "", "T-6é", "a;b", "q\"u\\o\u{1F600} is titled x"];
         let statuses = ["open", "closed_won", "Open", "", "open now", "ouvert_é"];
         let titles = [
             "Returns (v3)",
@@ -214,12 +220,14 @@ mod tests {
                 let text = serde_json::json!({"id": id, "status": status, "text": "t"}).to_string();
                 let e = Evidence::from_observations(&[obs("o1", "get_ticket", true, &text)]);
                 assert_eq!(e.facts[0].text, format!("{id} status is {status}"));
+                assert_eq!(e.facts[0].source(), id, "the source is the id the text starts with");
                 assert_eq!(e.facts[0].typed(), status_word(status) && plain_id(id), "{id} {status}");
             }
             for title in titles {
                 let text = serde_json::json!({"id": id, "title": title, "text": "t"}).to_string();
                 let e = Evidence::from_observations(&[obs("o1", "lookup_document", true, &text)]);
                 assert_eq!(e.facts[0].text, format!("{id} is titled {title}"));
+                assert_eq!(e.facts[0].source(), id, "the source is the id the text starts with");
                 assert_eq!(e.facts[0].typed(), plain_title(title) && plain_id(id), "{id} {title}");
                 assert_eq!(e.typed(&[id.to_string()]), e.facts[0].typed());
             }

@@ -133,7 +133,7 @@ fn tool_events(lane: usize, lines: &[TraceLine], carrier: Option<&str>) -> Vec<E
         .iter()
         .filter_map(|l| {
             let (class, text) = tool_class(l, carrier)?;
-            Some(Event::Tool { lane, text, class, args: l.args.clone() })
+            Some(Event::Tool { lane, text, class, args: l.args.as_deref().map(str::to_string) })
         })
         .collect()
 }
@@ -275,7 +275,13 @@ pub fn single_diagram(goal: &str, trace: &Trace, emails: usize, carrier: Option<
             TraceKind::Tool => {
                 if let Some((class, text)) = tool_class(l, carrier) {
                     let class = if class == "tool" { "msg" } else { class };
-                    out.push(Event::Arrow { from: 1, to: 2, label: text, class, text: l.args.clone() });
+                    out.push(Event::Arrow {
+                        from: 1,
+                        to: 2,
+                        label: text,
+                        class,
+                        text: l.args.as_deref().map(str::to_string),
+                    });
                 }
             }
             _ => {}

@@ -178,7 +178,7 @@ impl StepSink for StepWriter {
             let sealed = Checkpoint::seal_parts(state, progress, &self.key).map_err(|e| e.to_string())?;
             let audit = audit
                 .iter()
-                .map(|e| Ok((e.run_id.clone(), to_json(e).map_err(|e| e.to_string())?)))
+                .map(|e| Ok((e.run_id.to_string(), to_json(e).map_err(|e| e.to_string())?)))
                 .collect::<Result<Vec<_>, String>>()?;
             Ok(Row::Checkpoint {
                 run_id: state.run_id().to_string(),

@@ -720,7 +720,10 @@ pub(crate) mod rows {
     /// [`StoreError::Sql`].
     pub(crate) fn push_gate_audit(c: &Connection, events: &[AuditEvent]) -> Result<(), StoreError> {
         for e in events {
-            c.execute("INSERT INTO gate_audit (run_id, json) VALUES (?1, ?2)", params![e.run_id, to_json(e)?])?;
+            c.execute(
+                "INSERT INTO gate_audit (run_id, json) VALUES (?1, ?2)",
+                params![e.run_id.as_str(), to_json(e)?],
+            )?;
         }
         Ok(())
     }

@@ -115,8 +115,9 @@ fn accepted_body_holds(body: &Body, evidence: &Evidence, claims: ClaimMode) -> R
         let unknown: Vec<&String> = f.sources.iter().filter(|s| !evidence.knows(s)).collect();
         ensure(unknown.is_empty(), "accepted_finding_cites_only_reads", || format!("{unknown:?}"))?;
         if claims == ClaimMode::Strict {
-            let rebuilt =
-                |part: &str| evidence.facts.iter().any(|fact| fact.text == part && f.sources.contains(&fact.source));
+            let rebuilt = |part: &str| {
+                evidence.facts.iter().any(|fact| fact.text == part && f.sources.iter().any(|s| s == fact.source()))
+            };
             let loose: Vec<&str> = f.claim.split(';').map(str::trim).filter(|p| !rebuilt(p)).collect();
             ensure(loose.is_empty(), "strict_claim_is_rebuilt_from_cited_reads", || format!("{loose:?}"))?;
         }

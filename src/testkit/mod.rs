@@ -603,7 +603,7 @@ pub fn executions(gate: &ToolGate) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for e in gate.audit() {
         if matches!(e.outcome.as_str(), "ok" | "not_found" | "bad_input" | "tool_timeout" | "tool_panicked") {
-            *out.entry(e.tool.clone()).or_insert(0) += 1;
+            *out.entry(e.tool.to_string()).or_insert(0) += 1;
         }
     }
     out
