@@ -84,7 +84,7 @@ async fn s01_from_scripted_answers_ends_like_the_fake_row_with_the_servers_usage
     // usage and cost come from the answers, priced from the table
     let price = env.prices.price("local-model").unwrap();
     let got: Vec<_> =
-        run.ledger().records.iter().map(|r| (r.model.as_str(), r.input_tokens, r.output_tokens, r.cost)).collect();
+        run.ledger().records.iter().map(|r| (&*r.model, r.input_tokens, r.output_tokens, r.cost)).collect();
     assert_eq!(
         got,
         [

@@ -205,7 +205,7 @@ pub fn request_of(body: &Value) -> LlmRequest {
                 .map(|m| {
                     let content = m["content"].as_str().unwrap_or_default();
                     match m["role"].as_str() {
-                        Some("system") => Message::system(content),
+                        Some("system") => Message::system(content.to_string()),
                         _ => Message::user(content),
                     }
                 })
@@ -213,7 +213,7 @@ pub fn request_of(body: &Value) -> LlmRequest {
         })
         .unwrap_or_default();
     LlmRequest {
-        model: body["model"].as_str().unwrap_or_default().to_string(),
+        model: body["model"].as_str().unwrap_or_default().to_string().into(),
         messages,
         tools: Vec::new(),
         max_tokens: u32::try_from(body["max_tokens"].as_u64().unwrap_or(0)).unwrap(),
@@ -252,7 +252,7 @@ fn proposal_answer(body: &Value, request: &LlmRequest, proposal: &str) -> Value 
 /// The answer of the fake role whose trusted prompt opens the request.
 fn role_answer(body: &Value, b: Behaviours) -> Value {
     let request = request_of(body);
-    let system = request.messages.first().map_or("", |m| m.content.as_str());
+    let system = request.messages.first().map_or("", |m| &*m.content);
     let message = |text: &str, calls: Vec<Value>| {
         let mut m = json!({"role": "assistant", "content": text});
         if !calls.is_empty() {

@@ -4,6 +4,7 @@
 //! successful observations).
 
 use serde_json::Value;
+use std::borrow::Cow;
 use tokio_util::sync::CancellationToken;
 
 use super::AgentState;
@@ -15,6 +16,11 @@ use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 pub trait Decider: Send {
     /// The model name written into requests.
     fn model(&self) -> &str;
+    /// The model name as a request holds it: the default copies [`Decider::model`]; a
+    /// decider whose name is a fixed string lends it instead.
+    fn model_name(&self) -> Cow<'static, str> {
+        Cow::Owned(self.model().to_owned())
+    }
     /// True when calls cost nothing and are not recorded in the ledger (e.g. a fixed plan).
     fn is_free(&self) -> bool {
         false
@@ -62,6 +68,10 @@ impl Decider for ModelDecider {
         self.client.model()
     }
 
+    fn model_name(&self) -> Cow<'static, str> {
+        self.client.model_name()
+    }
+
     fn decide<'a>(
         &'a mut self,
         _state: &'a AgentState,
@@ -100,6 +110,10 @@ impl FixedPlan {
 impl Decider for FixedPlan {
     fn model(&self) -> &str {
         "fixed-plan"
+    }
+
+    fn model_name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("fixed-plan")
     }
 
     fn is_free(&self) -> bool {

@@ -646,7 +646,7 @@ impl Agent {
     ) -> Result<UsageRecord, AgentError> {
         let (input, output) = response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
         let price = self.prices.price(&request.model)?;
-        Ok(UsageRecord::priced(run_id, &request.model, price, input, output))
+        Ok(UsageRecord::priced(run_id, request.model.clone(), price, input, output))
     }
 
     /// The request for the next step: trusted rules and tool list, then the goal, memory
@@ -664,7 +664,7 @@ impl Agent {
             system.push_str(line);
         }
         LlmRequest {
-            model: self.decider.model().to_string(),
+            model: self.decider.model_name(),
             messages: vec![Message::system(system), Message::user(self.user_blocks(state))],
             tools,
             // a real model's own allowance wins; the budget checks the call against it
@@ -684,13 +684,14 @@ impl Agent {
                 let memory = self.memory.is_some() || self.guarded.is_some();
                 if let Some(user) = prepared.request.messages.last_mut() {
                     if !memory && prepared.written <= observations.len() {
-                        let before = user.content.len();
+                        let content = user.content.to_mut();
+                        let before = content.len();
                         for o in &observations[prepared.written..] {
-                            push_observation(&mut user.content, o);
+                            push_observation(content, o);
                         }
-                        prepared.user_chars += char_count(&user.content[before..]);
+                        prepared.user_chars += char_count(&content[before..]);
                     } else {
-                        user.content = self.user_blocks(state);
+                        user.content = Cow::Owned(self.user_blocks(state));
                         prepared.user_chars = char_count(&user.content);
                     }
                 }

@@ -2,6 +2,7 @@
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 use super::Price;
 
@@ -11,8 +12,9 @@ use super::Price;
 pub struct UsageRecord {
     /// The run that made the call.
     pub run_id: String,
-    /// The model that answered.
-    pub model: String,
+    /// The model that answered (borrowed when the request's name was, see
+    /// `LlmRequest::model`).
+    pub model: Cow<'static, str>,
     /// Tokens sent.
     pub input_tokens: u64,
     /// Tokens received.
@@ -24,10 +26,16 @@ pub struct UsageRecord {
 impl UsageRecord {
     /// The record of one call of `model` in `run_id`, its cost taken from `price` for these
     /// very token counts.
-    pub fn priced(run_id: &str, model: &str, price: Price, input_tokens: u64, output_tokens: u64) -> Self {
+    pub fn priced(
+        run_id: &str,
+        model: impl Into<Cow<'static, str>>,
+        price: Price,
+        input_tokens: u64,
+        output_tokens: u64,
+    ) -> Self {
         Self {
             run_id: run_id.to_string(),
-            model: model.to_string(),
+            model: model.into(),
             input_tokens,
             output_tokens,
             cost: price.cost(input_tokens, output_tokens),

@@ -67,7 +67,42 @@ mod tests {
         assert_eq!(r.tokens(|| unreachable!("the server reported usage")), (120, 40));
         let p = Price { input_per_1k: Decimal::new(8, 3), output_per_1k: Decimal::new(24, 3) };
         let rec = UsageRecord::priced("r1", "m", p, 120, 40);
-        assert_eq!((rec.run_id.as_str(), rec.model.as_str(), rec.cost), ("r1", "m", p.cost(120, 40)));
+        assert_eq!((rec.run_id.as_str(), &*rec.model, rec.cost), ("r1", "m", p.cost(120, 40)));
+    }
+
+    #[test]
+    fn a_usage_record_with_a_lent_model_name_serialises_as_before() {
+        // the record's model became a `Cow`: its JSON is the one a `String` field wrote,
+        // it reads back equal whether the name was lent or owned, and unknown fields are
+        // still refused
+        let p = Price { input_per_1k: Decimal::new(8, 3), output_per_1k: Decimal::new(24, 3) };
+        let lent = UsageRecord::priced("r-\u{e9}\"1", "fake-planner", p, 120, 40);
+        let owned = UsageRecord::priced("r-\u{e9}\"1", String::from("fake-planner"), p, 120, 40);
+        assert!(matches!(lent.model, std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(owned.model, std::borrow::Cow::Owned(_)));
+        // the record as it was declared before, with `String` fields
+        #[derive(serde::Serialize)]
+        struct Before {
+            run_id: String,
+            model: String,
+            input_tokens: u64,
+            output_tokens: u64,
+            cost: Decimal,
+        }
+        let before = Before {
+            run_id: "r-\u{e9}\"1".into(),
+            model: "fake-planner".into(),
+            input_tokens: 120,
+            output_tokens: 40,
+            cost: p.cost(120, 40),
+        };
+        let json = serde_json::to_string(&lent).unwrap();
+        assert_eq!(json, serde_json::to_string(&before).unwrap());
+        assert_eq!(serde_json::to_string(&owned).unwrap(), json);
+        let back: UsageRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, lent);
+        let extra = json.replace(r#""cost""#, r#""extra":1,"cost""#);
+        assert!(serde_json::from_str::<UsageRecord>(&extra).is_err());
     }
 
     #[test]

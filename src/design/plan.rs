@@ -154,7 +154,7 @@ pub(crate) fn plan_request(agent: &Agent, model: &str, max_tokens: Option<u32>, 
     let mut user = String::new();
     push_block(&mut user, "goal", "user-input", &[], goal);
     LlmRequest {
-        model: model.to_string(),
+        model: model.to_owned().into(),
         messages: vec![Message::system(system), Message::user(user)],
         tools: Vec::new(),
         max_tokens: max_tokens.unwrap_or(agent.budget.max_output_tokens),
@@ -230,7 +230,7 @@ pub async fn plan_then_execute(
         Err(crash) => return Err(DesignError::Agent(crate::agent::AgentError::Model(crash))),
     };
     let (input, output) = response.tokens(|| (request.estimated_input_tokens(), estimate_tokens(&response.text)));
-    ledger.add(UsageRecord::priced(run_id, &request.model, price, input, output));
+    ledger.add(UsageRecord::priced(run_id, request.model.clone(), price, input, output));
     let plan = match parse_plan(&response.text) {
         Ok(p) => p,
         Err(code) => {

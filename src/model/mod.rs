@@ -14,6 +14,7 @@ pub(crate) mod scripted;
 pub(crate) mod spec;
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -47,8 +48,8 @@ pub enum MessageRole {
 pub struct Message {
     /// Author.
     pub role: MessageRole,
-    /// Text.
-    pub content: String,
+    /// Text (borrowed when it is a fixed text, as a role's system prompt is).
+    pub content: Cow<'static, str>,
     /// Tool calls an assistant message made (native tool calling).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<RequestedCall>,
@@ -59,23 +60,33 @@ pub struct Message {
 
 impl Message {
     /// A trusted system message.
-    pub fn system(content: impl Into<String>) -> Self {
+    pub fn system(content: impl Into<Cow<'static, str>>) -> Self {
         Self { role: MessageRole::System, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
     }
 
     /// A user message (in this crate: untrusted blocks).
     pub fn user(content: impl Into<String>) -> Self {
-        Self { role: MessageRole::User, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
+        Self {
+            role: MessageRole::User,
+            content: Cow::Owned(content.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
     }
 
     /// An assistant message, with the tool calls it made.
     pub fn assistant(content: impl Into<String>, tool_calls: Vec<RequestedCall>) -> Self {
-        Self { role: MessageRole::Assistant, content: content.into(), tool_calls, tool_call_id: None }
+        Self { role: MessageRole::Assistant, content: Cow::Owned(content.into()), tool_calls, tool_call_id: None }
     }
 
     /// A tool result answering call `id`.
     pub fn tool(id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self { role: MessageRole::Tool, content: content.into(), tool_calls: Vec::new(), tool_call_id: Some(id.into()) }
+        Self {
+            role: MessageRole::Tool,
+            content: Cow::Owned(content.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(id.into()),
+        }
     }
 }
 
@@ -95,8 +106,9 @@ pub struct RequestedCall {
 /// What the application asks a model.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LlmRequest {
-    /// Model name (the price table key).
-    pub model: String,
+    /// Model name (the price table key); borrowed when the client's name is a fixed one
+    /// (see [`LlmClient::model_name`]).
+    pub model: Cow<'static, str>,
     /// System message first, then the untrusted blocks.
     pub messages: Vec<Message>,
     /// The tools this task allows (for clients with native tool calling).
@@ -108,7 +120,7 @@ pub struct LlmRequest {
 impl LlmRequest {
     /// The text of the last user message (where the untrusted blocks are).
     pub fn user_text(&self) -> &str {
-        self.messages.iter().rev().find(|m| m.role == MessageRole::User).map_or("", |m| m.content.as_str())
+        self.messages.iter().rev().find(|m| m.role == MessageRole::User).map_or("", |m| &*m.content)
     }
 
     /// The estimated input tokens of this request.
@@ -131,8 +143,9 @@ pub struct Usage {
 pub struct LlmResponse {
     /// The text (for the agent loop: a proposal in JSON).
     pub text: String,
-    /// The model that answered.
-    pub model: String,
+    /// The model that answered (borrowed when it is a fixed name, as a fake's is, so a
+    /// fake's reply allocates no name).
+    pub model: Cow<'static, str>,
     /// Usage as the server reported it; `None` means "estimate from the text".
     pub usage: Option<Usage>,
     /// Tool calls of a native tool-calling reply (empty for plain text replies).
@@ -142,7 +155,7 @@ pub struct LlmResponse {
 
 impl LlmResponse {
     /// A plain text reply with estimated usage.
-    pub fn text(text: impl Into<String>, model: impl Into<String>) -> Self {
+    pub fn text(text: impl Into<String>, model: impl Into<Cow<'static, str>>) -> Self {
         Self { text: text.into(), model: model.into(), usage: None, tool_calls: Vec::new() }
     }
 
@@ -174,6 +187,11 @@ pub enum ModelError {
 pub trait LlmClient: Send {
     /// The model name used for prices and traces.
     fn model(&self) -> &str;
+    /// The model name as a request or usage record holds it: the default copies
+    /// [`LlmClient::model`]; a client whose name is a fixed string lends it instead.
+    fn model_name(&self) -> Cow<'static, str> {
+        Cow::Owned(self.model().to_owned())
+    }
     /// Answers one request; the response's text is a proposal for the agent loop.
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>>;
     /// Answers one request whose answer is a message for another role (a planner's brief,
@@ -216,6 +234,10 @@ impl<C: LlmClient> LlmClient for SlowClient<C> {
         self.inner.model()
     }
 
+    fn model_name(&self) -> Cow<'static, str> {
+        self.inner.model_name()
+    }
+
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         self.clock.advance(self.per_call);
         self.inner.complete(request)
@@ -244,6 +266,10 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
         (**self).model()
     }
 
+    fn model_name(&self) -> Cow<'static, str> {
+        (**self).model_name()
+    }
+
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         (**self).complete(request)
     }
@@ -262,5 +288,44 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
 
     fn max_tokens(&self) -> Option<u32> {
         (**self).max_tokens()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lent_message_text_serialises_and_reads_back_as_an_owned_one() {
+        // a message's text became a `Cow` (a role's fixed system prompt is lent, not
+        // copied): the JSON is the one a `String` field wrote, for every kind of text
+        #[derive(Serialize)]
+        struct Before<'a> {
+            role: MessageRole,
+            content: &'a str,
+        }
+        #[derive(Serialize)]
+        struct BeforeReply<'a> {
+            text: &'a str,
+            model: String,
+            usage: Option<Usage>,
+        }
+        for text in ["", "plain", "quote \" backslash \\ newline \n tab \t", "\u{e9}\u{1F600} \u{0} \u{2028}"] {
+            let lent = Message::system(text);
+            let owned = Message::system(text.to_string());
+            assert!(matches!(lent.content, Cow::Borrowed(_)));
+            assert!(matches!(owned.content, Cow::Owned(_)));
+            let json = serde_json::to_string(&lent).unwrap();
+            assert_eq!(json, serde_json::to_string(&Before { role: MessageRole::System, content: text }).unwrap());
+            assert_eq!(serde_json::to_string(&owned).unwrap(), json);
+            let back: Message = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, lent);
+            let reply = LlmResponse::text(text, "fake-planner");
+            assert!(matches!(reply.model, Cow::Borrowed("fake-planner")));
+            let json = serde_json::to_string(&reply).unwrap();
+            let before = BeforeReply { text, model: "fake-planner".to_string(), usage: None };
+            assert_eq!(json, serde_json::to_string(&before).unwrap());
+            assert_eq!(serde_json::from_str::<LlmResponse>(&json).unwrap(), reply);
+        }
     }
 }

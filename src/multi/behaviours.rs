@@ -159,7 +159,7 @@ fn wanted_doc(question: &str) -> Option<&'static str> {
 }
 
 fn respond(text: String, model: &'static str, tool_calls: Vec<RequestedCall>) -> LlmResponse {
-    LlmResponse { text, model: model.to_string(), usage: None, tool_calls }
+    LlmResponse { text, model: Cow::Borrowed(model), usage: None, tool_calls }
 }
 
 #[derive(Serialize)]
@@ -197,6 +197,10 @@ fn brief(question: &str, grant: Option<&'static str>) -> String {
 impl LlmClient for FakePlanner {
     fn model(&self) -> &str {
         FAKE_PLANNER
+    }
+
+    fn model_name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(FAKE_PLANNER)
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
@@ -369,6 +373,10 @@ impl Decider for FakeResearcher {
         FAKE_RESEARCHER
     }
 
+    fn model_name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(FAKE_RESEARCHER)
+    }
+
     fn decide<'a>(
         &'a mut self,
         state: &'a AgentState,
@@ -433,6 +441,10 @@ impl LlmClient for FakeReviewer {
         FAKE_REVIEWER
     }
 
+    fn model_name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(FAKE_REVIEWER)
+    }
+
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         let (text, calls) = self.review(request);
         Box::pin(std::future::ready(Ok(respond(text, FAKE_REVIEWER, calls))))
@@ -447,6 +459,34 @@ mod tests {
 
     fn obs(id: &str, tool: &str, ok: bool, text: String) -> Observation {
         Observation { id: id.into(), step: 1, tool: tool.into(), ok, text }
+    }
+
+    #[tokio::test]
+    async fn the_fakes_lend_their_fixed_names_to_requests_and_replies() {
+        // a fake's name is a constant: the request, the reply and the usage record hold it
+        // borrowed (no allocation), and it is the very name `model()` gives
+        let request = LlmRequest {
+            model: FakePlanner { kind: PlannerKind::Sensible }.model_name(),
+            messages: vec![Message::system("s"), Message::user("u")],
+            tools: Vec::new(),
+            max_tokens: 100,
+        };
+        assert!(matches!(request.model, Cow::Borrowed(FAKE_PLANNER)));
+        let mut planner = FakePlanner { kind: PlannerKind::Sensible };
+        let reply = planner.complete(&request).await.unwrap();
+        assert!(matches!(reply.model, Cow::Borrowed(FAKE_PLANNER)), "{:?}", reply.model);
+        let mut reviewer = FakeReviewer { kind: ReviewerKind::Sensible };
+        assert!(matches!(reviewer.model_name(), Cow::Borrowed(m) if m == reviewer.model()));
+        let reply = reviewer.complete(&request).await.unwrap();
+        assert!(matches!(reply.model, Cow::Borrowed(FAKE_REVIEWER)), "{:?}", reply.model);
+        let mut researcher = FakeResearcher { kind: ResearcherKind::Sensible };
+        assert!(matches!(researcher.model_name(), Cow::Borrowed(m) if m == researcher.model()));
+        let state = AgentState::new("r1", "u1", "research", "a question").unwrap();
+        let reply = researcher.decide(&state, &request).await.unwrap();
+        assert!(matches!(reply.model, Cow::Borrowed(FAKE_RESEARCHER)), "{:?}", reply.model);
+        // a client without a fixed name still gets its own name, copied
+        let fake = crate::model::FakeModel::new(crate::model::FakeKind::Sensible);
+        assert_eq!(LlmClient::model_name(&fake), fake.model());
     }
 
     #[test]

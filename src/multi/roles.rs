@@ -403,7 +403,7 @@ impl CallRole {
             }
         }
         let request = LlmRequest {
-            model: self.client.model().to_string(),
+            model: self.client.model_name(),
             messages: vec![Message::system(self.prompt), Message::user(user)],
             tools: self.specs(),
             // a real model's own allowance (`--planner-max-tokens`, …) wins

@@ -501,14 +501,14 @@ impl Pal {
             (request.estimated_input_tokens(), estimate_tokens(&response.text) + estimate_tokens(&calls))
         });
         let price = self.prices.price(&request.model)?;
-        Ok(UsageRecord::priced(run_id, &request.model, price, input, output))
+        Ok(UsageRecord::priced(run_id, request.model.clone(), price, input, output))
     }
 
     /// The next request: the whole conversation so far, and the task's tools natively.
     pub fn request(&self, messages: &[Message]) -> LlmRequest {
         let tools = self.gate.policy().tools_for(&self.task).filter_map(|t| self.gate.tools().spec(t)).collect();
         LlmRequest {
-            model: self.client.model().to_string(),
+            model: self.client.model_name(),
             messages: messages.to_vec(),
             tools,
             // a real model's own allowance wins; the token budget checks the call against it

@@ -182,7 +182,7 @@ impl PalFake {
                     arguments,
                 })
                 .collect();
-            LlmResponse { text: String::new(), model: self.name.clone(), usage: None, tool_calls }
+            LlmResponse { text: String::new(), model: self.name.clone().into(), usage: None, tool_calls }
         };
         let text = |t: String| LlmResponse::text(t, self.name.clone());
         match self.kind {

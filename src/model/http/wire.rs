@@ -96,7 +96,7 @@ pub(crate) fn finish_function() -> Value {
 /// (the name of the finishing function).
 pub(crate) fn request_body(default_model: &str, ep: &Endpoint, request: &LlmRequest) -> Result<Vec<u8>, HttpFailure> {
     let mode = ep.tool_mode;
-    let model = if request.model.is_empty() { default_model } else { request.model.as_str() };
+    let model = if request.model.is_empty() { default_model } else { &request.model };
     let messages = request
         .messages
         .iter()
@@ -257,7 +257,7 @@ pub(crate) fn read_reply_as(body: &[u8], default_model: &str, reading: Reading) 
             text.to_string()
         }
     };
-    Ok(LlmResponse { text, model, usage, tool_calls: calls })
+    Ok(LlmResponse { text, model: model.into(), usage, tool_calls: calls })
 }
 
 /// The message a tool call carries: a `finish` call's `answer` text, nothing otherwise.
