@@ -189,6 +189,18 @@ fn valid_run_id(id: &str) -> bool {
 
 const BAD_RUN_ID: &str = "run_id must be 1 to 40 of a-z, 0-9 and -";
 const BAD_GOAL: &str = "the goal must be 1 to 300 characters";
+
+/// The run id and the goal, checked in this order: what a new state can break, and the
+/// first two checks of loading one.
+fn check_run_id_and_goal(run_id: &str, goal: &str) -> Result<(), StateError> {
+    if !valid_run_id(run_id) {
+        return Err(StateError::Invalid(BAD_RUN_ID));
+    }
+    if goal.trim().is_empty() || longer_than(goal, MAX_GOAL_CHARS) {
+        return Err(StateError::Invalid(BAD_GOAL));
+    }
+    Ok(())
+}
 const ANSWER_TOO_LONG: &str = "the answer must be at most 600 characters";
 const BAD_OBSERVATION: &str = "observations must be numbered o1, o2, … and come from past steps";
 const SOURCE_NOT_OBSERVED: &str = "every source must be a successful observation of this run";
@@ -217,12 +229,7 @@ impl TryFrom<RawState> for AgentState {
 
     fn try_from(raw: RawState) -> Result<Self, StateError> {
         let invalid = |m| Err(StateError::Invalid(m));
-        if !valid_run_id(&raw.run_id) {
-            return invalid(BAD_RUN_ID);
-        }
-        if raw.goal.trim().is_empty() || longer_than(&raw.goal, MAX_GOAL_CHARS) {
-            return invalid(BAD_GOAL);
-        }
+        check_run_id_and_goal(&raw.run_id, &raw.goal)?;
         if longer_than(&raw.answer, MAX_ANSWER_CHARS) {
             return invalid(ANSWER_TOO_LONG);
         }
@@ -321,12 +328,7 @@ impl AgentState {
     /// sources, reason or pending action, so only the run id and the goal are checked
     /// (in loading's order, with its errors), and no status text is built to be parsed.
     pub fn new(run_id: &str, user_id: &str, task: &str, goal: &str) -> Result<Self, StateError> {
-        if !valid_run_id(run_id) {
-            return Err(StateError::Invalid(BAD_RUN_ID));
-        }
-        if goal.trim().is_empty() || longer_than(goal, MAX_GOAL_CHARS) {
-            return Err(StateError::Invalid(BAD_GOAL));
-        }
+        check_run_id_and_goal(run_id, goal)?;
         Ok(AgentState {
             run_id: run_id.into(),
             user_id: user_id.into(),
