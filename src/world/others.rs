@@ -107,9 +107,69 @@ impl Foreign {
     /// The first word of `text` (folded, compared in lower case) that is one of the words.
     fn first_in(&self, text: &str) -> Option<&str> {
         if text.is_ascii() {
-            // folding leaves ASCII as it is and lower case splits it at the same places:
-            // each word is lowered on its own (on the stack), and only when it may be one
-            // of the words
+            return self.first_in_ascii(text);
+        }
+        let folded = fold(text).to_lowercase();
+        folded.split(|c: char| !in_word(c)).map(trimmed).find_map(|w| self.get(w.as_bytes()))
+    }
+
+    /// [`Foreign::first_in`] of an ASCII `text`: folding leaves it as it is and lower case
+    /// splits it at the same places, so each word is read in place, in one pass over the
+    /// bytes; a word whose first byte starts none of the words is passed over without
+    /// finding its end twice, and only a word that may be one of them is lowered (on the
+    /// stack) and looked up.
+    fn first_in_ascii(&self, text: &str) -> Option<&str> {
+        let bytes = text.as_bytes();
+        let class = |i: usize| bytes.get(i).map_or(0, |b| BYTE[usize::from(*b)]);
+        let mut i = 0;
+        loop {
+            while i < bytes.len() && class(i) & WORD == 0 {
+                i += 1;
+            }
+            if i >= bytes.len() {
+                return None;
+            }
+            // the bytes trimming takes off the front of the word
+            while class(i) & TRIM != 0 {
+                i += 1;
+            }
+            let Some(&first) = bytes.get(i).filter(|_| class(i) & WORD != 0) else { continue };
+            let start = i;
+            while class(i) & WORD != 0 {
+                i += 1;
+            }
+            if self.ends[usize::from(first)] & FIRST == 0 {
+                continue;
+            }
+            // and off its end (not past its first byte, which trimming keeps)
+            let mut end = i;
+            while end > start + 1 && class(end - 1) & TRIM != 0 {
+                end -= 1;
+            }
+            let word = &bytes[start..end];
+            let last = bytes[end - 1];
+            if !self.may_hold(word.len(), first, last) {
+                continue;
+            }
+            let mut stack = [0u8; LOWERED_ON_STACK];
+            let found = match stack.get_mut(..word.len()) {
+                Some(lower) => {
+                    lower.copy_from_slice(word);
+                    lower.make_ascii_lowercase();
+                    self.get(lower)
+                }
+                None => self.get(&word.to_ascii_lowercase()),
+            };
+            if found.is_some() {
+                return found;
+            }
+        }
+    }
+
+    /// The ASCII reading as it was: the words split off one by one, then each tested.
+    #[cfg(test)]
+    fn first_in_by_words(&self, text: &str) -> Option<&str> {
+        if text.is_ascii() {
             return ascii_words(text).find_map(|w| {
                 let bytes = w.as_bytes();
                 let (&first, &last) = (bytes.first()?, bytes.last()?);
@@ -178,6 +238,27 @@ fn in_word(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '-' | '@' | '.' | '_' | '+')
 }
 
+/// [`BYTE`] bit of a byte [`in_word`] keeps in a word (no byte of ASCII text but these).
+const WORD: u8 = 1;
+/// [`BYTE`] bit of a byte [`trimmed`] takes off a word's ends.
+const TRIM: u8 = 2;
+
+/// [`WORD`] and [`TRIM`] of every byte.
+static BYTE: [u8; 256] = {
+    let mut t = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        if ASCII_WORD[b] {
+            t[b] = WORD;
+        }
+        if matches!(b as u8, b'.' | b'-' | b'_') {
+            t[b] |= TRIM;
+        }
+        b += 1;
+    }
+    t
+};
+
 /// The bytes [`in_word`] keeps in a word, for ASCII text (no other byte is in a word).
 const ASCII_WORD: [bool; 256] = {
     let mut t = [false; 256];
@@ -191,6 +272,7 @@ const ASCII_WORD: [bool; 256] = {
 
 /// The words of an ASCII `text`, trimmed, as `text.split(|c| !in_word(c)).map(trimmed)`
 /// gives them but without the empty ones.
+#[cfg(test)]
 fn ascii_words(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
     let mut i = 0;
@@ -387,5 +469,113 @@ mod tests {
         other.users.remove("mallory");
         assert_eq!(other.names_other_user("kwame", "mallory"), None);
         assert_eq!(w.names_other_user("kwame", "mallory"), Some("mallory".into()));
+    }
+
+    /// Pieces of texts: the words of the test worlds in several cases, parts and
+    /// extensions of them, words that hold one another, every byte a word is split on or
+    /// trimmed of, and non-ASCII look-alikes.
+    const PIECES: &[&str] = &[
+        "lena",
+        "LENA",
+        "Lena",
+        "len",
+        "enа",
+        "lenient",
+        "vogel",
+        "VOGEL",
+        "mallory",
+        "Mallory",
+        "quinn",
+        "mensah",
+        "kwame",
+        "t-603",
+        "T-603",
+        "T-6030",
+        "t-60",
+        "-603",
+        "lena@example.com",
+        "LENA@EXAMPLE.COM",
+        "@example.com",
+        "lena@",
+        "mallory@example.com",
+        "x",
+        "1",
+        "T",
+        "ann",
+        "anna",
+        "o'brien",
+        "brien",
+        "ebo",
+        "obe",
+        "boe",
+        "bob",
+        "p+4@x.io",
+        "p4",
+        "+",
+        "@",
+        ".",
+        "..",
+        "-",
+        "--",
+        "_",
+        "'",
+        " ",
+        "\n",
+        "\t",
+        "\"",
+        ",",
+        ";",
+        "(",
+        ")",
+        "<",
+        ">",
+        "é",
+        "ｔ－６０３",
+        "\u{200B}",
+        "\u{212A}",
+        "日本",
+    ];
+
+    fn piece_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop::collection::vec(prop::sample::select(PIECES), 0..12).prop_map(|v| v.concat())
+    }
+
+    /// A world with words inside words, a long address, and words no word of a text can be.
+    fn nested_world() -> WorldData {
+        let long = format!("{}@example.com", "y".repeat(70));
+        let world = serde_json::json!({
+            "users": [
+                {"id": "ann", "name": "Anna O'Brien Ebo", "email": "anna@ann.io", "roles": []},
+                {"id": "bob", "name": "Bob Obe Boe", "email": "p+4@x.io", "roles": []},
+                {"id": "zed", "name": "Zed", "email": "-zed-@x.io", "roles": []},
+                {"id": "yy", "name": "Yves", "email": long, "roles": []}
+            ],
+            "tickets": [
+                {"id": "T-60", "owner": "ann", "status": "open", "subject": "s", "text": "t"},
+                {"id": "T-603", "owner": "bob", "status": "open", "subject": "s", "text": "t"}
+            ],
+            "documents": []
+        });
+        WorldData::from_json(&world.to_string()).unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+
+        #[test]
+        fn one_pass_over_the_bytes_finds_the_word_read_anew_finds(text in piece_text()) {
+            let bundled = WorldData::bundled().unwrap();
+            let nested = nested_world();
+            let long = format!("{text} {}@example.COM. x", "Y".repeat(70));
+            for (w, user) in [(&bundled, "kwame"), (&bundled, "lena"), (&nested, "ann"), (&nested, "bob"), (&nested, "nobody")] {
+                for text in [text.as_str(), long.as_str()] {
+                    let words = foreign(w, user);
+                    let anew = read_anew(w, user, text);
+                    proptest::prop_assert_eq!(words.first_in(text).map(str::to_string), anew.clone(), "{}: {:?}", user, text);
+                    proptest::prop_assert_eq!(words.first_in_by_words(text).map(str::to_string), anew, "{}: {:?}", user, text);
+                }
+            }
+        }
     }
 }
