@@ -475,8 +475,7 @@ impl Intake {
         match checked {
             Ok((recipient, body, label)) => {
                 self.edges.count(sender, recipient, &mut self.counts);
-                let mut id = String::with_capacity(4);
-                id.push('m');
+                let mut id = compact_str::CompactString::const_new("m");
                 id.push_str(itoa::Buffer::new().format(self.messages.len() + 1));
                 let env = Envelope { id, sender, recipient, kind: body.kind(), depth, body, label };
                 let detail = ShortText::<64>::concat(&[
@@ -909,5 +908,51 @@ impl Coordinator {
             traces,
             audit,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_ids_count_up_and_read_and_print_as_the_string_ids_did() {
+        // the envelope as it was declared before its id became a `CompactString`
+        #[derive(serde::Serialize)]
+        struct Before<'a> {
+            id: String,
+            sender: Role,
+            recipient: Role,
+            kind: super::super::envelope::Kind,
+            depth: u32,
+            body: &'a Body,
+            label: Label,
+        }
+        let mut intake = Intake::new("run-1", ClaimMode::Strict);
+        let brief = r#"{"kind":"brief","question":"Status of T-601? \"é\" \u00e9"}"#;
+        for n in 1..=120 {
+            let env = intake.accept_labelled(Role::Planner, brief, &[], 1, 1, Label::TRUSTED).unwrap();
+            assert_eq!(env.id, format!("m{n}"));
+            let before = Before {
+                id: format!("m{n}"),
+                sender: env.sender,
+                recipient: env.recipient,
+                kind: env.kind,
+                depth: env.depth,
+                body: &env.body,
+                label: env.label,
+            };
+            assert_eq!(serde_json::to_string(&*env).unwrap(), serde_json::to_string(&before).unwrap());
+            assert_eq!(
+                env.log_line(),
+                format!("m{n} planner -> researcher brief depth=1 {}", crate::security::redact(&env.body.to_text()))
+            );
+        }
+        // a refusal takes no number: the next accepted envelope is the next id
+        assert!(intake.accept_labelled(Role::Planner, "prose", &[], 1, 1, Label::TRUSTED).is_err());
+        let env = intake.accept_labelled(Role::Planner, brief, &[], 1, 1, Label::TRUSTED).unwrap();
+        assert_eq!(env.id, "m121");
+        let line = intake.trace.lines.iter().rev().find(|l| l.code == "ok").map(|l| l.detail.to_string());
+        assert_eq!(line.as_deref(), Some("m121 planner->researcher brief"));
     }
 }

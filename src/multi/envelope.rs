@@ -187,8 +187,9 @@ impl Serialize for Body {
 /// An accepted message, as the coordinator forwards and logs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Envelope {
-    /// `m1`, `m2`, … in the order the coordinator accepted them (per run).
-    pub id: String,
+    /// `m1`, `m2`, … in the order the coordinator accepted them (per run); held inline
+    /// (no allocation per envelope), written as the string it is.
+    pub id: compact_str::CompactString,
     /// Set by the coordinator from the channel the text arrived on, never from the text.
     pub sender: Role,
     /// From the route table.
