@@ -146,7 +146,11 @@ pub fn parse_proposal(text: &str) -> Result<Proposal, ProposalError> {
             let no_call_fields = raw.tool.as_deref().unwrap_or("").is_empty()
                 && raw.arguments.as_ref().is_none_or(|a| a.as_object().is_some_and(|o| o.is_empty()));
             let sources = raw.sources.unwrap_or_default();
-            let answer_fits = raw.answer.as_deref().is_none_or(|a| a.chars().count() <= MAX_ANSWER_CHARS);
+            // a text of at most that many bytes has at most that many characters
+            let answer_fits = raw
+                .answer
+                .as_deref()
+                .is_none_or(|a| a.len() <= MAX_ANSWER_CHARS || a.chars().count() <= MAX_ANSWER_CHARS);
             if !no_call_fields || sources.len() > 20 || !answer_fits {
                 return Err(ProposalError::InvalidProposal);
             }
@@ -266,6 +270,28 @@ mod tests {
         for text in &texts {
             assert_eq!(parse_proposal(text), parse_with_string_action(text), "{text}");
         }
+    }
+
+    #[test]
+    fn the_answer_limit_counts_characters_only_past_as_many_bytes() {
+        // around the limit, in one-byte and multi-byte characters: the reference parser
+        // counts the characters of every answer
+        for unit in ["a", "é", "\u{1F600}", "\\\"", "\\u00e9"] {
+            for n in [
+                MAX_ANSWER_CHARS / 4,
+                MAX_ANSWER_CHARS / 2,
+                MAX_ANSWER_CHARS - 1,
+                MAX_ANSWER_CHARS,
+                MAX_ANSWER_CHARS + 1,
+            ] {
+                let text = format!(r#"{{"action":"finish","answer":"{}","sources":["o1"]}}"#, unit.repeat(n));
+                assert_eq!(parse_proposal(&text), parse_with_string_action(&text), "{unit} x {n}");
+            }
+        }
+        let fits = format!(r#"{{"action":"finish","answer":"{}"}}"#, "é".repeat(MAX_ANSWER_CHARS));
+        assert!(matches!(parse_proposal(&fits), Ok(Proposal::Finish { .. })), "characters, not bytes");
+        let over = format!(r#"{{"action":"finish","answer":"{}"}}"#, "é".repeat(MAX_ANSWER_CHARS + 1));
+        assert_eq!(parse_proposal(&over), Err(ProposalError::InvalidProposal));
     }
 
     #[test]

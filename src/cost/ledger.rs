@@ -1,5 +1,6 @@
 //! The usage ledger: one record per model call, and the totals a budget reads.
 
+use compact_str::CompactString;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -10,8 +11,9 @@ use super::Price;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsageRecord {
-    /// The run that made the call.
-    pub run_id: String,
+    /// The run that made the call (up to 24 bytes held inline: a run id of that length or
+    /// less costs no allocation per record; its JSON is the string's).
+    pub run_id: CompactString,
     /// The model that answered (borrowed when the request's name was, see
     /// `LlmRequest::model`).
     pub model: Cow<'static, str>,
@@ -34,7 +36,7 @@ impl UsageRecord {
         output_tokens: u64,
     ) -> Self {
         Self {
-            run_id: run_id.to_string(),
+            run_id: CompactString::from(run_id),
             model: model.into(),
             input_tokens,
             output_tokens,

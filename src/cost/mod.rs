@@ -106,6 +106,63 @@ mod tests {
     }
 
     #[test]
+    fn a_usage_record_with_an_inline_run_id_reads_and_writes_as_the_string_did() {
+        // the record's run id became a `CompactString` (no allocation for an id of up to
+        // 24 bytes): the same JSON as the `String` field wrote for ids short and long,
+        // the same value read back, and the same error text for every bad record
+        #[derive(serde::Serialize, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Before {
+            run_id: String,
+            model: String,
+            input_tokens: u64,
+            output_tokens: u64,
+            cost: Decimal,
+        }
+        let p = Price { input_per_1k: Decimal::new(8, 3), output_per_1k: Decimal::new(24, 3) };
+        let mut ids: Vec<String> =
+            ["", "r1", "bench-1999", "r-\u{e9}\"1\n\\", "\u{1F600}\u{0}\u{7f}", "run-\u{2028}-x"]
+                .map(String::from)
+                .into();
+        for n in [23, 24, 25, 40, 200] {
+            ids.push("a".repeat(n));
+            ids.push("\u{e9}".repeat(n / 2));
+        }
+        for id in &ids {
+            let rec = UsageRecord::priced(id, "fake-planner", p, 120, 40);
+            assert_eq!(rec.run_id, id.as_str());
+            let before = Before {
+                run_id: id.clone(),
+                model: "fake-planner".into(),
+                input_tokens: 120,
+                output_tokens: 40,
+                cost: p.cost(120, 40),
+            };
+            let json = serde_json::to_string(&rec).unwrap();
+            assert_eq!(json, serde_json::to_string(&before).unwrap(), "{id:?}");
+            assert_eq!(serde_json::from_str::<UsageRecord>(&json).unwrap(), rec);
+        }
+        let good = r#"{"run_id":"r","model":"m","input_tokens":1,"output_tokens":2,"cost":"0.5"}"#;
+        let bad = [
+            good.replace(r#""r""#, "7"),
+            good.replace(r#""r""#, "null"),
+            good.replace(r#""r""#, r#"["r"]"#),
+            good.replace(r#""r""#, r#""\ud800""#),
+            good.replace(r#""run_id":"r","#, ""),
+            good.replace(r#""run_id""#, r#""run""#),
+            good.replace(r#""cost""#, r#""extra":1,"cost""#),
+            good.replace(r#""r","#, r#""r","run_id":"s","#),
+            good[..20].to_string(),
+        ];
+        for text in &bad {
+            let now = serde_json::from_str::<UsageRecord>(text).map(|_| ()).map_err(|e| e.to_string());
+            let then = serde_json::from_str::<Before>(text).map(|_| ()).map_err(|e| e.to_string());
+            assert!(now.is_err(), "{text}");
+            assert_eq!(now, then, "{text}");
+        }
+    }
+
+    #[test]
     fn unknown_model_is_an_error_not_free() {
         let t = PriceTable::from_json(r#"{"models": {}}"#).unwrap();
         assert_eq!(t.price("gpt-x"), Err(CostError::UnknownModel("gpt-x".into())));

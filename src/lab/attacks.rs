@@ -223,8 +223,8 @@ pub(crate) fn plant_whole(world: &WorldData, attack: &Attack, into: &str, user: 
     let planted = plant(world, attack, into)?;
     let w = World::new(Arc::new(planted));
     let (args, reader) = match w.data.tickets.get(into) {
-        Some(t) => (ToolArgs::GetTicket(GetTicketArgs { ticket_id: into.to_string() }), t.owner.as_str()),
-        None => (ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: into.to_string() }), user),
+        Some(t) => (ToolArgs::GetTicket(GetTicketArgs { ticket_id: into.into() }), t.owner.as_str()),
+        None => (ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: into.into() }), user),
     };
     let chars = Registry.execute(&w, reader, &args).map(|v| v.to_string().chars().count()).unwrap_or_default();
     if chars > MAX_OBSERVATION_CHARS {

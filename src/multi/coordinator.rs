@@ -11,7 +11,6 @@
 //! next round with the verdict's notes.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -31,7 +30,7 @@ use super::support::{ClaimMode, Evidence, check_support};
 use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
 use crate::agent::Decider;
 use crate::agent::Env;
-use crate::agent::{Agent, AgentConfig, Session, Trace, TraceKind};
+use crate::agent::{Agent, AgentConfig, CheckMode, RunBudget, Session, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, TokioClock};
 use crate::gate::Observation;
 use crate::gate::{ApprovalMode, ToolGate};
@@ -363,8 +362,9 @@ pub struct Intake {
     /// The call graph's compiled table and the messages accepted per edge so far.
     edges: EdgeTable,
     counts: EdgeCounts,
-    /// The user the run acts for and the world whose other users the labels look for.
-    user: String,
+    /// The user the run acts for (shared with the run's roles; none until
+    /// [`Intake::with_ifc`]) and the world whose other users the labels look for.
+    user: Option<Arc<str>>,
     world: Option<Arc<WorldData>>,
     /// Accepted envelopes, in order (shared with the roles they are forwarded to).
     pub messages: Vec<Arc<Envelope>>,
@@ -383,7 +383,7 @@ impl Intake {
             rules: IntakeRules { claims, ..IntakeRules::default() },
             edges: EdgeTable::of_routes(),
             counts: EdgeCounts::default(),
-            user: String::new(),
+            user: None,
             world: None,
             messages: Vec::with_capacity(3),
             rejected: Vec::new(),
@@ -409,9 +409,15 @@ impl Intake {
     /// This intake stamping labels for `user` against `world`'s other users, and enforcing
     /// the confidentiality rule at the routes when `ifc` is on.
     #[must_use]
-    pub fn with_ifc(mut self, ifc: IfcMode, user: &str, world: Arc<WorldData>) -> Self {
+    pub fn with_ifc(self, ifc: IfcMode, user: &str, world: Arc<WorldData>) -> Self {
+        self.with_ifc_shared(ifc, Arc::from(user), world)
+    }
+
+    /// [`Intake::with_ifc`] with the run's one copy of the user's name.
+    #[must_use]
+    fn with_ifc_shared(mut self, ifc: IfcMode, user: Arc<str>, world: Arc<WorldData>) -> Self {
         self.rules.ifc = ifc;
-        self.user = user.to_string();
+        self.user = Some(user);
         self.world = Some(world);
         self
     }
@@ -457,7 +463,7 @@ impl Intake {
         // support was checked against (the same observations)
         let checked = checked.and_then(|(recipient, body, evidence)| {
             let world = self.world.as_deref();
-            let (claims, user) = (self.rules.claims, self.user.as_str());
+            let (claims, user) = (self.rules.claims, self.user.as_deref().unwrap_or_default());
             let label = super::labels::stamp(&body, context, observations, evidence.as_ref(), claims, user, world);
             if next_hop(sender).is_some() {
                 self.edges.check_label(sender, recipient, label).map_err(|e| Refused::Edge(body.kind(), e))?;
@@ -469,9 +475,8 @@ impl Intake {
         match checked {
             Ok((recipient, body, label)) => {
                 self.edges.count(sender, recipient, &mut self.counts);
-                let mut id = String::with_capacity(4);
-                id.push('m');
-                let _ = write!(id, "{}", self.messages.len() + 1);
+                let mut id = compact_str::CompactString::const_new("m");
+                id.push_str(itoa::Buffer::new().format(self.messages.len() + 1));
                 let env = Envelope { id, sender, recipient, kind: body.kind(), depth, body, label };
                 let detail = ShortText::<64>::concat(&[
                     &env.id,
@@ -549,10 +554,11 @@ struct Coordinator {
     cfg: MultiConfig,
     /// The run's token; roles hold children of it.
     token: CancellationToken,
-    /// Planner, researcher, reviewer: the only handles on the role actors.
-    roles: Vec<RoleHandle>,
+    /// Planner, researcher, reviewer: the only handles on the role actors (dropped when
+    /// the run ends, which closes their inboxes).
+    roles: Option<[RoleHandle; 3]>,
     /// Their tasks, joined when the run ends.
-    joins: Vec<JoinHandle<RoleReport>>,
+    joins: Option<[JoinHandle<RoleReport>; 3]>,
     world: World,
     started: Instant,
     used: Usage,
@@ -576,7 +582,7 @@ fn slot(role: Role) -> usize {
 }
 
 /// Spawns the role actors with their scoped gates over one fresh world.
-fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
+fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
     let Setup { env, cfg, mut models, goal, run_id, span } = setup;
     // each role's child of the run's token, bound to its model before the actor starts
     let tokens = [token.child_token(), token.child_token(), token.child_token()];
@@ -598,11 +604,15 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
         |role: Role, client| CallRole::new(role, client, gate(role), env.prices.clone(), user.clone(), run_id.clone());
     let planner = call_role(Role::Planner, models.planner);
     let reviewer = call_role(Role::Reviewer, models.reviewer);
+    // every field named: `AgentConfig::default()` would make a token only to drop it
     let config = AgentConfig {
+        budget: RunBudget::default(),
+        checks: CheckMode::Full,
+        memory: None,
+        guarded: None,
         system_prompt: crate::model::prompts::researcher().into(),
         role: Some(Role::Researcher.as_str().to_string()),
         cancel: researcher_cancel.clone(),
-        ..AgentConfig::default()
     };
     let agent = Agent::new(
         models.researcher,
@@ -616,29 +626,20 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
     let mut agent = agent;
     agent.set_durable(cfg.durable.clone());
     let researcher = ResearchRole::new(agent, run_id.clone());
-    let mut roles = Vec::with_capacity(3);
-    let mut joins = Vec::with_capacity(3);
-    for (worker, cancel) in [
-        (Worker::Call(Box::new(planner)), planner_cancel),
-        (Worker::Research(Box::new(researcher)), researcher_cancel),
-        (Worker::Call(Box::new(reviewer)), reviewer_cancel),
-    ] {
-        let (handle, join) = RoleHandle::spawn(worker, cancel);
-        roles.push(handle);
-        joins.push(join);
-    }
-    let intake = Intake::new(&run_id, cfg.claims).with_filter(cfg.filter).with_edges(env.graph.table()).with_ifc(
-        cfg.ifc,
-        &cfg.user,
-        env.world.clone(),
-    );
+    let (planner, planner_join) = RoleHandle::spawn(Worker::Call(Box::new(planner)), planner_cancel);
+    let (researcher, researcher_join) = RoleHandle::spawn(Worker::Research(Box::new(researcher)), researcher_cancel);
+    let (reviewer, reviewer_join) = RoleHandle::spawn(Worker::Call(Box::new(reviewer)), reviewer_cancel);
+    let intake = Intake::new(&run_id, cfg.claims)
+        .with_filter(cfg.filter)
+        .with_edges(env.graph.table())
+        .with_ifc_shared(cfg.ifc, user, env.world.clone());
     Coordinator {
         run_id,
         goal,
         cfg,
-        token: token.clone(),
-        roles,
-        joins,
+        token,
+        roles: Some([planner, researcher, reviewer]),
+        joins: Some([planner_join, researcher_join, reviewer_join]),
         world,
         started: Instant::now(),
         used: Usage::default(),
@@ -654,7 +655,7 @@ fn spawn_roles(setup: Setup, token: &CancellationToken) -> Coordinator {
 
 async fn coordinate(setup: Setup, token: CancellationToken) -> MultiRun {
     let deadline = tokio::time::sleep(setup.cfg.budget.max_seconds);
-    let mut c = spawn_roles(setup, &token);
+    let mut c = spawn_roles(setup, token);
     tokio::pin!(deadline);
     let reason = c.drive(deadline.as_mut()).await;
     crate::spans::run_ended(&c.span, reason.as_str());
@@ -792,7 +793,9 @@ impl Coordinator {
 
     /// Asks one role and waits for its answer, the run's cancellation or its deadline.
     async fn ask(&mut self, role: Role, work: Work, deadline: Pin<&mut Sleep>) -> Result<RoleReply, MultiReason> {
-        let Some(handle) = self.roles.get(slot(role)) else { return Err(MultiReason::RoleFailed) };
+        let Some(handle) = self.roles.as_ref().and_then(|r| r.get(slot(role))) else {
+            return Err(MultiReason::RoleFailed);
+        };
         let rx = match handle.assign(work) {
             Ok(rx) => rx,
             Err(e) => {
@@ -844,10 +847,10 @@ impl Coordinator {
     async fn finish(mut self, reason: MultiReason) -> MultiRun {
         self.token.cancel();
         self.intake.trace.add(self.used.rounds, TraceKind::Stop, reason.as_str(), "");
-        self.roles.clear();
+        self.roles = None;
         let mut traces = vec![];
         let mut audit = Vec::new();
-        for (join, role) in std::mem::take(&mut self.joins).into_iter().zip(Role::MODEL_ROLES) {
+        for (join, role) in self.joins.take().into_iter().flatten().zip(Role::MODEL_ROLES) {
             // a role that panicked (in its work, or while its actor shut down) reports it;
             // a task that failed outright has only its join error
             let crash = match join.await {
@@ -905,5 +908,51 @@ impl Coordinator {
             traces,
             audit,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_ids_count_up_and_read_and_print_as_the_string_ids_did() {
+        // the envelope as it was declared before its id became a `CompactString`
+        #[derive(serde::Serialize)]
+        struct Before<'a> {
+            id: String,
+            sender: Role,
+            recipient: Role,
+            kind: super::super::envelope::Kind,
+            depth: u32,
+            body: &'a Body,
+            label: Label,
+        }
+        let mut intake = Intake::new("run-1", ClaimMode::Strict);
+        let brief = r#"{"kind":"brief","question":"Status of T-601? \"é\" \u00e9"}"#;
+        for n in 1..=120 {
+            let env = intake.accept_labelled(Role::Planner, brief, &[], 1, 1, Label::TRUSTED).unwrap();
+            assert_eq!(env.id, format!("m{n}"));
+            let before = Before {
+                id: format!("m{n}"),
+                sender: env.sender,
+                recipient: env.recipient,
+                kind: env.kind,
+                depth: env.depth,
+                body: &env.body,
+                label: env.label,
+            };
+            assert_eq!(serde_json::to_string(&*env).unwrap(), serde_json::to_string(&before).unwrap());
+            assert_eq!(
+                env.log_line(),
+                format!("m{n} planner -> researcher brief depth=1 {}", crate::security::redact(&env.body.to_text()))
+            );
+        }
+        // a refusal takes no number: the next accepted envelope is the next id
+        assert!(intake.accept_labelled(Role::Planner, "prose", &[], 1, 1, Label::TRUSTED).is_err());
+        let env = intake.accept_labelled(Role::Planner, brief, &[], 1, 1, Label::TRUSTED).unwrap();
+        assert_eq!(env.id, "m121");
+        let line = intake.trace.lines.iter().rev().find(|l| l.code == "ok").map(|l| l.detail.to_string());
+        assert_eq!(line.as_deref(), Some("m121 planner->researcher brief"));
     }
 }

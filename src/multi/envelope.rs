@@ -187,8 +187,9 @@ impl Serialize for Body {
 /// An accepted message, as the coordinator forwards and logs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Envelope {
-    /// `m1`, `m2`, … in the order the coordinator accepted them (per run).
-    pub id: String,
+    /// `m1`, `m2`, … in the order the coordinator accepted them (per run); held inline
+    /// (no allocation per envelope), written as the string it is.
+    pub id: compact_str::CompactString,
     /// Set by the coordinator from the channel the text arrived on, never from the text.
     pub sender: Role,
     /// From the route table.
@@ -393,9 +394,13 @@ struct VerdictWire {
     notes: String,
 }
 
+/// Whether `text` fits a limit of `min` to `max`: at most `max` bytes (so at most `max`
+/// characters; a longer text is refused, as it always was), at least `min` characters and,
+/// for a minimum, not only white space. The characters are counted only for a minimum
+/// above one (a text has one exactly when it is not empty).
 fn chars_within(text: &str, min: usize, max: usize) -> bool {
-    let n = if text.len() <= max { text.chars().count() } else { max + 1 };
-    (min..=max).contains(&n) && (min == 0 || !text.trim().is_empty())
+    let enough = if min <= 1 { text.len() >= min } else { text.chars().count() >= min };
+    text.len() <= max && enough && (min == 0 || !text.trim().is_empty())
 }
 
 fn typed(kind: Kind, text: &str) -> Result<Body, RejectCode> {
@@ -573,6 +578,30 @@ mod tests {
     const R: Role = Role::Researcher;
     const V: Role = Role::Reviewer;
     const C: Role = Role::Coordinator;
+
+    #[test]
+    fn the_limits_count_characters_only_where_the_answer_needs_them() {
+        // the limit check as it was: the characters of any text of at most `max` bytes
+        fn counted(text: &str, min: usize, max: usize) -> bool {
+            let n = if text.len() <= max { text.chars().count() } else { max + 1 };
+            (min..=max).contains(&n) && (min == 0 || !text.trim().is_empty())
+        }
+        let mut texts: Vec<String> =
+            ["", " ", "\n\t", "a", " a ", "é", "\u{1F600}", "\u{3000}", "\u{a0}x", "a\"b\\c"].map(String::from).into();
+        for n in [1, 2, 3, 7, 8, 9, 39, 40, 41, 299, 300, 301, 599, 600, 601, 1000] {
+            for unit in ["a", "é", "\u{1F600}", " ", "\u{2003}"] {
+                texts.push(unit.repeat(n));
+                texts.push(format!("{} x", unit.repeat(n)));
+            }
+        }
+        for text in &texts {
+            for (min, max) in
+                [(0, 0), (1, 0), (0, 1), (1, 1), (1, 8), (0, 300), (1, 40), (1, 300), (1, 600), (2, 8), (3, 5), (5, 3)]
+            {
+                assert_eq!(chars_within(text, min, max), counted(text, min, max), "{text:?} {min} {max}");
+            }
+        }
+    }
 
     #[test]
     fn checks_run_in_order_and_name_the_first_failure() {

@@ -329,7 +329,7 @@ mod tests {
         let mut checked = 0;
         for t in world.data.tickets.values() {
             for caller in world.data.users.keys() {
-                let args = ToolArgs::GetTicket(GetTicketArgs { ticket_id: t.id.clone() });
+                let args = ToolArgs::GetTicket(GetTicketArgs { ticket_id: t.id.as_str().into() });
                 let run = Registry.run(&world, caller, &args).map(Output::into_data);
                 if t.owner != *caller {
                     assert!(run.is_err());
@@ -342,7 +342,7 @@ mod tests {
             }
         }
         for d in world.data.documents.values() {
-            let args = ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: d.id.clone() });
+            let args = ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: d.id.as_str().into() });
             let old = json!({"id": d.id, "title": d.title, "text": d.text});
             let run = Registry.run(&world, "kwame", &args).map(Output::into_data).unwrap();
             assert_eq!(run.text(), serde_json::to_string(&old).unwrap());

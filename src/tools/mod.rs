@@ -11,6 +11,7 @@ mod data;
 mod search;
 
 use crate::codes::codes;
+use compact_str::CompactString;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -81,16 +82,17 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GetTicketArgs {
-    /// Ticket id such as `T-601`.
-    pub ticket_id: String,
+    /// Ticket id such as `T-601` (held inline up to 24 bytes: reading the arguments of a
+    /// well-formed call allocates nothing; its JSON is the string's).
+    pub ticket_id: CompactString,
 }
 
 /// Arguments of `lookup_document`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LookupDocumentArgs {
-    /// Document id such as `kc-returns-v3`.
-    pub doc_id: String,
+    /// Document id such as `kc-returns-v3` (inline up to 24 bytes, as a ticket id).
+    pub doc_id: CompactString,
 }
 
 /// Arguments of `calculator`.
@@ -370,7 +372,7 @@ impl Registry {
         let value = |v: Value| Ok(Output::Value(v));
         match args {
             // members in key order, as the `json!` object they stand for lists them
-            ToolArgs::GetTicket(a) => match world.data.tickets.get(&a.ticket_id) {
+            ToolArgs::GetTicket(a) => match world.data.tickets.get(a.ticket_id.as_str()) {
                 Some(t) if t.owner == caller => Ok(Output::Record(Record::new([
                     ("id", t.id.as_str()),
                     ("status", &t.status),
@@ -381,7 +383,7 @@ impl Registry {
                     Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no ticket {}", a.ticket_id) })
                 }
             },
-            ToolArgs::LookupDocument(a) => match world.data.documents.get(&a.doc_id) {
+            ToolArgs::LookupDocument(a) => match world.data.documents.get(a.doc_id.as_str()) {
                 Some(d) => {
                     Ok(Output::Record(Record::new([("id", d.id.as_str()), ("text", &d.text), ("title", &d.title)])))
                 }
@@ -452,6 +454,72 @@ mod tests {
         assert!(r.validate("send_email_draft", &mail).is_ok());
         let two = json!({"to": "a@b.example, c@d.example", "subject": "s", "body": "b", "idempotency_key": "k"});
         assert!(r.validate("send_email_draft", &two).is_err());
+    }
+
+    #[test]
+    fn inline_id_arguments_validate_serialise_and_fail_as_the_string_ones_did() {
+        // the argument structs of `get_ticket` and `lookup_document` as they were, with
+        // `String` ids: the reference for the `CompactString` ones (answer, JSON, error text)
+        #[derive(Debug, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct OldTicket {
+            ticket_id: String,
+        }
+        #[derive(Debug, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct OldDoc {
+            doc_id: String,
+        }
+        fn old(name: &str, v: &Value) -> Result<String, ArgError> {
+            match name {
+                "get_ticket" => {
+                    let a: OldTicket = parse(v)?;
+                    check(ticket_id_ok(&a.ticket_id), "ticket_id must look like T-601")?;
+                    Ok(serde_json::to_string(&a).unwrap())
+                }
+                _ => {
+                    let a: OldDoc = parse(v)?;
+                    check(doc_id_ok(&a.doc_id), "doc_id must be a lower-case slug")?;
+                    Ok(serde_json::to_string(&a).unwrap())
+                }
+            }
+        }
+        let mut ids: Vec<Value> =
+            ["T-601", "T-٦٠١", "T-1234567", "kc-returns-v3", "", "é\"\\\n\u{0}", "\u{1F600}", "T-601 ", "Kc", "-kc"]
+                .iter()
+                .map(|s| json!(s))
+                .collect();
+        for n in [23, 24, 25, 40, 41, 300] {
+            ids.push(json!("a".repeat(n)));
+            ids.push(json!(format!("T-{}", "1".repeat(n))));
+        }
+        ids.extend([json!(601), json!(null), json!(true), json!(["T-601"]), json!({"id": "T-601"}), json!(1.5)]);
+        let r = Registry;
+        for (name, field) in [("get_ticket", "ticket_id"), ("lookup_document", "doc_id")] {
+            let mut args: Vec<Value> = ids.iter().map(|id| json!({ field: id })).collect();
+            args.extend([
+                json!({}),
+                json!({field: "T-601", "owner": "lena"}),
+                json!({"owner": "lena", field: "kc"}),
+                json!(["T-601"]),
+                json!("T-601"),
+                json!(null),
+            ]);
+            for v in &args {
+                let now = r.validate(name, v).map(|a| match a {
+                    ToolArgs::GetTicket(a) => serde_json::to_string(&a).unwrap(),
+                    ToolArgs::LookupDocument(a) => serde_json::to_string(&a).unwrap(),
+                    other => panic!("{other:?}"),
+                });
+                assert_eq!(now, old(name, v), "{name} {v}");
+                if let Ok(text) = &now {
+                    // and back: the wire form reads as the same arguments
+                    assert_eq!(text, &v.to_string(), "{name} {v}");
+                    let back = r.validate(name, &serde_json::from_str(text).unwrap()).unwrap();
+                    assert_eq!(back, r.validate(name, v).unwrap());
+                }
+            }
+        }
     }
 
     #[test]
