@@ -82,15 +82,15 @@ fn push_escaped(out: &mut String, text: &str) {
     let bytes = text.as_bytes();
     let mut start = 0;
     while let Some(at) = next_special(bytes, start) {
-        let entity = match bytes[at] {
-            b'&' => "&amp;",
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            _ => "&quot;",
-        };
         // the four special characters are ASCII, so `at` is a character boundary
         out.push_str(&text[start..at]);
-        out.push_str(entity);
+        // each entity a literal of its own: a copy of known length, not a call
+        match bytes[at] {
+            b'&' => out.push_str("&amp;"),
+            b'<' => out.push_str("&lt;"),
+            b'>' => out.push_str("&gt;"),
+            _ => out.push_str("&quot;"),
+        }
         start = at + 1;
     }
     out.push_str(&text[start..]);
