@@ -132,7 +132,8 @@ fn address(text: &str) -> Option<&str> {
 /// The first ticket id (`T-` and digits) in `text`.
 fn ticket_in(text: &str) -> Option<&str> {
     let mut from = 0;
-    while let Some(i) = text[from..].find("T-") {
+    // a byte scan: a goal is short, and a pattern search costs more to set up
+    while let Some(i) = text.as_bytes()[from..].windows(2).position(|w| w == b"T-") {
         let start = from + i;
         let digits = text[start + 2..].bytes().take_while(u8::is_ascii_digit).count();
         if digits > 0 {
@@ -248,10 +249,17 @@ fn ticket_text(o: &Observation) -> Option<String> {
 
 /// True when a tool result's text is about `id` (its `"id"` member is exactly `id`).
 fn about(text: &str, id: &str) -> bool {
-    text.find("\"id\":\"").is_some_and(|i| {
-        let rest = &text[i + 6..];
-        rest.starts_with(id) && rest[id.len()..].starts_with('"')
-    })
+    const KEY: &str = "\"id\":\"";
+    // a tool result starts `{"id":"`, and then that is the first `"id":"` (at 1: the text
+    // does not start with a quote): no pattern search is set up for it
+    let rest = match text.strip_prefix('{').and_then(|t| t.strip_prefix(KEY)) {
+        Some(rest) => rest,
+        None => match text.find(KEY) {
+            Some(i) => &text[i + KEY.len()..],
+            None => return false,
+        },
+    };
+    rest.starts_with(id) && rest[id.len()..].starts_with('"')
 }
 
 /// A proposal to call `tool`.
@@ -487,6 +495,75 @@ mod tests {
         // a client without a fixed name still gets its own name, copied
         let fake = crate::model::FakeModel::new(crate::model::FakeKind::Sensible);
         assert_eq!(LlmClient::model_name(&fake), fake.model());
+    }
+
+    #[test]
+    fn the_ticket_scan_finds_what_a_pattern_search_finds() {
+        fn searched(text: &str) -> Option<&str> {
+            let mut from = 0;
+            while let Some(i) = text[from..].find("T-") {
+                let start = from + i;
+                let digits = text[start + 2..].bytes().take_while(u8::is_ascii_digit).count();
+                if digits > 0 {
+                    return Some(&text[start..start + 2 + digits]);
+                }
+                from = start + 2;
+            }
+            None
+        }
+        let texts = [
+            "Status of T-601 and our refund policy?",
+            "T-",
+            "T-1",
+            "TT-12x",
+            "T-T-7",
+            "é T-é T-42é",
+            "t-601 T- 5 T-0",
+            "",
+            "T",
+            "-T-",
+            "T-601T-602",
+            "ñT-\u{1F600}T-9",
+        ];
+        for t in texts {
+            assert_eq!(ticket_in(t), searched(t), "{t:?}");
+        }
+        assert_eq!(ticket_in("Status of T-601?"), Some("T-601"));
+    }
+
+    #[test]
+    fn about_answers_what_searching_for_the_id_key_answers() {
+        fn searched(text: &str, id: &str) -> bool {
+            text.find("\"id\":\"").is_some_and(|i| {
+                let rest = &text[i + 6..];
+                rest.starts_with(id) && rest[id.len()..].starts_with('"')
+            })
+        }
+        let texts = [
+            r#"{"id":"T-601","status":"open"}"#,
+            r#"{"id":"T-6010"}"#,
+            r#"{"id":"T-60"}"#,
+            r#"{"id":"kc-returns-v3","title":"R"}"#,
+            r#"{"id":""}"#,
+            r#"{"id":"#,
+            r#"{"id""#,
+            r#"{ "id":"T-601"}"#,
+            r#"{"title":"x","id":"T-601"}"#,
+            r#"{"text":"\"id\":\"T-601\"","id":"T-602"}"#,
+            r#""id":"T-601""#,
+            r#"{{"id":"T-601"}"#,
+            r#"{"id":"é"}"#,
+            "error not_found: no ticket T-601",
+            "",
+            "{",
+        ];
+        for text in texts {
+            for id in ["T-601", "T-60", "kc-returns-v3", "", "é", "T-6010"] {
+                assert_eq!(about(text, id), searched(text, id), "{text} {id}");
+            }
+        }
+        assert!(about(r#"{"id":"T-601","status":"open"}"#, "T-601"));
+        assert!(!about(r#"{"id":"T-6010"}"#, "T-601"));
     }
 
     #[test]
