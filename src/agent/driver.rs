@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use super::budget::RunBudget;
 use super::proposal::{Proposal, parse_proposal};
-use super::state::{AgentState, StateError, Status, StopReason};
+use super::state::{AgentState, StateError, Status, StopReason, push_decimal};
 use super::trace::{Trace, TraceKind};
 use crate::agent::Decider;
 use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estimate_tokens};
@@ -788,10 +788,9 @@ fn push_observation(out: &mut String, o: &Observation) {
 
 /// The id of the call made at `step` of `run_id`: `<run>-c<step>`.
 fn call_id(run_id: &str, step: u32) -> String {
-    use std::fmt::Write;
     let mut id = String::with_capacity(run_id.len() + 12);
     id.push_str(run_id);
     id.push_str("-c");
-    let _ = write!(id, "{step}");
+    push_decimal(&mut id, u64::from(step));
     id
 }
