@@ -654,13 +654,13 @@ impl Agent {
     pub fn request(&self, state: &AgentState) -> LlmRequest {
         let tools: Vec<_> =
             self.gate.policy().tools_for(&self.task).filter_map(|t| self.gate.tools().spec(t)).collect();
-        let lines: Vec<&str> = tools.iter().map(|t| tool_line(t.name)).collect();
-        let mut system = String::with_capacity(
-            self.system_prompt.len() + TOOLS_HEADER.len() + lines.iter().map(|l| l.len()).sum::<usize>(),
-        );
+        // each tool's line looked up twice (a short table) rather than listed first
+        let lines = || tools.iter().map(|t| tool_line(t.name));
+        let mut system =
+            String::with_capacity(self.system_prompt.len() + TOOLS_HEADER.len() + lines().map(str::len).sum::<usize>());
         system.push_str(&self.system_prompt);
         system.push_str(TOOLS_HEADER);
-        for line in lines {
+        for line in lines() {
             system.push_str(line);
         }
         LlmRequest {
