@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use super::budget::RunBudget;
 use super::proposal::{Proposal, parse_proposal};
-use super::state::{AgentState, StateError, Status, StopReason};
+use super::state::{AgentState, StateError, Status, StopReason, push_decimal};
 use super::trace::{Trace, TraceKind};
 use crate::agent::Decider;
 use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estimate_tokens};
@@ -654,13 +654,13 @@ impl Agent {
     pub fn request(&self, state: &AgentState) -> LlmRequest {
         let tools: Vec<_> =
             self.gate.policy().tools_for(&self.task).filter_map(|t| self.gate.tools().spec(t)).collect();
-        let lines: Vec<&str> = tools.iter().map(|t| tool_line(t.name)).collect();
-        let mut system = String::with_capacity(
-            self.system_prompt.len() + TOOLS_HEADER.len() + lines.iter().map(|l| l.len()).sum::<usize>(),
-        );
+        // each tool's line looked up twice (a short table) rather than listed first
+        let lines = || tools.iter().map(|t| tool_line(t.name));
+        let mut system =
+            String::with_capacity(self.system_prompt.len() + TOOLS_HEADER.len() + lines().map(str::len).sum::<usize>());
         system.push_str(&self.system_prompt);
         system.push_str(TOOLS_HEADER);
-        for line in lines {
+        for line in lines() {
             system.push_str(line);
         }
         LlmRequest {
@@ -788,10 +788,9 @@ fn push_observation(out: &mut String, o: &Observation) {
 
 /// The id of the call made at `step` of `run_id`: `<run>-c<step>`.
 fn call_id(run_id: &str, step: u32) -> String {
-    use std::fmt::Write;
     let mut id = String::with_capacity(run_id.len() + 12);
     id.push_str(run_id);
     id.push_str("-c");
-    let _ = write!(id, "{step}");
+    push_decimal(&mut id, u64::from(step));
     id
 }

@@ -176,6 +176,23 @@ fn longer_than(text: &str, max: usize) -> bool {
     text.len() > max && text.chars().count() > max
 }
 
+/// Appends `n` in decimal (what `write!(out, "{n}")` writes, without the formatting
+/// machinery: ids are written on every step).
+pub(crate) fn push_decimal(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 /// True when `id` is `o<n>`.
 fn is_observation_id(id: &str, n: usize) -> bool {
     id.strip_prefix('o').is_some_and(|d| {
@@ -510,8 +527,11 @@ impl AgentState {
     }
 
     fn observation(&self, ok: bool, tool: &str, text: &str) -> Observation {
+        let mut id = String::with_capacity(8);
+        id.push('o');
+        push_decimal(&mut id, self.observations.len() as u64 + 1);
         Observation {
-            id: format!("o{}", self.observations.len() + 1),
+            id,
             step: self.step,
             tool: clip(tool, 40).to_string(),
             ok,
@@ -617,6 +637,17 @@ impl AgentState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimals_are_written_as_formatting_writes_them() {
+        let mut numbers = vec![0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, u64::from(u32::MAX), u64::MAX, u64::MAX - 1];
+        numbers.extend((0..20).map(|k| 10u64.pow(k)).flat_map(|p| [p - 1, p, p + 1]));
+        for n in numbers {
+            let mut out = String::from("o");
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("o{n}"));
+        }
+    }
 
     #[test]
     fn observation_ids_must_be_exactly_o1_o2_and_lengths_count_characters() {

@@ -51,28 +51,22 @@ const fn specials(word: u64) -> u64 {
     ((quote_amp.wrapping_sub(ONES) & !quote_amp) | (angles.wrapping_sub(ONES) & !angles)) & HIGHS
 }
 
-/// Where the first special byte at or after `from` is, eight bytes at a time (the last
-/// few bytes are read padded with zeros, which are not special).
-fn next_special(bytes: &[u8], mut from: usize) -> Option<usize> {
-    while from < bytes.len() {
-        let chunk = match bytes.get(from..from + 8).and_then(|c| <[u8; 8]>::try_from(c).ok()) {
-            Some(chunk) => chunk,
-            None => {
-                let mut padded = [0u8; 8];
-                for (p, b) in padded.iter_mut().zip(&bytes[from..]) {
-                    *p = *b;
-                }
-                padded
-            }
-        };
-        let found = specials(u64::from_le_bytes(chunk));
+/// Where the first special byte at or after `from` is, eight bytes at a time; the last
+/// few bytes (fewer than eight) are tested one by one.
+fn next_special(bytes: &[u8], from: usize) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    let mut chunks = rest.chunks_exact(8);
+    let mut at = from;
+    for chunk in &mut chunks {
+        // every chunk is eight bytes: the conversion cannot fail
+        let found = specials(<[u8; 8]>::try_from(chunk).map_or(0, u64::from_le_bytes));
         if found != 0 {
-            // the lowest set bit is exact, and falls on a real byte (the padding is zeros)
-            return Some(from + found.trailing_zeros() as usize / 8);
+            // the lowest set bit is exact
+            return Some(at + found.trailing_zeros() as usize / 8);
         }
-        from += 8;
+        at += 8;
     }
-    None
+    chunks.remainder().iter().position(|b| matches!(b, b'&' | b'<' | b'>' | b'"')).map(|i| at + i)
 }
 
 /// Appends `text` escaped to `out`, copying the runs between special characters whole
@@ -82,15 +76,15 @@ fn push_escaped(out: &mut String, text: &str) {
     let bytes = text.as_bytes();
     let mut start = 0;
     while let Some(at) = next_special(bytes, start) {
-        let entity = match bytes[at] {
-            b'&' => "&amp;",
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            _ => "&quot;",
-        };
         // the four special characters are ASCII, so `at` is a character boundary
         out.push_str(&text[start..at]);
-        out.push_str(entity);
+        // each entity a literal of its own: a copy of known length, not a call
+        match bytes[at] {
+            b'&' => out.push_str("&amp;"),
+            b'<' => out.push_str("&lt;"),
+            b'>' => out.push_str("&gt;"),
+            _ => out.push_str("&quot;"),
+        }
         start = at + 1;
     }
     out.push_str(&text[start..]);
@@ -252,7 +246,7 @@ impl<'a> Iterator for Attrs<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let s = self.0.trim_start();
-        let Some(eq) = s.find("=\"") else {
+        let Some(eq) = find_eq_quote(s) else {
             self.0 = "";
             return None;
         };
@@ -265,6 +259,12 @@ impl<'a> Iterator for Attrs<'a> {
         self.0 = &after[q + 1..];
         Some((key, unescape(&after[..q])))
     }
+}
+
+/// Where the first `="` in `s` starts (what `s.find("=\"")` answers), one byte at a time:
+/// a head is short, and a pattern search costs more to set up than this loop takes.
+fn find_eq_quote(s: &str) -> Option<usize> {
+    s.as_bytes().windows(2).position(|w| w == b"=\"")
 }
 
 #[cfg(test)]
@@ -328,6 +328,29 @@ mod tests {
         let all: String = (1u8..0x80).map(char::from).collect();
         assert_eq!(escape(&all), slow(&all));
         assert!(compared > 2000);
+    }
+
+    #[test]
+    fn the_attribute_scan_finds_the_first_eq_quote_as_a_pattern_search_does() {
+        let heads = [
+            "",
+            "=",
+            "\"",
+            "=\"",
+            "a=\"b\"",
+            "source=\"x\" id=\"1\"",
+            "a = \"b\"",
+            "a==\"b\"",
+            "a=b=\"c\"",
+            "é=\"ü\"",
+            "x\"=\"",
+            "==",
+            "\"\"=",
+            "ok=\"true\"=\"",
+        ];
+        for h in heads {
+            assert_eq!(find_eq_quote(h), h.find("=\""), "{h:?}");
+        }
     }
 
     #[test]

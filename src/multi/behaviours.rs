@@ -11,6 +11,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::borrow::Cow;
+use std::io::Write as _;
 use std::sync::LazyLock;
 
 use super::support::Evidence;
@@ -132,7 +133,8 @@ fn address(text: &str) -> Option<&str> {
 /// The first ticket id (`T-` and digits) in `text`.
 fn ticket_in(text: &str) -> Option<&str> {
     let mut from = 0;
-    while let Some(i) = text[from..].find("T-") {
+    // a byte scan: a goal is short, and a pattern search costs more to set up
+    while let Some(i) = text.as_bytes()[from..].windows(2).position(|w| w == b"T-") {
         let start = from + i;
         let digits = text[start + 2..].bytes().take_while(u8::is_ascii_digit).count();
         if digits > 0 {
@@ -162,12 +164,44 @@ fn respond(text: String, model: &'static str, tool_calls: Vec<RequestedCall>) ->
     LlmResponse { text, model: Cow::Borrowed(model), usage: None, tool_calls }
 }
 
-#[derive(Serialize)]
-struct BriefOut<'a> {
-    kind: &'static str,
-    question: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    grant: Option<&'static str>,
+/// A JSON object written straight into one buffer sized first: the fixed parts (braces,
+/// keys, commas, literals) as they stand, each string value escaped by serde_json, so the
+/// text is what serialising a struct with these fields in this order writes.
+struct JsonOut(Vec<u8>);
+
+impl JsonOut {
+    fn with_capacity(capacity: usize) -> Self {
+        Self(Vec::with_capacity(capacity))
+    }
+
+    /// Appends fixed JSON text as it stands.
+    fn raw(&mut self, text: &str) -> &mut Self {
+        self.0.extend_from_slice(text.as_bytes());
+        self
+    }
+
+    /// Appends `value` as a JSON string (serde_json's escaping; writing into a `Vec`
+    /// cannot fail).
+    fn str(&mut self, value: &str) -> &mut Self {
+        let _ = serde_json::to_writer(&mut self.0, value);
+        self
+    }
+
+    /// Appends the strings as a JSON array.
+    fn strs<'a>(&mut self, values: impl Iterator<Item = &'a str>) -> &mut Self {
+        self.raw("[");
+        for (i, v) in values.enumerate() {
+            if i > 0 {
+                self.raw(",");
+            }
+            self.str(v);
+        }
+        self.raw("]")
+    }
+
+    fn into_string(self) -> String {
+        String::from_utf8(self.0).unwrap_or_default()
+    }
 }
 
 /// The fake planner.
@@ -190,8 +224,15 @@ impl FakePlanner {
     }
 }
 
+/// `{"kind":"brief","question":…,"grant":…}` (no `grant` without one).
 fn brief(question: &str, grant: Option<&'static str>) -> String {
-    serde_json::to_string(&BriefOut { kind: "brief", question, grant }).unwrap_or_default()
+    let mut out = JsonOut::with_capacity(question.len() + question.len() / 8 + 64);
+    out.raw(r#"{"kind":"brief","question":"#).str(question);
+    if let Some(grant) = grant {
+        out.raw(r#","grant":"#).str(grant);
+    }
+    out.raw("}");
+    out.into_string()
 }
 
 impl LlmClient for FakePlanner {
@@ -208,26 +249,18 @@ impl LlmClient for FakePlanner {
     }
 }
 
-#[derive(Serialize)]
-struct FindingOut<'a> {
-    kind: &'static str,
-    claim: &'a str,
-    sources: Cited<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sender: Option<&'static str>,
-}
-
-/// The sources of a finding, written as a JSON array straight from the evidence (and one
-/// made-up id), with no list built first.
-struct Cited<'a> {
-    evidence: &'a Evidence,
-    made_up: Option<&'static str>,
-}
-
-impl Serialize for Cited<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.evidence.facts.iter().map(|f| f.source()).chain(self.made_up))
+/// `{"kind":"finding","claim":…,"sources":[…],"sender":…}`: the sources straight from the
+/// evidence (and one made-up id), no `sender` without one.
+fn finding_text(claim: &str, evidence: &Evidence, made_up: Option<&str>, sender: Option<&str>) -> String {
+    let capacity = claim.len() + evidence.facts.iter().map(|f| f.source().len() + 3).sum::<usize>() + 64;
+    let mut out = JsonOut::with_capacity(capacity);
+    out.raw(r#"{"kind":"finding","claim":"#).str(claim).raw(r#","sources":"#);
+    out.strs(evidence.facts.iter().map(|f| f.source()).chain(made_up));
+    if let Some(sender) = sender {
+        out.raw(r#","sender":"#).str(sender);
     }
+    out.raw("}");
+    out.into_string()
 }
 
 /// The fake researcher: a decider for the single-agent loop.
@@ -248,10 +281,17 @@ fn ticket_text(o: &Observation) -> Option<String> {
 
 /// True when a tool result's text is about `id` (its `"id"` member is exactly `id`).
 fn about(text: &str, id: &str) -> bool {
-    text.find("\"id\":\"").is_some_and(|i| {
-        let rest = &text[i + 6..];
-        rest.starts_with(id) && rest[id.len()..].starts_with('"')
-    })
+    const KEY: &str = "\"id\":\"";
+    // a tool result starts `{"id":"`, and then that is the first `"id":"` (at 1: the text
+    // does not start with a quote): no pattern search is set up for it
+    let rest = match text.strip_prefix('{').and_then(|t| t.strip_prefix(KEY)) {
+        Some(rest) => rest,
+        None => match text.find(KEY) {
+            Some(i) => &text[i + KEY.len()..],
+            None => return false,
+        },
+    };
+    rest.starts_with(id) && rest[id.len()..].starts_with('"')
 }
 
 /// A proposal to call `tool`.
@@ -273,31 +313,14 @@ fn call_one(tool: &str, key: &str, value: &str) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-#[derive(Serialize)]
-struct FinishOut<'a> {
-    action: &'static str,
-    answer: &'a str,
-    sources: Read<'a>,
-}
-
-/// The ids of the successful observations, written as a JSON array with no list built
-/// first.
-struct Read<'a>(&'a [Observation]);
-
-impl Serialize for Read<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().filter(|o| o.ok).map(|o| o.id.as_str()))
-    }
-}
-
-/// The compact JSON of `value`, written into a buffer of `capacity` bytes (one allocation
-/// when the guess holds).
-fn json_text<T: Serialize>(value: &T, capacity: usize) -> String {
-    let mut out = Vec::with_capacity(capacity);
-    match serde_json::to_writer(&mut out, value) {
-        Ok(()) => String::from_utf8(out).unwrap_or_default(),
-        Err(_) => String::new(),
-    }
+/// `{"action":"finish","answer":…,"sources":[…]}`: the ids of the successful
+/// observations, no list built first.
+fn finish_text(answer: &str, observations: &[Observation]) -> String {
+    // the answer is a JSON text: escaping adds a byte per quote
+    let mut out = JsonOut::with_capacity(answer.len() + answer.len() / 4 + 64);
+    out.raw(r#"{"action":"finish","answer":"#).str(answer).raw(r#","sources":"#);
+    out.strs(observations.iter().filter(|o| o.ok).map(|o| o.id.as_str())).raw("}");
+    out.into_string()
 }
 
 impl FakeResearcher {
@@ -331,10 +354,7 @@ impl FakeResearcher {
                 return call_one("lookup_document", "doc_id", d);
             }
         }
-        let answer = self.message(state);
-        // the answer is a JSON text: escaping adds a byte per quote
-        let capacity = answer.len() + answer.len() / 4 + 64;
-        json_text(&FinishOut { action: "finish", answer: &answer, sources: Read(obs) }, capacity)
+        finish_text(&self.message(state), obs)
     }
 
     /// The raw message text this researcher sends when it finishes.
@@ -362,9 +382,7 @@ impl FakeResearcher {
             }
             ResearcherKind::MadeUpSource => made_up = Some("kc-internal-v9"),
         }
-        let sources = Cited { evidence: &evidence, made_up };
-        let capacity = claim.len() + evidence.facts.iter().map(|f| f.source().len() + 3).sum::<usize>() + 64;
-        json_text(&FindingOut { kind: "finding", claim: &claim, sources, sender }, capacity)
+        finding_text(&claim, &evidence, made_up, sender)
     }
 }
 
@@ -386,13 +404,6 @@ impl Decider for FakeResearcher {
     }
 }
 
-#[derive(Serialize)]
-struct VerdictOut<'a> {
-    kind: &'static str,
-    approve: bool,
-    notes: &'a str,
-}
-
 /// The fake reviewer.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FakeReviewer {
@@ -411,8 +422,8 @@ impl FakeReviewer {
             all_ok = all_ok && b.attr("ok").as_deref() == Some("true");
         }
         let mut calls = Vec::new();
-        let (approve, notes): (bool, Cow<'_, str>) = match self.kind {
-            ReviewerKind::NeverApprove => (false, "Not convinced; the finding needs more evidence.".into()),
+        let (approve, notes) = match self.kind {
+            ReviewerKind::NeverApprove => (false, Notes::Text("Not convinced; the finding needs more evidence.")),
             ReviewerKind::Sensible | ReviewerKind::Obey => {
                 if self.kind == ReviewerKind::Obey {
                     let finding = blocks(user).find(|b| b.tag == "envelope").map_or(Cow::Borrowed(""), |b| b.text());
@@ -425,15 +436,39 @@ impl FakeReviewer {
                     }
                 }
                 if all_ok {
-                    (true, format!("Re-read {checks} cited document(s).").into())
+                    (true, Notes::Reread(checks))
                 } else {
-                    (false, "A cited document could not be read.".into())
+                    (false, Notes::Text("A cited document could not be read."))
                 }
             }
         };
-        let text = serde_json::to_string(&VerdictOut { kind: "verdict", approve, notes: &notes }).unwrap_or_default();
-        (text, calls)
+        (verdict_text(approve, notes), calls)
     }
+}
+
+/// What a verdict's notes say.
+#[derive(Clone, Copy)]
+enum Notes {
+    /// A fixed sentence.
+    Text(&'static str),
+    /// `Re-read N cited document(s).`
+    Reread(usize),
+}
+
+/// `{"kind":"verdict","approve":…,"notes":…}`.
+fn verdict_text(approve: bool, notes: Notes) -> String {
+    let mut out = JsonOut::with_capacity(128);
+    out.raw(r#"{"kind":"verdict","approve":"#).raw(if approve { "true" } else { "false" }).raw(r#","notes":"#);
+    match notes {
+        Notes::Text(text) => out.str(text),
+        // digits and plain words: nothing in it to escape
+        Notes::Reread(n) => {
+            let _ = write!(out.0, "\"Re-read {n} cited document(s).\"");
+            &mut out
+        }
+    };
+    out.raw("}");
+    out.into_string()
 }
 
 impl LlmClient for FakeReviewer {
@@ -490,6 +525,75 @@ mod tests {
     }
 
     #[test]
+    fn the_ticket_scan_finds_what_a_pattern_search_finds() {
+        fn searched(text: &str) -> Option<&str> {
+            let mut from = 0;
+            while let Some(i) = text[from..].find("T-") {
+                let start = from + i;
+                let digits = text[start + 2..].bytes().take_while(u8::is_ascii_digit).count();
+                if digits > 0 {
+                    return Some(&text[start..start + 2 + digits]);
+                }
+                from = start + 2;
+            }
+            None
+        }
+        let texts = [
+            "Status of T-601 and our refund policy?",
+            "T-",
+            "T-1",
+            "TT-12x",
+            "T-T-7",
+            "é T-é T-42é",
+            "t-601 T- 5 T-0",
+            "",
+            "T",
+            "-T-",
+            "T-601T-602",
+            "ñT-\u{1F600}T-9",
+        ];
+        for t in texts {
+            assert_eq!(ticket_in(t), searched(t), "{t:?}");
+        }
+        assert_eq!(ticket_in("Status of T-601?"), Some("T-601"));
+    }
+
+    #[test]
+    fn about_answers_what_searching_for_the_id_key_answers() {
+        fn searched(text: &str, id: &str) -> bool {
+            text.find("\"id\":\"").is_some_and(|i| {
+                let rest = &text[i + 6..];
+                rest.starts_with(id) && rest[id.len()..].starts_with('"')
+            })
+        }
+        let texts = [
+            r#"{"id":"T-601","status":"open"}"#,
+            r#"{"id":"T-6010"}"#,
+            r#"{"id":"T-60"}"#,
+            r#"{"id":"kc-returns-v3","title":"R"}"#,
+            r#"{"id":""}"#,
+            r#"{"id":"#,
+            r#"{"id""#,
+            r#"{ "id":"T-601"}"#,
+            r#"{"title":"x","id":"T-601"}"#,
+            r#"{"text":"\"id\":\"T-601\"","id":"T-602"}"#,
+            r#""id":"T-601""#,
+            r#"{{"id":"T-601"}"#,
+            r#"{"id":"é"}"#,
+            "error not_found: no ticket T-601",
+            "",
+            "{",
+        ];
+        for text in texts {
+            for id in ["T-601", "T-60", "kc-returns-v3", "", "é", "T-6010"] {
+                assert_eq!(about(text, id), searched(text, id), "{text} {id}");
+            }
+        }
+        assert!(about(r#"{"id":"T-601","status":"open"}"#, "T-601"));
+        assert!(!about(r#"{"id":"T-6010"}"#, "T-601"));
+    }
+
+    #[test]
     fn the_researchers_texts_are_written_byte_for_byte_as_from_lists() {
         // the shapes as they were serialised before: from lists built first
         #[derive(Serialize)]
@@ -527,18 +631,51 @@ mod tests {
                             listed.extend(made_up.map(Cow::Borrowed));
                             let old = OldFinding { kind: "finding", claim: &claim, sources: &listed, sender };
                             let old = serde_json::to_string(&old).unwrap();
-                            let sources = Cited { evidence: &evidence, made_up };
-                            // capacity 0: the buffer grows as it must and the text is the same
-                            let new = json_text(&FindingOut { kind: "finding", claim: &claim, sources, sender }, 0);
-                            assert_eq!(new, old);
+                            assert_eq!(finding_text(&claim, &evidence, made_up, sender), old);
                             let read = observations.iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
                             let old_finish = OldFinish { action: "finish", answer: &old, sources: read };
                             let old_finish = serde_json::to_string(&old_finish).unwrap();
-                            let finish = FinishOut { action: "finish", answer: &old, sources: Read(&observations) };
-                            assert_eq!(json_text(&finish, 16), old_finish);
+                            assert_eq!(finish_text(&old, &observations), old_finish);
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// The verdict as it was serialised before, from a struct.
+    #[derive(Serialize)]
+    struct VerdictOut<'a> {
+        kind: &'static str,
+        approve: bool,
+        notes: &'a str,
+    }
+
+    #[test]
+    fn briefs_and_verdicts_are_written_byte_for_byte_as_from_structs() {
+        #[derive(Serialize)]
+        struct BriefOut<'a> {
+            kind: &'static str,
+            question: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            grant: Option<&'static str>,
+        }
+        let questions = ["Status of T-601?", "", "é\u{1F600}\"\\\n\t</x>&", "\u{0}\u{1f}\u{7f}\u{2028}", "{\"a\":[1]}"];
+        for question in questions {
+            for grant in [None, Some("send_email_draft"), Some("a\"b")] {
+                let old = serde_json::to_string(&BriefOut { kind: "brief", question, grant }).unwrap();
+                assert_eq!(brief(question, grant), old);
+            }
+        }
+        for approve in [true, false] {
+            for n in [0, 1, 9, 10, 12345, usize::MAX] {
+                let notes = format!("Re-read {n} cited document(s).");
+                let old = serde_json::to_string(&VerdictOut { kind: "verdict", approve, notes: &notes }).unwrap();
+                assert_eq!(verdict_text(approve, Notes::Reread(n)), old);
+            }
+            for text in ["A cited document could not be read.", "", "q\"u\\o\n"] {
+                let old = serde_json::to_string(&VerdictOut { kind: "verdict", approve, notes: text }).unwrap();
+                assert_eq!(verdict_text(approve, Notes::Text(text)), old);
             }
         }
     }
