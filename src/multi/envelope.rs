@@ -394,13 +394,14 @@ struct VerdictWire {
     notes: String,
 }
 
-/// Whether `text` fits a limit of `min` to `max`: at most `max` bytes (so at most `max`
-/// characters; a longer text is refused, as it always was), at least `min` characters and,
-/// for a minimum, not only white space. The characters are counted only for a minimum
-/// above one (a text has one exactly when it is not empty).
+/// Whether `text` has `min` to `max` characters and, for a minimum, is not only white
+/// space. A text of at most `max` bytes has at most `max` characters, and a minimum of
+/// one is a text that is not empty, so the characters are counted only when the bytes
+/// cannot answer (a longer text in characters of several bytes, a minimum above one).
 fn chars_within(text: &str, min: usize, max: usize) -> bool {
+    let within = text.len() <= max || text.chars().count() <= max;
     let enough = if min <= 1 { text.len() >= min } else { text.chars().count() >= min };
-    text.len() <= max && enough && (min == 0 || !text.trim().is_empty())
+    within && enough && (min == 0 || !text.trim().is_empty())
 }
 
 fn typed(kind: Kind, text: &str) -> Result<Body, RejectCode> {
@@ -580,11 +581,10 @@ mod tests {
     const C: Role = Role::Coordinator;
 
     #[test]
-    fn the_limits_count_characters_only_where_the_answer_needs_them() {
-        // the limit check as it was: the characters of any text of at most `max` bytes
+    fn the_limits_count_characters_not_bytes() {
+        // the limit as the prompts and the kit state it: characters, every one counted
         fn counted(text: &str, min: usize, max: usize) -> bool {
-            let n = if text.len() <= max { text.chars().count() } else { max + 1 };
-            (min..=max).contains(&n) && (min == 0 || !text.trim().is_empty())
+            (min..=max).contains(&text.chars().count()) && (min == 0 || !text.trim().is_empty())
         }
         let mut texts: Vec<String> =
             ["", " ", "\n\t", "a", " a ", "é", "\u{1F600}", "\u{3000}", "\u{a0}x", "a\"b\\c"].map(String::from).into();
@@ -601,6 +601,17 @@ mod tests {
                 assert_eq!(chars_within(text, min, max), counted(text, min, max), "{text:?} {min} {max}");
             }
         }
+    }
+
+    #[test]
+    fn a_claim_in_characters_of_several_bytes_is_held_to_its_character_limit() {
+        // 600 characters of two bytes each: 1,200 bytes, within the claim's limit
+        let claim = |n: usize| format!(r#"{{"kind":"finding","claim":"{}","sources":["T-601"]}}"#, "é".repeat(n));
+        assert!(matches!(parse_message(R, V, &claim(MAX_CLAIM_CHARS)), Ok(Body::Finding(_))));
+        assert_eq!(parse_message(R, V, &claim(MAX_CLAIM_CHARS + 1)), Err(RejectCode::InvalidMessage));
+        let notes = |n: usize| format!(r#"{{"kind":"verdict","approve":true,"notes":"{}"}}"#, "日".repeat(n));
+        assert!(matches!(parse_message(V, C, &notes(MAX_NOTES_CHARS)), Ok(Body::Verdict(_))));
+        assert_eq!(parse_message(V, C, &notes(MAX_NOTES_CHARS + 1)), Err(RejectCode::InvalidMessage));
     }
 
     #[test]
