@@ -8,6 +8,7 @@
 mod added;
 mod calculator;
 mod data;
+mod kept;
 mod search;
 
 use crate::codes::codes;
@@ -373,19 +374,23 @@ impl Registry {
         match args {
             // members in key order, as the `json!` object they stand for lists them
             ToolArgs::GetTicket(a) => match world.data.tickets.get(a.ticket_id.as_str()) {
-                Some(t) if t.owner == caller => Ok(Output::Record(Record::new([
-                    ("id", t.id.as_str()),
-                    ("status", &t.status),
-                    ("subject", &t.subject),
-                    ("text", &t.text),
-                ]))),
+                Some(t) if t.owner == caller => Ok(Output::Record(
+                    Record::new([
+                        ("id", t.id.as_str()),
+                        ("status", &t.status),
+                        ("subject", &t.subject),
+                        ("text", &t.text),
+                    ])
+                    .of(&world.data, t, "get_ticket"),
+                )),
                 _ => {
                     Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no ticket {}", a.ticket_id) })
                 }
             },
             ToolArgs::LookupDocument(a) => match world.data.documents.get(a.doc_id.as_str()) {
                 Some(d) => {
-                    Ok(Output::Record(Record::new([("id", d.id.as_str()), ("text", &d.text), ("title", &d.title)])))
+                    let record = Record::new([("id", d.id.as_str()), ("text", &d.text), ("title", &d.title)]);
+                    Ok(Output::Record(record.of(&world.data, d, "lookup_document")))
                 }
                 None => {
                     Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no document {}", a.doc_id) })
