@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use std::sync::{Arc, LazyLock, Weak};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
 use super::WorldData;
 use crate::security::fold;
@@ -240,25 +240,39 @@ thread_local! {
     static SHARED: RefCell<Vec<Weak<WorldData>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Notes that `world` is shared behind an `Arc` (so that words built from it may keep a
-/// [`Weak`] pointer to it).
-pub(super) fn note_shared(world: &Arc<WorldData>) {
-    SHARED.with_borrow_mut(|shared| {
-        if shared.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(world))) {
-            return;
-        }
-        if shared.len() >= KEPT {
-            shared.remove(0);
-        }
-        shared.push(Arc::downgrade(world));
-    });
+/// The worlds any thread noted first (at most [`KEPT`]): a world made a `World` over on one
+/// thread may be read on another (a task moves between the runtime's threads).
+static SHARED_ANYWHERE: Mutex<Vec<Weak<WorldData>>> = Mutex::new(Vec::new());
+
+/// Notes `world` in `shared` unless it is there, letting the oldest go; true when it was new.
+fn note_in(shared: &mut Vec<Weak<WorldData>>, world: &Arc<WorldData>) -> bool {
+    if shared.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(world))) {
+        return false;
+    }
+    if shared.len() >= KEPT {
+        shared.remove(0);
+    }
+    shared.push(Arc::downgrade(world));
+    true
 }
 
-/// A weak pointer to the noted shared world `world` is, if it is one. A reference to a
-/// world at the address a held weak pointer points at is a reference to that world: the
-/// allocation is not freed while the pointer is held, and only a live value is referred to.
+/// Notes that `world` is shared behind an `Arc` (so that words built from it may keep a
+/// [`Weak`] pointer to it): in this thread, and the first time in this thread, for all.
+pub(super) fn note_shared(world: &Arc<WorldData>) {
+    if SHARED.with_borrow_mut(|shared| note_in(shared, world)) {
+        note_in(&mut SHARED_ANYWHERE.lock().unwrap_or_else(PoisonError::into_inner), world);
+    }
+}
+
+/// A weak pointer to the noted shared world `world` is, if it is one (asked when words
+/// are built, not when they are reused). A reference to a world at the address a held
+/// weak pointer points at is a reference to that world: the allocation is not freed while
+/// the pointer is held, and only a live value is referred to.
 fn shared_weak(world: &WorldData) -> Option<Weak<WorldData>> {
-    SHARED.with_borrow(|shared| shared.iter().find(|w| std::ptr::eq(w.as_ptr(), world)).cloned())
+    let same = |w: &&Weak<WorldData>| std::ptr::eq(w.as_ptr(), world);
+    SHARED
+        .with_borrow(|shared| shared.iter().find(same).cloned())
+        .or_else(|| SHARED_ANYWHERE.lock().unwrap_or_else(PoisonError::into_inner).iter().find(same).cloned())
 }
 
 /// The foreign words of `user` in `world`: kept ones when the world is unchanged.
@@ -667,6 +681,19 @@ mod tests {
         assert_eq!(plain.names_other_user("kwame", "ask Lena"), Some("lena".into()));
         plain.users.get_mut("lena").unwrap().name = "Zora Quist".into();
         assert_eq!(plain.names_other_user("kwame", "ask Zora"), Some("zora".into()));
+    }
+
+    #[test]
+    fn a_world_made_on_one_thread_is_known_by_its_address_on_another() {
+        let world = crate::world::World::new(Arc::new(WorldData::bundled().unwrap()));
+        let data = world.data.clone();
+        let kept = std::thread::spawn(move || {
+            let words = data.other_words("kwame");
+            (words.0.built_from(&data), words.first_in("ask Lena").map(str::to_string))
+        })
+        .join()
+        .unwrap();
+        assert_eq!(kept, (true, Some("lena".to_string())));
     }
 
     #[test]
