@@ -33,7 +33,7 @@ use crate::BoxFuture;
 use crate::label::{IfcMode, Label, Taint};
 use crate::tools::{
     AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
-    ToolSpec,
+    ToolSpec, fingerprint_inline,
 };
 use crate::unwind::CatchUnwind;
 use crate::world::World;
@@ -247,8 +247,8 @@ pub struct AuditEvent {
     pub tool: CompactString,
     /// The outcome code.
     pub outcome: GateCode,
-    /// Fingerprint of tool and arguments.
-    pub fingerprint: String,
+    /// Fingerprint of tool and arguments (16 hex digits, held inline).
+    pub fingerprint: CompactString,
 }
 
 codes! {
@@ -563,13 +563,13 @@ impl ToolGate {
     }
 
     fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: GateCode) {
-        self.record_fingerprinted(call, call.fingerprint(), run_id, caller, outcome);
+        self.record_fingerprinted(call, fingerprint_inline(&call.name, &call.arguments), run_id, caller, outcome);
     }
 
     fn record_fingerprinted(
         &mut self,
         call: &ToolCall,
-        fingerprint: String,
+        fingerprint: CompactString,
         run_id: &str,
         caller: &str,
         outcome: GateCode,
@@ -615,7 +615,7 @@ impl ToolGate {
     /// count and audit event is the same; a built-in tool's call is decided before the
     /// returned future is first polled.
     pub fn run_async<'a>(&'a mut self, call: &ToolCall, cx: CallContext<'_>) -> GateCall<'a> {
-        let fingerprint = call.fingerprint();
+        let fingerprint = fingerprint_inline(&call.name, &call.arguments);
         self.run_loop_async(call, &fingerprint, cx, &mut NoInternalEffects)
     }
 
@@ -636,7 +636,7 @@ impl ToolGate {
         let entered = span.enter();
         match self.decide(call, cx, internal) {
             Decided::Now(outcome) => {
-                self.record_fingerprinted(call, fingerprint.to_string(), run_id, caller, outcome.code());
+                self.record_fingerprinted(call, fingerprint.into(), run_id, caller, outcome.code());
                 tool_span_outcome(&span, &outcome);
                 GateCall::Now(Some(outcome))
             }
@@ -645,7 +645,7 @@ impl ToolGate {
                 let mut waiting = Waiting {
                     gate: self,
                     call: call.clone(),
-                    fingerprint: fingerprint.to_string(),
+                    fingerprint: fingerprint.into(),
                     run_id: run_id.to_string(),
                     caller: caller.to_string(),
                     recorded: false,
@@ -899,7 +899,7 @@ impl Future for GateCall<'_> {
 struct Waiting<'a> {
     gate: &'a mut ToolGate,
     call: ToolCall,
-    fingerprint: String,
+    fingerprint: CompactString,
     run_id: String,
     caller: String,
     recorded: bool,
@@ -1116,7 +1116,7 @@ mod tests {
                 caller: other.into(),
                 tool: (*name).into(),
                 outcome: GateCode::NeedsApproval,
-                fingerprint: "ab".repeat(32),
+                fingerprint: "ab".repeat(32).into(),
             };
             let old = StringEvent {
                 run_id: name,

@@ -6,12 +6,17 @@
 //! [`Value`] and then serialised: the text is written straight from the record, byte for
 //! byte what `serde_json` writes for that object (members in key order, its escapes), and
 //! the gate reads the same members in place to label the result. A caller that reads the
-//! result as a value gets the value the text is of, built when first asked for.
+//! result as a value gets the value the text is of, built when first asked for. A record
+//! read from a shared world is written once per world and thread and its text shared
+//! after that (`kept.rs`).
 
 use serde_json::{Map, Value};
 use std::fmt;
 use std::ops::Deref;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use super::kept;
+use crate::world::WorldData;
 
 /// A successful tool result: the compact JSON text a run observes of it, and the JSON
 /// value it is the text of. It reads as that [`Value`] (`data["id"]`,
@@ -20,7 +25,7 @@ use std::sync::OnceLock;
 #[derive(Clone)]
 pub struct ToolData {
     /// What `serde_json::to_string` writes for the value.
-    text: String,
+    text: Text,
     /// The value, kept when the result was built as one, else parsed from `text` once.
     value: OnceLock<Value>,
 }
@@ -29,21 +34,21 @@ impl ToolData {
     /// The compact JSON text of the result (exactly what `serde_json::to_string` writes for
     /// its value): what a run observes.
     pub fn text(&self) -> &str {
-        &self.text
+        self.text.as_str()
     }
 
     /// The result as a JSON value.
     pub fn value(&self) -> &Value {
         // the text is always one this crate wrote from a value (flat objects of strings, or
         // `serde_json`'s own output), so it parses; `Null` is never reached
-        self.value.get_or_init(|| serde_json::from_str(&self.text).unwrap_or(Value::Null))
+        self.value.get_or_init(|| serde_json::from_str(self.text()).unwrap_or(Value::Null))
     }
 
     /// The result as an owned JSON value.
     pub fn into_value(self) -> Value {
         match self.value.into_inner() {
             Some(value) => value,
-            None => serde_json::from_str(&self.text).unwrap_or(Value::Null),
+            None => serde_json::from_str(self.text.as_str()).unwrap_or(Value::Null),
         }
     }
 }
@@ -52,7 +57,24 @@ impl From<Value> for ToolData {
     fn from(value: Value) -> Self {
         // serialising a `Value` cannot fail; `Display` writes the same compact text
         let text = serde_json::to_string(&value).unwrap_or_else(|_| value.to_string());
-        Self { text, value: OnceLock::from(value) }
+        Self { text: Text::Written(text), value: OnceLock::from(value) }
+    }
+}
+
+/// The text of a [`ToolData`]: written for it, or a record's text shared with every other
+/// read of that record.
+#[derive(Clone)]
+enum Text {
+    Written(String),
+    Kept(Arc<str>),
+}
+
+impl Text {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Written(text) => text,
+            Self::Kept(text) => text,
+        }
     }
 }
 
@@ -67,7 +89,7 @@ impl Deref for ToolData {
 /// Two results are equal when their values are (as when a result was a bare [`Value`]).
 impl PartialEq for ToolData {
     fn eq(&self, other: &Self) -> bool {
-        self.text == other.text || self.value() == other.value()
+        self.text() == other.text() || self.value() == other.value()
     }
 }
 
@@ -75,7 +97,7 @@ impl Eq for ToolData {}
 
 impl fmt::Debug for ToolData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ToolData").field(&self.text).finish()
+        f.debug_tuple("ToolData").field(&self.text()).finish()
     }
 }
 
@@ -87,6 +109,9 @@ const MAX_MEMBERS: usize = 4;
 pub(crate) struct Record<'w> {
     members: [(&'static str, &'w str); MAX_MEMBERS],
     len: usize,
+    /// The shared world the members were read from, the record's address in it and the
+    /// tool that read it, when its text may be kept (see `kept.rs`).
+    source: Option<(&'w Arc<WorldData>, usize, &'static str)>,
 }
 
 impl<'w> Record<'w> {
@@ -97,7 +122,13 @@ impl<'w> Record<'w> {
         debug_assert!(members.windows(2).all(|w| w[0].0 < w[1].0), "members in key order");
         let mut all = [("", ""); MAX_MEMBERS];
         all[..N].copy_from_slice(&members);
-        Self { members: all, len: N }
+        Self { members: all, len: N, source: None }
+    }
+
+    /// This record as the answer of `tool` from `record`, a record of `world` whose members
+    /// these are: its text is written once per world and thread, and shared after that.
+    pub(crate) fn of<T>(self, world: &'w Arc<WorldData>, record: &'w T, tool: &'static str) -> Self {
+        Self { source: Some((world, std::ptr::from_ref(record) as usize, tool)), ..self }
     }
 
     /// Member names and values, in key order.
@@ -161,7 +192,13 @@ impl Output<'_> {
     /// The result as the data a gate outcome holds.
     pub(crate) fn into_data(self) -> ToolData {
         match self {
-            Self::Record(r) => ToolData { text: r.to_text(), value: OnceLock::new() },
+            Self::Record(r) => {
+                let text = match r.source {
+                    Some((world, record, tool)) => Text::Kept(kept::text_of(world, record, tool, || r.to_text())),
+                    None => Text::Written(r.to_text()),
+                };
+                ToolData { text, value: OnceLock::new() }
+            }
             Self::Value(v) => ToolData::from(v),
         }
     }

@@ -8,6 +8,7 @@
 mod added;
 mod calculator;
 mod data;
+mod kept;
 mod search;
 
 use crate::codes::codes;
@@ -64,6 +65,22 @@ pub fn fingerprint(name: &str, arguments: &Value) -> String {
     h.update([0u8]);
     let _ = serde_json::to_writer(&mut h, arguments);
     hex(&h.finalize()[..8])
+}
+
+/// [`fingerprint`] as a [`CompactString`]: its 16 hex digits are held inline, so taking
+/// it allocates nothing. The same digest and digits, written on the stack.
+pub(crate) fn fingerprint_inline(name: &str, arguments: &Value) -> CompactString {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut h = Sha256::new();
+    h.update(name.as_bytes());
+    h.update([0u8]);
+    let _ = serde_json::to_writer(&mut h, arguments);
+    let mut out = [0u8; 16];
+    for (pair, b) in out.chunks_exact_mut(2).zip(&h.finalize()[..8]) {
+        pair.copy_from_slice(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]]);
+    }
+    // hex digits are ASCII, so this is never the empty fallback
+    std::str::from_utf8(&out).map(CompactString::new).unwrap_or_default()
 }
 
 /// Lower-case hex of `bytes`, without a formatting call per byte (fingerprints are taken
@@ -373,19 +390,23 @@ impl Registry {
         match args {
             // members in key order, as the `json!` object they stand for lists them
             ToolArgs::GetTicket(a) => match world.data.tickets.get(a.ticket_id.as_str()) {
-                Some(t) if t.owner == caller => Ok(Output::Record(Record::new([
-                    ("id", t.id.as_str()),
-                    ("status", &t.status),
-                    ("subject", &t.subject),
-                    ("text", &t.text),
-                ]))),
+                Some(t) if t.owner == caller => Ok(Output::Record(
+                    Record::new([
+                        ("id", t.id.as_str()),
+                        ("status", &t.status),
+                        ("subject", &t.subject),
+                        ("text", &t.text),
+                    ])
+                    .of(&world.data, t, "get_ticket"),
+                )),
                 _ => {
                     Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no ticket {}", a.ticket_id) })
                 }
             },
             ToolArgs::LookupDocument(a) => match world.data.documents.get(a.doc_id.as_str()) {
                 Some(d) => {
-                    Ok(Output::Record(Record::new([("id", d.id.as_str()), ("text", &d.text), ("title", &d.title)])))
+                    let record = Record::new([("id", d.id.as_str()), ("text", &d.text), ("title", &d.title)]);
+                    Ok(Output::Record(record.of(&world.data, d, "lookup_document")))
                 }
                 None => {
                     Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no document {}", a.doc_id) })
@@ -588,6 +609,35 @@ mod tests {
         }
         assert!(ticket_id_ok("T-٦٠١") && ticket_id_ok("T-601") && !ticket_id_ok("T-1234567"));
         assert!(doc_id_ok(&"a".repeat(40)) && !doc_id_ok(&"a".repeat(41)) && !doc_id_ok("-kc"));
+    }
+
+    #[test]
+    fn the_inline_fingerprint_is_the_string_one() {
+        let names = ["", "get_ticket", "send_email_draft", "ünï\u{0}\"tool\"", "x y"];
+        let arguments = [
+            json!({}),
+            json!(null),
+            json!({"ticket_id": "T-601"}),
+            json!({"b": [1, 2.5, -3e300, true, null], "a": {"z": "\n\t\"\\ 😀 \u{2028}", "y": {}}}),
+            json!("a bare string"),
+            json!([{"to": "lena@example.com", "body": "é".repeat(300)}]),
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for name in names {
+            for args in &arguments {
+                let (inline, string) = (fingerprint_inline(name, args), fingerprint(name, args));
+                assert_eq!(inline, string, "{name:?} {args}");
+                assert_eq!(inline.len(), 16);
+                assert!(!inline.is_heap_allocated(), "held inline");
+                assert!(string.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+                seen.insert(string);
+            }
+        }
+        assert_eq!(seen.len(), names.len() * arguments.len(), "no two calls share a fingerprint");
+        // the digits as they were written before (a formatting call per byte)
+        let h = Sha256::new().chain_update(b"t\0").chain_update(br#"{"a":1}"#).finalize();
+        let old: String = h[..8].iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(fingerprint_inline("t", &json!({"a": 1})), old);
     }
 
     #[test]

@@ -250,6 +250,8 @@ pub struct World {
 impl World {
     /// A world over `data` with an empty outbox.
     pub fn new(data: Arc<WorldData>) -> Self {
+        // the words of other users built from `data` need not compare it again
+        others::note_shared(&data);
         Self { data, outbox: Outbox::new() }
     }
 }

@@ -7,11 +7,18 @@
 //! what they were built from (every user's id, name and address, every ticket's id and
 //! owner): a later question uses them only when the world still holds exactly that, so a
 //! world changed in place is read anew.
+//!
+//! A world a [`World`](super::World) was made over is shared behind an `Arc`; the thread
+//! notes it by a [`Weak`] pointer, and words built from a noted world keep that pointer.
+//! While it is held the world cannot change: the allocation is not freed (no other world
+//! takes its address), [`Arc::get_mut`] refuses it and [`Arc::make_mut`] moves it. So the
+//! words answer for a world at that very address without comparing what they were built
+//! from; any other world is compared as above.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
 use super::WorldData;
 use crate::security::fold;
@@ -25,6 +32,9 @@ const KEPT: usize = 4;
 /// The foreign words of `user` in a world, with what they were built from.
 struct Foreign {
     user: String,
+    /// The shared world the words were built from, when the thread had noted it
+    /// ([`note_shared`]): held so that the world cannot change while the words are kept.
+    shared: Option<Weak<WorldData>>,
     /// `(id, name, email)` of every user, in the world's order.
     users: Vec<[String; 3]>,
     /// `(id, owner)` of every ticket, in the world's order.
@@ -61,6 +71,7 @@ impl Foreign {
         }
         Self {
             user: user.to_string(),
+            shared: shared_weak(world),
             users: world.users.values().map(|u| [u.id.clone(), u.name.clone(), u.email.clone()]).collect(),
             tickets: world.tickets.values().map(|t| [t.id.clone(), t.owner.clone()]).collect(),
             words,
@@ -71,8 +82,18 @@ impl Foreign {
 
     /// True when these words are `user`'s in `world` as it is now.
     fn holds(&self, world: &WorldData, user: &str) -> bool {
-        self.user == user
-            && self.users.len() == world.users.len()
+        self.user == user && (self.built_from(world) || self.built_as(world))
+    }
+
+    /// True when `world` is the shared world these words were built from and hold: it is
+    /// unchanged since (see the module's note).
+    fn built_from(&self, world: &WorldData) -> bool {
+        self.shared.as_ref().is_some_and(|w| std::ptr::eq(w.as_ptr(), world))
+    }
+
+    /// True when `world` holds the users and tickets these words were built from.
+    fn built_as(&self, world: &WorldData) -> bool {
+        self.users.len() == world.users.len()
             && self.tickets.len() == world.tickets.len()
             && world
                 .users
@@ -215,13 +236,51 @@ const LAST: u8 = 2;
 
 thread_local! {
     static KEPT_WORDS: RefCell<Vec<Rc<Foreign>>> = const { RefCell::new(Vec::new()) };
+    /// The worlds this thread made a `World` over, by weak pointer (at most [`KEPT`]).
+    static SHARED: RefCell<Vec<Weak<WorldData>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The worlds any thread noted first (at most [`KEPT`]): a world made a `World` over on one
+/// thread may be read on another (a task moves between the runtime's threads).
+static SHARED_ANYWHERE: Mutex<Vec<Weak<WorldData>>> = Mutex::new(Vec::new());
+
+/// Notes `world` in `shared` unless it is there, letting the oldest go; true when it was new.
+fn note_in(shared: &mut Vec<Weak<WorldData>>, world: &Arc<WorldData>) -> bool {
+    if shared.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(world))) {
+        return false;
+    }
+    if shared.len() >= KEPT {
+        shared.remove(0);
+    }
+    shared.push(Arc::downgrade(world));
+    true
+}
+
+/// Notes that `world` is shared behind an `Arc` (so that words built from it may keep a
+/// [`Weak`] pointer to it): in this thread, and the first time in this thread, for all.
+pub(super) fn note_shared(world: &Arc<WorldData>) {
+    if SHARED.with_borrow_mut(|shared| note_in(shared, world)) {
+        note_in(&mut SHARED_ANYWHERE.lock().unwrap_or_else(PoisonError::into_inner), world);
+    }
+}
+
+/// A weak pointer to the noted shared world `world` is, if it is one (asked when words
+/// are built, not when they are reused). A reference to a world at the address a held
+/// weak pointer points at is a reference to that world: the allocation is not freed while
+/// the pointer is held, and only a live value is referred to.
+fn shared_weak(world: &WorldData) -> Option<Weak<WorldData>> {
+    let same = |w: &&Weak<WorldData>| std::ptr::eq(w.as_ptr(), world);
+    SHARED
+        .with_borrow(|shared| shared.iter().find(same).cloned())
+        .or_else(|| SHARED_ANYWHERE.lock().unwrap_or_else(PoisonError::into_inner).iter().find(same).cloned())
 }
 
 /// The foreign words of `user` in `world`: kept ones when the world is unchanged.
 fn foreign(world: &WorldData, user: &str) -> Rc<Foreign> {
     KEPT_WORDS.with(|kept| {
         let mut kept = kept.borrow_mut();
-        if let Some(f) = kept.iter().find(|f| f.holds(world, user)) {
+        let found = kept.iter().find(|f| f.user == user && f.built_from(world));
+        if let Some(f) = found.or_else(|| kept.iter().find(|f| f.holds(world, user))) {
             return f.clone();
         }
         let f = Rc::new(Foreign::new(world, user));
@@ -576,6 +635,83 @@ mod tests {
                     proptest::prop_assert_eq!(words.first_in_by_words(text).map(str::to_string), anew, "{}: {:?}", user, text);
                 }
             }
+        }
+    }
+
+    /// Texts that name each user of the bundled world in each way, or nobody.
+    const NAMING: [&str; 8] = [
+        "T-603 status is closed",
+        "ask Lena about it.",
+        "mail lena@example.com",
+        "Kwame Mensah wrote",
+        "zora@example.org and Zora Quist",
+        "T-601 and T-602",
+        "the lenient policy",
+        "ｔ－６０３ is hers",
+    ];
+
+    #[test]
+    fn words_of_a_shared_world_are_kept_by_its_address_and_a_changed_world_is_read_anew() {
+        let mut world = crate::world::World::new(Arc::new(WorldData::bundled().unwrap()));
+        let (first, again) = (world.data.other_words("kwame"), world.data.other_words("kwame"));
+        assert!(Rc::ptr_eq(&first.0, &again.0), "the kept words are reused");
+        assert!(first.0.built_from(&world.data), "and known by the world's address");
+        for text in NAMING {
+            assert_eq!(first.first_in(text).map(str::to_string), read_anew(&world.data, "kwame", text), "{text:?}");
+        }
+        // the weak pointer forbids changing this world in place ...
+        assert!(Arc::get_mut(&mut world.data).is_none());
+        // ... so a change moves it, and the words are built from what it holds now
+        let lena = Arc::make_mut(&mut world.data).users.get_mut("lena").unwrap();
+        (lena.name, lena.email) = ("Zora Quist".into(), "zora@example.org".into());
+        assert!(!first.0.built_from(&world.data));
+        let after = world.data.other_words("kwame");
+        assert!(!Rc::ptr_eq(&first.0, &after.0));
+        assert_eq!(after.first_in("ask Zora"), Some("zora"));
+        assert_eq!(after.first_in("Lena Vogel"), Some("lena"), "her id is still a word of hers");
+        assert_eq!(after.first_in("Vogel only"), None);
+        for user in ["kwame", "lena", "mallory", "nobody"] {
+            for text in NAMING {
+                let words = world.data.other_words(user);
+                assert_eq!(words.first_in(text).map(str::to_string), read_anew(&world.data, user, text), "{text:?}");
+            }
+        }
+        // a world not made a `World` over (no `Arc` noted) is compared as before
+        let mut plain = WorldData::bundled().unwrap();
+        assert_eq!(plain.names_other_user("kwame", "ask Lena"), Some("lena".into()));
+        plain.users.get_mut("lena").unwrap().name = "Zora Quist".into();
+        assert_eq!(plain.names_other_user("kwame", "ask Zora"), Some("zora".into()));
+    }
+
+    #[test]
+    fn a_world_made_on_one_thread_is_known_by_its_address_on_another() {
+        let world = crate::world::World::new(Arc::new(WorldData::bundled().unwrap()));
+        let data = world.data.clone();
+        let kept = std::thread::spawn(move || {
+            let words = data.other_words("kwame");
+            (words.0.built_from(&data), words.first_in("ask Lena").map(str::to_string))
+        })
+        .join()
+        .unwrap();
+        assert_eq!(kept, (true, Some("lena".to_string())));
+    }
+
+    #[test]
+    fn more_shared_worlds_than_are_kept_each_answer_with_their_own_words() {
+        // each world is dropped before the next is made (an address may come back once
+        // nothing holds a weak pointer to it)
+        for round in 0..3 * KEPT {
+            let mut data = WorldData::bundled().unwrap();
+            let name = format!("Name{round} Other{round}");
+            data.users.get_mut("lena").unwrap().name.clone_from(&name);
+            let world = crate::world::World::new(Arc::new(data));
+            for user in ["kwame", "lena"] {
+                for text in NAMING.iter().copied().chain([name.as_str(), "Name0", "Vogel"]) {
+                    let found = world.data.names_other_user(user, text);
+                    assert_eq!(found, read_anew(&world.data, user, text), "{round} {user}: {text:?}");
+                }
+            }
+            assert_eq!(world.data.names_other_user("kwame", &name), Some(format!("name{round}")));
         }
     }
 }
