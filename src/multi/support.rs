@@ -12,10 +12,11 @@
 
 use crate::codes::codes;
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 
 use super::envelope::{Finding, RejectCode};
 use crate::gate::Observation;
+
+mod seen;
 
 codes! {
     /// How much a finding's claim must be backed.
@@ -86,17 +87,6 @@ pub(crate) struct Evidence {
     pub facts: Vec<Fact>,
 }
 
-/// The fields of a tool result that facts are built from; everything else is ignored.
-#[derive(Deserialize)]
-struct Seen<'a> {
-    #[serde(borrow)]
-    id: Cow<'a, str>,
-    #[serde(default, borrow)]
-    status: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    title: Option<Cow<'a, str>>,
-}
-
 impl Evidence {
     /// Rebuilds facts from observations: only successful `get_ticket` and
     /// `lookup_document` results whose text is a JSON object with the fields the fact
@@ -107,7 +97,7 @@ impl Evidence {
             .iter()
             .filter(|o| o.ok)
             .filter_map(|o| {
-                let seen: Seen<'_> = serde_json::from_str(&o.text).ok()?;
+                let seen = seen::read(&o.text)?;
                 let id = seen.id.as_ref();
                 let plain_id = super::labels::plain_id(id);
                 let (text, typing) = match (o.tool.as_str(), &seen.status, &seen.title) {
