@@ -6,6 +6,7 @@
 //! checkpointed state and [`Progress`]), so the two cannot drift apart.
 
 use crate::codes::codes;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -464,7 +465,8 @@ impl Agent {
                 Ok(p) => {
                     let (code, fingerprint) = self.checked(&p, &state, &progress.seen);
                     let (action, tool) = (p.action(), p.tool());
-                    let mut detail = String::with_capacity(action.len() + 1 + tool.len());
+                    // `call get_ticket`: up to 24 bytes are written inline, not allocated
+                    let mut detail = CompactString::with_capacity(action.len() + 1 + tool.len());
                     detail.push_str(action);
                     detail.push(' ');
                     detail.push_str(tool);
