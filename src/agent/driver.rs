@@ -6,6 +6,7 @@
 //! checkpointed state and [`Progress`]), so the two cannot drift apart.
 
 use crate::codes::codes;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -464,7 +465,8 @@ impl Agent {
                 Ok(p) => {
                     let (code, fingerprint) = self.checked(&p, &state, &progress.seen);
                     let (action, tool) = (p.action(), p.tool());
-                    let mut detail = String::with_capacity(action.len() + 1 + tool.len());
+                    // `call get_ticket`: up to 24 bytes are written inline, not allocated
+                    let mut detail = CompactString::with_capacity(action.len() + 1 + tool.len());
                     detail.push_str(action);
                     detail.push(' ');
                     detail.push_str(tool);
@@ -513,9 +515,11 @@ impl Agent {
                     }
                 };
                 progress.seen.insert(fingerprint);
-                progress.calls.push(call.name.clone());
-                progress.trace.add_tool(step, outcome.code(), &call.name, &call.arguments);
-                if call.name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {
+                // the call's name moves into the progress, and is read from there on
+                progress.calls.push(call.name);
+                let name = progress.calls.last().map_or("", String::as_str);
+                progress.trace.add_tool(step, outcome.code(), name, &call.arguments);
+                if name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {
                     progress.trace.add(step, TraceKind::Memory, outcome.code(), "remember");
                 }
                 match outcome {
@@ -527,10 +531,11 @@ impl Agent {
                     }
                     outcome => {
                         let (ok, text) = outcome.observation();
-                        let s = state.into_observed(ok, &call.name, &text)?;
+                        let s = state.into_observed(ok, name, &text)?;
                         if let (GateOutcome::Ok(data), Some(_)) = (&outcome, &self.memory) {
                             let obs_id = s.observations().last().map(|o| o.id.clone()).unwrap_or_default();
-                            self.remember(&call.name, data, &obs_id, step, progress);
+                            let name = name.to_owned();
+                            self.remember(&name, data, &obs_id, step, progress);
                         }
                         (s, ok)
                     }

@@ -11,11 +11,13 @@
 //! known gap that row m05 keeps in the table on purpose.
 
 use crate::codes::codes;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 
 use super::envelope::{Finding, RejectCode};
 use crate::gate::Observation;
+
+mod seen;
 
 codes! {
     /// How much a finding's claim must be backed.
@@ -44,8 +46,9 @@ impl std::str::FromStr for ClaimMode {
 /// One fact the coordinator rebuilt from a successful observation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Fact {
-    /// The fact's text; it starts with the id of what was read (see [`Fact::source`]).
-    pub text: String,
+    /// The fact's text; it starts with the id of what was read (see [`Fact::source`]). Up
+    /// to 24 bytes (`T-602 status is open`) are kept inline, without an allocation.
+    pub text: CompactString,
     /// How many bytes of `text` the id takes.
     source_len: usize,
     /// Whether every value in it has a type (see [`Fact::typed`]), or where the title
@@ -86,17 +89,6 @@ pub(crate) struct Evidence {
     pub facts: Vec<Fact>,
 }
 
-/// The fields of a tool result that facts are built from; everything else is ignored.
-#[derive(Deserialize)]
-struct Seen<'a> {
-    #[serde(borrow)]
-    id: Cow<'a, str>,
-    #[serde(default, borrow)]
-    status: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    title: Option<Cow<'a, str>>,
-}
-
 impl Evidence {
     /// Rebuilds facts from observations: only successful `get_ticket` and
     /// `lookup_document` results whose text is a JSON object with the fields the fact
@@ -107,19 +99,19 @@ impl Evidence {
             .iter()
             .filter(|o| o.ok)
             .filter_map(|o| {
-                let seen: Seen<'_> = serde_json::from_str(&o.text).ok()?;
+                let seen = seen::read(&o.text)?;
                 let id = seen.id.as_ref();
                 let plain_id = super::labels::plain_id(id);
                 let (text, typing) = match (o.tool.as_str(), &seen.status, &seen.title) {
                     ("get_ticket", Some(status), _) => {
                         let typed = super::labels::status_word(status) && plain_id;
-                        ([id, " status is ", status].concat(), Typing::Known(typed))
+                        (joined([id, " status is ", status]), Typing::Known(typed))
                     }
                     ("lookup_document", _, Some(title)) => {
                         const TITLED: &str = " is titled ";
                         let typing =
                             if plain_id { Typing::TitleFrom(id.len() + TITLED.len()) } else { Typing::Known(false) };
-                        ([id, TITLED, title].concat(), typing)
+                        (joined([id, TITLED, title]), typing)
                     }
                     _ => return None,
                 };
@@ -150,6 +142,15 @@ impl Evidence {
         }
         claim
     }
+}
+
+/// The three parts written one after the other into one text.
+fn joined(parts: [&str; 3]) -> CompactString {
+    let mut text = CompactString::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        text.push_str(part);
+    }
+    text
 }
 
 /// Checks a finding against the evidence: sources first, then (strict mode) the claim.
