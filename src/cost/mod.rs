@@ -70,6 +70,18 @@ mod tests {
         assert_eq!((rec.run_id.as_str(), &*rec.model, rec.cost), ("r1", "m", p.cost(120, 40)));
     }
 
+    /// The usage record as it was declared before its model and run id were lent or held
+    /// inline: `String` fields, unknown fields refused.
+    #[derive(serde::Serialize, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Before {
+        run_id: String,
+        model: String,
+        input_tokens: u64,
+        output_tokens: u64,
+        cost: Decimal,
+    }
+
     #[test]
     fn a_usage_record_with_a_lent_model_name_serialises_as_before() {
         // the record's model became a `Cow`: its JSON is the one a `String` field wrote,
@@ -80,15 +92,6 @@ mod tests {
         let owned = UsageRecord::priced("r-\u{e9}\"1", String::from("fake-planner"), p, 120, 40);
         assert!(matches!(lent.model, std::borrow::Cow::Borrowed(_)));
         assert!(matches!(owned.model, std::borrow::Cow::Owned(_)));
-        // the record as it was declared before, with `String` fields
-        #[derive(serde::Serialize)]
-        struct Before {
-            run_id: String,
-            model: String,
-            input_tokens: u64,
-            output_tokens: u64,
-            cost: Decimal,
-        }
         let before = Before {
             run_id: "r-\u{e9}\"1".into(),
             model: "fake-planner".into(),
@@ -110,15 +113,6 @@ mod tests {
         // the record's run id became a `CompactString` (no allocation for an id of up to
         // 24 bytes): the same JSON as the `String` field wrote for ids short and long,
         // the same value read back, and the same error text for every bad record
-        #[derive(serde::Serialize, serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Before {
-            run_id: String,
-            model: String,
-            input_tokens: u64,
-            output_tokens: u64,
-            cost: Decimal,
-        }
         let p = Price { input_per_1k: Decimal::new(8, 3), output_per_1k: Decimal::new(24, 3) };
         let mut ids: Vec<String> =
             ["", "r1", "bench-1999", "r-\u{e9}\"1\n\\", "\u{1F600}\u{0}\u{7f}", "run-\u{2028}-x"]
