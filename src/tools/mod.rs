@@ -57,6 +57,12 @@ impl ToolCall {
 
 /// See [`ToolCall::fingerprint`].
 pub fn fingerprint(name: &str, arguments: &Value) -> String {
+    fingerprint_inline(name, arguments).into_string()
+}
+
+/// [`fingerprint`] as a [`CompactString`]: its 16 hex digits are held inline, so taking
+/// it allocates nothing.
+pub(crate) fn fingerprint_inline(name: &str, arguments: &Value) -> CompactString {
     // serde_json's Map is ordered by key, so this text is canonical. It is written straight
     // into the hash; writing to a hasher cannot fail, and a failure would only mean the
     // same digest as an empty text, as before.
@@ -64,33 +70,25 @@ pub fn fingerprint(name: &str, arguments: &Value) -> String {
     h.update(name.as_bytes());
     h.update([0u8]);
     let _ = serde_json::to_writer(&mut h, arguments);
-    hex(&h.finalize()[..8])
-}
-
-/// [`fingerprint`] as a [`CompactString`]: its 16 hex digits are held inline, so taking
-/// it allocates nothing. The same digest and digits, written on the stack.
-pub(crate) fn fingerprint_inline(name: &str, arguments: &Value) -> CompactString {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut h = Sha256::new();
-    h.update(name.as_bytes());
-    h.update([0u8]);
-    let _ = serde_json::to_writer(&mut h, arguments);
     let mut out = [0u8; 16];
     for (pair, b) in out.chunks_exact_mut(2).zip(&h.finalize()[..8]) {
-        pair.copy_from_slice(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]]);
+        pair.copy_from_slice(&hex_pair(*b));
     }
     // hex digits are ASCII, so this is never the empty fallback
     std::str::from_utf8(&out).map(CompactString::new).unwrap_or_default()
 }
 
-/// Lower-case hex of `bytes`, without a formatting call per byte (fingerprints are taken
-/// several times per step).
-pub(crate) fn hex(bytes: &[u8]) -> String {
+/// The two lower-case hex digits of `b`.
+fn hex_pair(b: u8) -> [u8; 2] {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]]
+}
+
+/// Lower-case hex of `bytes`, without a formatting call per byte.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+        out.extend(hex_pair(*b).map(char::from));
     }
     out
 }
@@ -627,6 +625,11 @@ mod tests {
             for args in &arguments {
                 let (inline, string) = (fingerprint_inline(name, args), fingerprint(name, args));
                 assert_eq!(inline, string, "{name:?} {args}");
+                // the digits as they were written before: the digest of the name, a zero
+                // byte and the compact JSON, a formatting call per byte
+                let h = Sha256::new().chain_update(name.as_bytes()).chain_update([0u8]).chain_update(args.to_string());
+                let old: String = h.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect();
+                assert_eq!(string, old, "{name:?} {args}");
                 assert_eq!(inline.len(), 16);
                 assert!(!inline.is_heap_allocated(), "held inline");
                 assert!(string.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
