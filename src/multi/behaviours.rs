@@ -299,18 +299,13 @@ fn call(tool: &str, arguments: serde_json::Value) -> String {
     json!({"action": "call", "tool": tool, "arguments": arguments}).to_string()
 }
 
-/// A proposal to call `tool` with one string argument.
+/// A proposal to call `tool` with one string argument (the tool's name and the key are
+/// identifiers, written as they stand).
 fn call_one(tool: &str, key: &str, value: &str) -> String {
-    // one buffer: the fixed parts, then the value as a JSON string written in place
-    let mut out = Vec::with_capacity(tool.len() + key.len() + value.len() + value.len() / 8 + 48);
-    for part in [r#"{"action":"call","tool":""#, tool, r#"","arguments":{""#, key, r#"":"#] {
-        out.extend_from_slice(part.as_bytes());
-    }
-    if serde_json::to_writer(&mut out, value).is_err() {
-        return String::new();
-    }
-    out.extend_from_slice(b"}}");
-    String::from_utf8(out).unwrap_or_default()
+    let mut out = JsonOut::with_capacity(tool.len() + key.len() + value.len() + value.len() / 8 + 48);
+    out.raw(r#"{"action":"call","tool":""#).raw(tool).raw(r#"","arguments":{""#).raw(key).raw(r#"":"#);
+    out.str(value).raw("}}");
+    out.into_string()
 }
 
 /// `{"action":"finish","answer":…,"sources":[…]}`: the ids of the successful
