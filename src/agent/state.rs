@@ -177,20 +177,10 @@ fn longer_than(text: &str, max: usize) -> bool {
 }
 
 /// Appends `n` in decimal (what `write!(out, "{n}")` writes, without the formatting
-/// machinery: ids are written on every step).
+/// machinery: ids are written on every step), by `itoa`, as the coordinator writes
+/// envelope ids.
 pub(crate) fn push_decimal(out: &mut String, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// True when `id` is `o<n>`.
