@@ -227,7 +227,7 @@ const ESCAPE: [u8; 256] = {
 /// control character, `"` or a backslash), or `s.len()`. Eight bytes are tested at a time: in each
 /// word, the lowest byte flagged below 0x20 or equal to a quote or backslash is a true
 /// one (a borrow only flags bytes above a true one).
-fn next_escape(s: &[u8], from: usize) -> usize {
+pub(crate) fn next_escape(s: &[u8], from: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;

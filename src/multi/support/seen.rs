@@ -104,32 +104,11 @@ fn string(text: &str, at: usize) -> Option<(&str, bool, usize)> {
     }
 }
 
-/// Where the first `"`, `\` or control character (below 0x20) at or after `from` is, eight
-/// bytes at a time (the last few one by one).
+/// Where the first `"`, `\` or control character (below 0x20) at or after `from` is: the
+/// bytes a JSON string escapes, found by the tools' scan that writes tool results.
 fn next_stop(bytes: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    let stop = |b: &u8| matches!(b, b'"' | b'\\' | 0..=0x1f);
-    let rest = bytes.get(from..)?;
-    let mut chunks = rest.chunks_exact(8);
-    let mut at = from;
-    for chunk in &mut chunks {
-        // every chunk is eight bytes: the conversion cannot fail
-        let word = <[u8; 8]>::try_from(chunk).map_or(0, u64::from_le_bytes);
-        // the classic "has a byte below n" / "has a zero byte" tests, each exact for its
-        // lowest hit, so the lowest bit of the three together is the first stop
-        let quote = word ^ (ONES * u64::from(b'"'));
-        let backslash = word ^ (ONES * u64::from(b'\\'));
-        let found = (word.wrapping_sub(ONES * 0x20) & !word)
-            | (quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash);
-        let found = found & HIGHS;
-        if found != 0 {
-            return Some(at + found.trailing_zeros() as usize / 8);
-        }
-        at += 8;
-    }
-    chunks.remainder().iter().position(stop).map(|i| at + i)
+    let at = crate::tools::next_escape(bytes, from);
+    (at < bytes.len()).then_some(at)
 }
 
 #[cfg(test)]
