@@ -141,6 +141,23 @@ impl<'w> Record<'w> {
         self.members().iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
     }
 
+    /// True when a member name or value of this record names a user of `world` other than
+    /// `caller` ([`WorldData::names_other_user`]). For a record read from `world` itself
+    /// (the shared world it was read from) the answer is worked out once per world, record,
+    /// tool and caller, and kept beside its text (`kept.rs`).
+    pub(crate) fn names_other_user(&self, world: &WorldData, caller: &str) -> bool {
+        let work_out = || {
+            let words = world.other_words(caller);
+            self.members().iter().any(|(k, v)| words.first_in(k).is_some() || words.first_in(v).is_some())
+        };
+        match self.source {
+            Some((shared, record, tool)) if std::ptr::eq(Arc::as_ptr(shared), world) => {
+                kept::names_other_of(shared, record, tool, caller, work_out)
+            }
+            _ => work_out(),
+        }
+    }
+
     /// The object as a JSON value (as `json!` builds it).
     pub(crate) fn to_value(self) -> Value {
         let map: Map<String, Value> =
