@@ -8,7 +8,8 @@
 //! the gate reads the same members in place to label the result. A caller that reads the
 //! result as a value gets the value the text is of, built when first asked for. A record
 //! read from a shared world is written once per world and thread and its text shared
-//! after that (`kept.rs`).
+//! after that, and whether it names a user other than the caller is worked out once per
+//! world, caller and thread (`kept.rs`).
 
 use serde_json::{Map, Value};
 use std::fmt;
