@@ -42,7 +42,8 @@ pub(crate) fn controls(tool: &str, access: Access) -> Option<&'static [&'static 
 
 /// The label of a successful result of `tool` for `caller`, and the id of its source (a
 /// refusal names it as `tool:id`). A record result is read member by member in place, as the walk over
-/// the object it stands for would read it.
+/// the object it stands for would read it (once per world, record and caller: the answer
+/// is kept beside the record's text, see [`crate::tools::Record::names_other_user`]).
 pub(crate) fn result_label<'a>(
     tool: &str,
     caller: &str,
@@ -54,11 +55,12 @@ pub(crate) fn result_label<'a>(
         "get_ticket" => Confidentiality::User,
         _ => Confidentiality::Public,
     };
-    let words = world.other_words(caller);
-    let mut names_other = |text: &str| words.first_in(text).is_some();
     let (other, id) = match output {
-        Output::Record(r) => (r.members().iter().any(|(k, v)| names_other(k) || names_other(v)), r.get("id")),
-        Output::Value(v) => (any_string(v, &mut names_other), v.get("id").and_then(Value::as_str)),
+        Output::Record(r) => (r.names_other_user(world, caller), r.get("id")),
+        Output::Value(v) => {
+            let words = world.other_words(caller);
+            (any_string(v, &mut |text| words.first_in(text).is_some()), v.get("id").and_then(Value::as_str))
+        }
     };
     let confidentiality = if other { Confidentiality::Other } else { confidentiality };
     Some((Label::new(Integrity::Untrusted, confidentiality), id.unwrap_or("result")))
@@ -235,5 +237,163 @@ mod tests {
             }
         }
         assert!(other > 100, "the corpus names other users");
+    }
+
+    /// A world whose records name users in the ways the words are found (an address after
+    /// a line break, full-width letters, JSON escapes, a zero-width space, a name with
+    /// letters lower case changes), with more users than an answer is kept for.
+    fn naming_world() -> WorldData {
+        let mut users = vec![
+            json!({"id": "kwame", "name": "Kwame Mensah", "email": "kwame@example.com", "roles": []}),
+            json!({"id": "lena", "name": "Lena Vogel", "email": "lena@example.com", "roles": []}),
+            json!({"id": "mallory", "name": "Mallory Quinn", "email": "mallory@example.com", "roles": []}),
+            json!({"id": "zoë", "name": "Zoë Łukasz", "email": "Zoe@Example.ORG", "roles": []}),
+        ];
+        for i in 0..10 {
+            users.push(json!({"id": format!("u{i}"), "name": format!("User{i} Extra"), "email": format!("u{i}@x.io"), "roles": []}));
+        }
+        let texts = [
+            "plain words",
+            "status update\nlena@example.com",
+            "ｔ－６０２ is hers",
+            "\"Mallory\" \\ quoted",
+            "l\u{200B}ena",
+            "ŁUKASZ wrote",
+            "user3 asked",
+            "T-601 only",
+            "",
+            "kwame@example.com",
+            "\u{0}\u{1f} T-605 </script>",
+            "zoe@example.org.",
+        ];
+        let owners = ["kwame", "lena", "mallory", "zoë", "u3"];
+        let tickets: Vec<Value> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let subject: String = text.chars().rev().collect();
+                json!({"id": format!("T-6{i:02}"), "owner": owners[i % owners.len()], "status": "open", "subject": subject, "text": text})
+            })
+            .collect();
+        let documents: Vec<Value> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| json!({"id": format!("doc-{i}"), "title": text, "text": texts[(i + 1) % texts.len()]}))
+            .collect();
+        let world = json!({"users": users, "tickets": tickets, "documents": documents});
+        WorldData::from_json(&world.to_string()).unwrap()
+    }
+
+    /// Reads every record of `world` as each of `callers` (a ticket only as its owner: to
+    /// anyone else it is missing) and checks the label of each against the label of the
+    /// object it stands for, walked string by string; counts the labels `other` and not.
+    fn labels_as_walked(world: &crate::world::World, callers: &[String], counts: &mut [usize; 2]) {
+        labels_in_as_walked(world, &world.data, callers, counts);
+    }
+
+    /// [`labels_as_walked`] of records read from `world` but labelled in `labelled_in`.
+    fn labels_in_as_walked(
+        world: &crate::world::World,
+        labelled_in: &WorldData,
+        callers: &[String],
+        counts: &mut [usize; 2],
+    ) {
+        use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
+        let tickets = world
+            .data
+            .tickets
+            .keys()
+            .map(|id| ("get_ticket", ToolArgs::GetTicket(GetTicketArgs { ticket_id: id.as_str().into() })));
+        let documents =
+            world.data.documents.keys().map(|id| {
+                ("lookup_document", ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: id.as_str().into() }))
+            });
+        let reads: Vec<_> = tickets.chain(documents).collect();
+        for caller in callers {
+            for (tool, args) in &reads {
+                let Ok(output) = Registry.run(world, caller, args) else { continue };
+                let Output::Record(record) = output else { panic!("{tool} answers with the record") };
+                let (object, record) = (Output::Value(record.to_value()), Output::Record(record));
+                let walked = result_label(tool, caller, &object, labelled_in);
+                let read = result_label(tool, caller, &record, labelled_in);
+                assert_eq!(read, walked, "{tool} {caller} {args:?}");
+                let other = read.is_some_and(|(l, _)| l.confidentiality == Confidentiality::Other);
+                counts[usize::from(other)] += 1;
+            }
+        }
+    }
+
+    #[test]
+    fn a_kept_answer_labels_a_record_as_the_walk_over_its_object_does() {
+        use crate::world::World;
+        use std::sync::Arc;
+        let callers: Vec<String> = naming_world().users.keys().cloned().chain(["nobody".to_string()]).collect();
+        let mut counts = [0, 0];
+        let mut world = World::new(Arc::new(naming_world()));
+        // the first reads work the answers out, the later ones are served what was kept
+        for _ in 0..3 {
+            labels_as_walked(&world, &callers, &mut counts);
+        }
+        // a world changed through `Arc::make_mut` (a user renamed to words that are member
+        // names of every record, a ticket given to another user, a text that names someone)
+        // is a new world, and the world it was cloned from still answers as it is
+        let before = world.clone();
+        {
+            let data = Arc::make_mut(&mut world.data);
+            data.users.get_mut("zoë").unwrap().name = "Title Status".into();
+            data.tickets.get_mut("T-600").unwrap().owner = "lena".into();
+            data.documents.get_mut("doc-0").unwrap().text = "ask Kwame".into();
+            data.users.get_mut("u3").unwrap().email = "plain@x.io".into();
+        }
+        for _ in 0..2 {
+            labels_as_walked(&world, &callers, &mut counts);
+            labels_as_walked(&before, &callers, &mut counts);
+            // a record labelled in a world it was not read from is read anew
+            labels_in_as_walked(&before, &world.data, &callers, &mut counts);
+            labels_in_as_walked(&world, &before.data, &callers, &mut counts);
+        }
+        let kwame = |w: &World, id: &str| {
+            let args = crate::tools::ToolArgs::LookupDocument(crate::tools::LookupDocumentArgs { doc_id: id.into() });
+            let output = crate::tools::Registry.run(w, "kwame", &args).unwrap();
+            result_label("lookup_document", "kwame", &output, &w.data).unwrap().0.confidentiality
+        };
+        assert_eq!(kwame(&before, "doc-8"), Confidentiality::Public);
+        assert_eq!(kwame(&world, "doc-8"), Confidentiality::Other, "the member name `title` names zoë now");
+        // worlds rebuilt at new addresses, more than are kept, each dropped in turn (on a
+        // thread of their own, which keeps nothing else: a dropped world's records free
+        // their addresses for the next world's)
+        let others = callers.clone();
+        let rebuilt = std::thread::spawn(move || {
+            let (mut counts, template) = ([0, 0], naming_world());
+            for round in 0..10 {
+                let mut data = template.clone();
+                data.users.get_mut("lena").unwrap().name = format!("Round{round} Words");
+                // every other round the same records name someone
+                let text =
+                    if round % 2 == 0 { format!("round{round} asks lena") } else { format!("round{round} plain") };
+                data.documents.get_mut("doc-0").unwrap().text.clone_from(&text);
+                data.tickets.get_mut("T-600").unwrap().text = text;
+                let rebuilt = World::new(Arc::new(data));
+                labels_as_walked(&rebuilt, &others, &mut counts);
+                labels_as_walked(&rebuilt, &others, &mut counts);
+            }
+            counts
+        })
+        .join()
+        .unwrap();
+        counts = [counts[0] + rebuilt[0], counts[1] + rebuilt[1]];
+        // and the same worlds read on another thread
+        let (worlds, others) = ([world.clone(), before.clone()], callers.clone());
+        let there = std::thread::spawn(move || {
+            let mut counts = [0, 0];
+            for world in worlds.iter().chain(&worlds) {
+                labels_as_walked(world, &others, &mut counts);
+            }
+            counts
+        })
+        .join()
+        .unwrap();
+        assert!(there[0] > 20 && there[1] > 20, "{there:?}");
+        assert!(counts[0] > 200 && counts[1] > 200, "the corpus has both answers: {counts:?}");
     }
 }

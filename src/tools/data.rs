@@ -8,7 +8,8 @@
 //! the gate reads the same members in place to label the result. A caller that reads the
 //! result as a value gets the value the text is of, built when first asked for. A record
 //! read from a shared world is written once per world and thread and its text shared
-//! after that (`kept.rs`).
+//! after that, and whether it names a user other than the caller is worked out once per
+//! world, caller and thread (`kept.rs`).
 
 use serde_json::{Map, Value};
 use std::fmt;
@@ -139,6 +140,23 @@ impl<'w> Record<'w> {
     /// The value of member `key`.
     pub(crate) fn get(&self, key: &str) -> Option<&'w str> {
         self.members().iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+
+    /// True when a member name or value of this record names a user of `world` other than
+    /// `caller` ([`WorldData::names_other_user`]). For a record read from `world` itself
+    /// (the shared world it was read from) the answer is worked out once per world, record,
+    /// tool and caller, and kept beside its text (`kept.rs`).
+    pub(crate) fn names_other_user(&self, world: &WorldData, caller: &str) -> bool {
+        let work_out = || {
+            let words = world.other_words(caller);
+            self.members().iter().any(|(k, v)| words.first_in(k).is_some() || words.first_in(v).is_some())
+        };
+        match self.source {
+            Some((shared, record, tool)) if std::ptr::eq(Arc::as_ptr(shared), world) => {
+                kept::names_other_of(shared, record, tool, caller, work_out)
+            }
+            _ => work_out(),
+        }
     }
 
     /// The object as a JSON value (as `json!` builds it).

@@ -1,34 +1,89 @@
-//! The result texts of world records, written once per world and thread and then shared.
+//! The result texts of world records, and whether they name another user, worked out
+//! once per world and thread and then shared.
 //!
 //! A `get_ticket` or `lookup_document` result is the same text every time one record of
-//! one world is read. The text is kept per thread beside a [`Weak`] pointer to the world
-//! it was written from, and served again only while the world read is that very
-//! allocation. That check is exact, not a guess: while the weak pointer is held the
-//! allocation is not freed (no other world can take its address), [`Arc::get_mut`]
-//! refuses it (so nothing changes it in place) and [`Arc::make_mut`] moves it to a new
-//! allocation; a world that changed is therefore never the one the text was kept for.
-//! Within the unchanged world a record is found by its address, fixed while nothing
-//! changes the world.
+//! one world is read, and whether it names a user other than the caller (what the gate's
+//! result label asks of it) is the same answer every time one caller reads it: both are
+//! pure functions of the world, the record, the tool and (for the answer) the caller.
+//! They are kept per thread beside a [`Weak`] pointer to the world they were worked out
+//! from, and served again only while the world read is that very allocation. That check
+//! is exact, not a guess: while the weak pointer is held the allocation is not freed (no
+//! other world can take its address), [`Arc::get_mut`] refuses it (so nothing changes it
+//! in place) and [`Arc::make_mut`] moves it to a new allocation; a world that changed is
+//! therefore never the one they were kept for. Within the unchanged world a record is
+//! found by its address, fixed while nothing changes the world; a caller by its name.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
+use compact_str::CompactString;
+
 use crate::world::WorldData;
 
-/// Most worlds whose texts a thread keeps (the oldest is let go first).
+/// Most worlds whose records a thread keeps (the oldest is let go first).
 const KEPT: usize = 4;
 
-/// The texts of the records read from one world.
+/// Most callers whose answers are kept for one record (a later caller's is worked out
+/// every time).
+const CALLERS: usize = 8;
+
+/// What is kept of the records read from one world.
 struct Kept {
-    /// The world they were written from (never upgraded: only its address is compared).
+    /// The world they were read from (never upgraded: only its address is compared).
     world: Weak<WorldData>,
-    /// Text by (record address, tool that answered it).
-    texts: BTreeMap<(usize, &'static str), Arc<str>>,
+    /// By (record address, tool that answered it).
+    records: BTreeMap<(usize, &'static str), Record>,
+}
+
+/// What is kept of one record as one tool answers it.
+#[derive(Default)]
+struct Record {
+    /// Its result text, once written.
+    text: Option<Arc<str>>,
+    /// Whether it names a user other than the caller, by caller.
+    names_other: Vec<(CompactString, bool)>,
 }
 
 thread_local! {
-    static KEPT_TEXTS: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
+    static KEPT_RECORDS: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `read` of what this thread keeps of the record at address `record` of `world` as `tool`
+/// answers it, if it keeps anything.
+fn read<R>(
+    world: &Arc<WorldData>,
+    record: usize,
+    tool: &'static str,
+    read: impl FnOnce(&Record) -> Option<R>,
+) -> Option<R> {
+    KEPT_RECORDS.with_borrow(|kept| {
+        kept.iter()
+            .find(|k| std::ptr::eq(k.world.as_ptr(), Arc::as_ptr(world)))?
+            .records
+            .get(&(record, tool))
+            .and_then(read)
+    })
+}
+
+/// `keep` applied to what this thread keeps of the record at address `record` of `world`
+/// as `tool` answers it (made room for when there is none).
+fn keep(world: &Arc<WorldData>, record: usize, tool: &'static str, keep: impl FnOnce(&mut Record)) {
+    KEPT_RECORDS.with_borrow_mut(|kept| {
+        let at = match kept.iter().position(|k| std::ptr::eq(k.world.as_ptr(), Arc::as_ptr(world))) {
+            Some(at) => at,
+            None => {
+                if kept.len() >= KEPT {
+                    kept.remove(0);
+                }
+                kept.push(Kept { world: Arc::downgrade(world), records: BTreeMap::new() });
+                kept.len() - 1
+            }
+        };
+        if let Some(k) = kept.get_mut(at) {
+            keep(k.records.entry((record, tool)).or_default());
+        }
+    });
 }
 
 /// The result text `tool` answers with for the record at address `record` (a record of
@@ -40,30 +95,35 @@ pub(super) fn text_of(
     tool: &'static str,
     write: impl FnOnce() -> String,
 ) -> Arc<str> {
-    let key = (record, tool);
-    let same = |k: &Kept| std::ptr::eq(k.world.as_ptr(), Arc::as_ptr(world));
-    if let Some(text) =
-        KEPT_TEXTS.with_borrow(|kept| kept.iter().find(|k| same(k)).and_then(|k| k.texts.get(&key).cloned()))
-    {
+    if let Some(text) = read(world, record, tool, |r| r.text.clone()) {
         return text;
     }
     let text: Arc<str> = Arc::from(write());
-    KEPT_TEXTS.with_borrow_mut(|kept| {
-        let at = match kept.iter().position(same) {
-            Some(at) => at,
-            None => {
-                if kept.len() >= KEPT {
-                    kept.remove(0);
-                }
-                kept.push(Kept { world: Arc::downgrade(world), texts: BTreeMap::new() });
-                kept.len() - 1
-            }
-        };
-        if let Some(k) = kept.get_mut(at) {
-            k.texts.insert(key, text.clone());
+    keep(world, record, tool, |r| r.text = Some(text.clone()));
+    text
+}
+
+/// Whether the record at address `record` of `world`, as `tool` answers it, names a user
+/// other than `caller`: the kept answer when this thread worked it out for this same
+/// world and caller, else `work_out()`, kept for the next read.
+pub(super) fn names_other_of(
+    world: &Arc<WorldData>,
+    record: usize,
+    tool: &'static str,
+    caller: &str,
+    work_out: impl FnOnce() -> bool,
+) -> bool {
+    let kept = |r: &Record| r.names_other.iter().find(|(c, _)| c == caller).map(|(_, other)| *other);
+    if let Some(other) = read(world, record, tool, kept) {
+        return other;
+    }
+    let other = work_out();
+    keep(world, record, tool, |r| {
+        if r.names_other.len() < CALLERS {
+            r.names_other.push((caller.into(), other));
         }
     });
-    text
+    other
 }
 
 #[cfg(test)]
@@ -170,6 +230,45 @@ mod tests {
                 document(&world, "kc-returns-v3").text(),
                 written_document(&world.data.documents["kc-returns-v3"])
             );
+        }
+    }
+
+    #[test]
+    fn an_answer_is_worked_out_once_per_world_record_tool_and_caller() {
+        use super::{CALLERS, names_other_of, text_of};
+        use std::cell::Cell;
+        let worked = Cell::new(0);
+        let ask = |world: &Arc<WorldData>, record: usize, tool: &'static str, caller: &str, answer: bool| {
+            names_other_of(world, record, tool, caller, || {
+                worked.set(worked.get() + 1);
+                answer
+            })
+        };
+        let world = Arc::new(WorldData::bundled().unwrap());
+        assert!(ask(&world, 1, "get_ticket", "kwame", true));
+        assert!(ask(&world, 1, "get_ticket", "kwame", false), "the kept answer");
+        assert_eq!(worked.get(), 1);
+        // another caller, tool, record or world is another answer
+        assert!(!ask(&world, 1, "get_ticket", "lena", false));
+        assert!(!ask(&world, 1, "lookup_document", "kwame", false));
+        assert!(!ask(&world, 2, "get_ticket", "kwame", false));
+        let other = Arc::new(WorldData::bundled().unwrap());
+        assert!(!ask(&other, 1, "get_ticket", "kwame", false));
+        assert_eq!(worked.get(), 5);
+        assert!(ask(&world, 1, "get_ticket", "kwame", false) && !ask(&world, 1, "get_ticket", "lena", true));
+        assert_eq!(worked.get(), 5);
+        // the text kept beside the answers is kept as before
+        let text = text_of(&world, 1, "get_ticket", || "text one".into());
+        assert_eq!(&*text_of(&world, 1, "get_ticket", || "text two".into()), "text one");
+        assert!(ask(&world, 1, "get_ticket", "kwame", false));
+        assert_eq!(&*text, "text one");
+        // past the callers kept for one record, a caller's answer is worked out each time
+        for i in 0..CALLERS + 3 {
+            let caller = format!("caller{i}");
+            let (first, again) =
+                (ask(&world, 3, "get_ticket", &caller, i % 2 == 0), ask(&world, 3, "get_ticket", &caller, i % 2 == 1));
+            assert_eq!(first, i % 2 == 0);
+            assert_eq!(again, if i < CALLERS { first } else { !first }, "{i}");
         }
     }
 }
