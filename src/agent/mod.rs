@@ -9,6 +9,7 @@ mod durable;
 mod env;
 mod export;
 mod finish;
+mod json_reader;
 mod notes;
 mod proposal;
 mod state;

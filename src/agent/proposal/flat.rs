@@ -9,27 +9,25 @@
 //! reads from the same text (pinned on a generated corpus by
 //! `reads_every_proposal_as_serde_json_does`).
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 
 use super::{Action, Raw};
-use crate::tools::next_escape;
+use crate::agent::json_reader::JsonReader;
 
 /// `text` read as [`Raw`] when it has the usual shape (see the module), else `None`.
 pub(super) fn read(text: &str) -> Option<Raw> {
-    let mut r = Reader { text, bytes: text.as_bytes(), at: 0 };
+    let mut r = JsonReader::new(text);
     r.byte(b'{')?;
     let mut action = None;
     let mut raw = Raw { action: Action::Other, tool: None, arguments: None, answer: None, sources: None };
     loop {
-        let member = r.member()?;
+        let name = next_member(&mut r)?;
         r.byte(b':')?;
         // a repeated member fails serde's read: serde decides
-        match member {
-            Member::Action if action.is_none() => action = Some(r.action()?),
+        match name {
+            Member::Action if action.is_none() => action = Some(action_value(&mut r)?),
             Member::Tool if raw.tool.is_none() => raw.tool = Some(r.string()?.into_owned()),
-            Member::Arguments if raw.arguments.is_none() => raw.arguments = Some(r.object()?),
+            Member::Arguments if raw.arguments.is_none() => raw.arguments = Some(string_object(&mut r)?),
             Member::Answer if raw.answer.is_none() => raw.answer = Some(r.string()?.into_owned()),
             Member::Sources if raw.sources.is_none() => raw.sources = Some(r.strings()?),
             _ => return None,
@@ -40,8 +38,7 @@ pub(super) fn read(text: &str) -> Option<Raw> {
             _ => return None,
         }
     }
-    r.space();
-    if r.at != r.bytes.len() {
+    if !r.at_end() {
         return None;
     }
     raw.action = action?;
@@ -67,164 +64,45 @@ const MEMBERS: [(&[u8], Member); 5] = [
     (br#""sources""#, Member::Sources),
 ];
 
-/// A position in the text being read.
-struct Reader<'a> {
-    text: &'a str,
-    bytes: &'a [u8],
-    at: usize,
+/// The member whose name comes next, written without escapes; `None` for any other
+/// text (an unknown member fails serde's read; a name with an escape is left to it).
+fn next_member(r: &mut JsonReader<'_>) -> Option<Member> {
+    let &(_, member) = MEMBERS.iter().find(|(name, _)| r.literal(name))?;
+    Some(member)
 }
 
-impl<'a> Reader<'a> {
-    /// Moves past JSON white space (space, tab, line feed, carriage return).
-    fn space(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.at) {
-            self.at += 1;
+/// The `action` member's value: a string, `call`, `finish` or any other.
+fn action_value(r: &mut JsonReader<'_>) -> Option<Action> {
+    if r.literal(br#""call""#) {
+        return Some(Action::Call);
+    }
+    if r.literal(br#""finish""#) {
+        return Some(Action::Finish);
+    }
+    // no string with an escape decodes to `call` or `finish`
+    r.string().map(|_| Action::Other)
+}
+
+/// A JSON object whose values are all strings, each key at most once, as a
+/// [`Value::Object`].
+fn string_object(r: &mut JsonReader<'_>) -> Option<Value> {
+    r.byte(b'{')?;
+    let mut map = Map::new();
+    if r.peek_past(b'}') {
+        return Some(Value::Object(map));
+    }
+    loop {
+        let key = r.string()?.into_owned();
+        r.byte(b':')?;
+        let value = Value::String(r.string()?.into_owned());
+        // serde's value keeps the last of a repeated key: left to serde all the same
+        if map.insert(key, value).is_some() {
+            return None;
         }
-    }
-
-    /// The next byte after white space, moved past.
-    fn next(&mut self) -> Option<u8> {
-        self.space();
-        let b = *self.bytes.get(self.at)?;
-        self.at += 1;
-        Some(b)
-    }
-
-    /// Moves past `want` (after white space), or `None` when another byte comes.
-    fn byte(&mut self, want: u8) -> Option<()> {
-        (self.next()? == want).then_some(())
-    }
-
-    /// Moves past `want` when it is the next byte after white space.
-    fn peek_past(&mut self, want: u8) -> bool {
-        self.space();
-        let found = self.bytes.get(self.at) == Some(&want);
-        self.at += usize::from(found);
-        found
-    }
-
-    /// Moves past `quoted` (a JSON string, quotes included) when it comes next after white
-    /// space.
-    fn literal(&mut self, quoted: &[u8]) -> bool {
-        self.space();
-        let found = self.bytes.get(self.at..).is_some_and(|rest| rest.starts_with(quoted));
-        self.at += if found { quoted.len() } else { 0 };
-        found
-    }
-
-    /// The member whose name comes next, written without escapes; `None` for any other
-    /// text (an unknown member fails serde's read; a name with an escape is left to it).
-    fn member(&mut self) -> Option<Member> {
-        let &(_, member) = MEMBERS.iter().find(|(name, _)| self.literal(name))?;
-        Some(member)
-    }
-
-    /// The `action` member's value: a string, `call`, `finish` or any other.
-    fn action(&mut self) -> Option<Action> {
-        if self.literal(br#""call""#) {
-            return Some(Action::Call);
-        }
-        if self.literal(br#""finish""#) {
-            return Some(Action::Finish);
-        }
-        // no string with an escape decodes to `call` or `finish`
-        self.string().map(|_| Action::Other)
-    }
-
-    /// The JSON string that comes next, decoded: borrowed when it has no escape. `None`
-    /// unless it is a well-formed string whose escapes are all short ones (a control
-    /// character, a `\u` escape or an unknown escape gives `None`).
-    fn string(&mut self) -> Option<Cow<'a, str>> {
-        self.byte(b'"')?;
-        let start = self.at;
-        let mut escapes = 0;
-        let mut from = start;
-        let end = loop {
-            let stop = next_escape(self.bytes, from);
-            match self.bytes.get(stop)? {
-                b'"' => break stop,
-                b'\\'
-                    if matches!(self.bytes.get(stop + 1)?, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') =>
-                {
-                    escapes += 1;
-                    from = stop + 2;
-                }
-                _ => return None,
-            }
-        };
-        self.at = end + 1;
-        // `"` is ASCII, so both ends are character boundaries
-        let raw = self.text.get(start..end)?;
-        if escapes == 0 {
-            return Some(Cow::Borrowed(raw));
-        }
-        self.decoded(start, end, raw.len() - escapes).map(Cow::Owned)
-    }
-
-    /// The string between `start` and `end`, whose escapes (all short ones) are decoded,
-    /// `len` bytes long once they are.
-    #[inline(never)]
-    fn decoded(&self, start: usize, end: usize, len: usize) -> Option<String> {
-        // the scan stops only at a backslash here (the byte after one is moved past with it)
-        let mut out = String::with_capacity(len);
-        let mut from = start;
-        loop {
-            let stop = next_escape(self.bytes, from).min(end);
-            out.push_str(self.text.get(from..stop)?);
-            if stop == end {
-                return Some(out);
-            }
-            out.push(match self.bytes.get(stop + 1)? {
-                b'b' => '\u{8}',
-                b'f' => '\u{c}',
-                b'n' => '\n',
-                b'r' => '\r',
-                b't' => '\t',
-                // `"`, `\` or `/`: itself
-                &other => char::from(other),
-            });
-            from = stop + 2;
-        }
-    }
-
-    /// A JSON array of strings, read as [`Reader::string`] reads each.
-    fn strings(&mut self) -> Option<Vec<String>> {
-        self.byte(b'[')?;
-        let mut out = Vec::new();
-        if self.peek_past(b']') {
-            return Some(out);
-        }
-        loop {
-            out.push(self.string()?.into_owned());
-            match self.next()? {
-                b',' => {}
-                b']' => return Some(out),
-                _ => return None,
-            }
-        }
-    }
-
-    /// A JSON object whose values are all strings, each key at most once, as a
-    /// [`Value::Object`].
-    fn object(&mut self) -> Option<Value> {
-        self.byte(b'{')?;
-        let mut map = Map::new();
-        if self.peek_past(b'}') {
-            return Some(Value::Object(map));
-        }
-        loop {
-            let key = self.string()?.into_owned();
-            self.byte(b':')?;
-            let value = Value::String(self.string()?.into_owned());
-            // serde's value keeps the last of a repeated key: left to serde all the same
-            if map.insert(key, value).is_some() {
-                return None;
-            }
-            match self.next()? {
-                b',' => {}
-                b'}' => return Some(Value::Object(map)),
-                _ => return None,
-            }
+        match r.next()? {
+            b',' => {}
+            b'}' => return Some(Value::Object(map)),
+            _ => return None,
         }
     }
 }
