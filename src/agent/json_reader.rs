@@ -57,7 +57,8 @@ impl<'a> JsonReader<'a> {
     }
 
     /// Moves past `token` (a JSON string written without escapes, quotes included, or a
-    /// literal such as `true`) when it comes next after white space.
+    /// literal such as `true`) when it comes next after white space. For a literal the
+    /// caller checks the byte after it (`truex` starts with `true`).
     pub(crate) fn literal(&mut self, token: &[u8]) -> bool {
         self.space();
         let found = self.bytes.get(self.at..).is_some_and(|rest| rest.starts_with(token));
