@@ -7,6 +7,8 @@ use serde_json::Value;
 
 use super::state::MAX_ANSWER_CHARS;
 
+mod flat;
+
 /// Largest proposal text accepted, in bytes.
 pub(crate) const MAX_PROPOSAL_BYTES: usize = 16 * 1024;
 
@@ -92,7 +94,7 @@ impl serde::de::Visitor<'_> for ActionVisitor {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
     action: Action,
@@ -115,22 +117,35 @@ pub fn parse_proposal(text: &str) -> Result<Proposal, ProposalError> {
     if text.len() > MAX_PROPOSAL_BYTES {
         return Err(ProposalError::InvalidProposal);
     }
+    // the usual shape is read directly; every other text as before, by serde_json
+    let raw = match flat::read(text) {
+        Some(raw) => raw,
+        None => by_serde(text)?,
+    };
+    checked(raw)
+}
+
+/// `text` read into [`Raw`] by `serde_json`, or the code of why it cannot be.
+fn by_serde(text: &str) -> Result<Raw, ProposalError> {
     // One pass straight into the proposal's shape, for a text that is an object (serde
     // would also read a struct from an array). When it succeeds the text is one JSON object
     // without unknown or repeated members, which the two passes below would have read into
     // the very same `Raw`; when it fails, they decide which code applies.
     let object = text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{');
-    let direct = if object { serde_json::from_str::<Raw>(text).ok() } else { None };
-    let raw = match direct {
-        Some(raw) => raw,
-        None => {
-            let value: Value = serde_json::from_str(text).map_err(|_| ProposalError::NotJson)?;
-            if !value.is_object() {
-                return Err(ProposalError::NotJson);
-            }
-            serde_json::from_value(value).map_err(|_| ProposalError::InvalidProposal)?
+    if object {
+        if let Ok(raw) = serde_json::from_str::<Raw>(text) {
+            return Ok(raw);
         }
-    };
+    }
+    let value: Value = serde_json::from_str(text).map_err(|_| ProposalError::NotJson)?;
+    if !value.is_object() {
+        return Err(ProposalError::NotJson);
+    }
+    serde_json::from_value(value).map_err(|_| ProposalError::InvalidProposal)
+}
+
+/// The proposal `raw` stands for, when its members fit its action.
+fn checked(raw: Raw) -> Result<Proposal, ProposalError> {
     match raw.action {
         Action::Call => {
             let tool = raw.tool.filter(|t| !t.is_empty() && t.len() <= 64).ok_or(ProposalError::InvalidProposal)?;

@@ -18,6 +18,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::routes::route_kind;
+use crate::agent::JsonReader;
 use crate::security::{is_instruction_like, redact};
 
 /// Largest message text the coordinator reads, in bytes; a longer one is
@@ -495,6 +496,68 @@ struct VerdictOnce {
 /// and on its route, the schema reads the same members). Anything else is `None`, and the
 /// two passes decide which code applies.
 fn one_pass(kind: Kind, text: &str) -> Option<Body> {
+    flat(kind, text).or_else(|| one_serde_pass(kind, text))
+}
+
+/// [`one_pass`] for the usual text, read directly: one flat object of exactly the kind's
+/// members, each named without escapes and present once, `kind` written as the route's
+/// kind without escapes, strings whose escapes are all short ones. `None` for every other
+/// text (then serde reads it), so where this answers, [`one_serde_pass`] gives the same
+/// body (pinned by `reads_every_message_as_the_serde_pass_does`).
+fn flat(kind: Kind, text: &str) -> Option<Body> {
+    let mut r = JsonReader::new(text);
+    r.byte(b'{')?;
+    let (kind_name, text_name): (&[u8], &[u8]) = match kind {
+        Kind::Brief => (br#""brief""#, br#""question""#),
+        Kind::Finding => (br#""finding""#, br#""claim""#),
+        Kind::Verdict => (br#""verdict""#, br#""notes""#),
+    };
+    let (mut kind_seen, mut string, mut sources, mut approve) = (false, None, None, None);
+    loop {
+        // an unknown member fails serde's read, a repeated one too: serde decides
+        if r.literal(br#""kind""#) {
+            r.byte(b':')?;
+            if kind_seen || !r.literal(kind_name) {
+                return None;
+            }
+            kind_seen = true;
+        } else if r.literal(text_name) {
+            r.byte(b':')?;
+            if string.replace(r.string()?.into_owned()).is_some() {
+                return None;
+            }
+        } else if kind == Kind::Finding && r.literal(br#""sources""#) {
+            r.byte(b':')?;
+            if sources.replace(r.strings()?).is_some() {
+                return None;
+            }
+        } else if kind == Kind::Verdict && r.literal(br#""approve""#) {
+            r.byte(b':')?;
+            let value = if r.literal(b"true") { true } else { r.literal(b"false").then_some(false)? };
+            if approve.replace(value).is_some() {
+                return None;
+            }
+        } else {
+            return None;
+        }
+        match r.next()? {
+            b',' => {}
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    if !r.at_end() || !kind_seen {
+        return None;
+    }
+    Some(match kind {
+        Kind::Brief => Body::Brief(Brief { question: string? }),
+        Kind::Finding => Body::Finding(Finding { claim: string?, sources: sources? }),
+        Kind::Verdict => Body::Verdict(Verdict { approve: approve?, notes: string? }),
+    })
+}
+
+/// [`one_pass`] by `serde_json`.
+fn one_serde_pass(kind: Kind, text: &str) -> Option<Body> {
     // serde reads a struct from an array too; the probe accepts only an object
     if !text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{') {
         return None;
@@ -695,5 +758,164 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod flat_tests {
+    use super::*;
+
+    /// Messages of each kind, and texts around that shape.
+    fn corpus() -> Vec<String> {
+        let mut texts: Vec<String> = [
+            r#"{"kind":"brief","question":"What is the status of T-601?"}"#,
+            r#"{"kind":"finding","claim":"T-601 status is open; kc-returns-v3 is titled Returns and refunds (v3)","sources":["T-601","kc-returns-v3"]}"#,
+            r#"{"kind":"verdict","approve":true,"notes":"2 of 2 sources re-read"}"#,
+            r#"{"kind":"verdict","approve":false,"notes":""}"#,
+            r#"{"question":"q","kind":"brief"}"#,
+            r#"{"sources":["T-1"],"claim":"c","kind":"finding"}"#,
+            r#"{"notes":"n","approve":true,"kind":"verdict"}"#,
+            r#" { "kind" : "finding" , "claim" : "c" , "sources" : [ "T-1" , "T-2" ] } "#,
+            "\n{\n\t\"kind\":\"verdict\",\r\n\"approve\":false,\n\"notes\":\"x\"\n}\n",
+            r#"{"kind":"finding","claim":"a \"quoted\" \\ path \/ \b\f\n\r\t end","sources":["T-\"1"]}"#,
+            r#"{"kind":"brief","question":"Garantie, l'été 😀 \u00e9"}"#,
+            r#"{"kind":"brief","question":"\ud83d\ude00"}"#,
+            r#"{"kind":"brief","question":"\ud83d"}"#,
+            r#"{"kind":"brief","question":"\x"}"#,
+            "{\"kind\":\"brief\",\"question\":\"a\u{1}b\"}",
+            "{\"kind\":\"brief\",\"question\":\"del\u{7f}é\u{80}\u{10FFFF}\u{2028}\"}",
+            r#"{"kind":"br\u0069ef","question":"q"}"#,
+            r#"{"k\u0069nd":"brief","question":"q"}"#,
+            r#"{"kind":"brief","question":"q","kind":"brief"}"#,
+            r#"{"kind":"brief","question":"q","question":"r"}"#,
+            r#"{"kind":"finding","claim":"c","sources":["T-1"],"sources":["T-2"]}"#,
+            r#"{"kind":"verdict","approve":true,"approve":false,"notes":"n"}"#,
+            r#"{"kind":"verdict","notes":"n","notes":"m","approve":true}"#,
+            r#"{"kind":"brief","question":"q","grant":true}"#,
+            r#"{"kind":"brief","question":"q","sender":"planner"}"#,
+            r#"{"kind":"brief","question":"q","__proto__":{"admin":true}}"#,
+            r#"{"__proto__":"x","kind":"brief","question":"q"}"#,
+            r#"{"kind":"brief","question":"q","sources":["T-1"]}"#,
+            r#"{"kind":"brief","question":"q","claim":"c"}"#,
+            r#"{"kind":"brief"}"#,
+            r#"{"question":"q"}"#,
+            r#"{"kind":"finding","claim":"c"}"#,
+            r#"{"kind":"finding","sources":["T-1"]}"#,
+            r#"{"kind":"verdict","approve":true}"#,
+            r#"{"kind":"verdict","notes":"n"}"#,
+            r#"{"kind":"delegate","question":"q"}"#,
+            r#"{"kind":"spawn","role":"researcher","question":"q"}"#,
+            r#"{"kind":"Brief","question":"q"}"#,
+            r#"{"kind":null,"question":"q"}"#,
+            r#"{"kind":7,"question":"q"}"#,
+            r#"{"kind":["brief"],"question":"q"}"#,
+            r#"{"kind":"brief","question":null}"#,
+            r#"{"kind":"brief","question":7}"#,
+            r#"{"kind":"brief","question":["q"]}"#,
+            r#"{"kind":"finding","claim":"c","sources":[]}"#,
+            r#"{"kind":"finding","claim":"c","sources":"T-1"}"#,
+            r#"{"kind":"finding","claim":"c","sources":[1]}"#,
+            r#"{"kind":"finding","claim":"c","sources":[null]}"#,
+            r#"{"kind":"finding","claim":"c","sources":["T-1",]}"#,
+            r#"{"kind":"finding","claim":"c","sources":["T-1" "T-2"]}"#,
+            r#"{"kind":"verdict","approve":"true","notes":"n"}"#,
+            r#"{"kind":"verdict","approve":1,"notes":"n"}"#,
+            r#"{"kind":"verdict","approve":null,"notes":"n"}"#,
+            r#"{"kind":"verdict","approve":tru,"notes":"n"}"#,
+            r#"{"kind":"verdict","approve":truex,"notes":"n"}"#,
+            r#"{"kind":"verdict","approve":True,"notes":"n"}"#,
+            r#"{"kind":"verdict","approve":false1,"notes":"n"}"#,
+            r#"{"kind":"brief","question":"q",}"#,
+            r#"{,"kind":"brief","question":"q"}"#,
+            r#"{"kind":"brief""question":"q"}"#,
+            r#"{"kind" "brief","question":"q"}"#,
+            r#"{"kind":"brief","question":"q"}}"#,
+            r#"{"kind":"brief","question":"q"} x"#,
+            r#"{"kind":"brief","question":"q"}{"kind":"brief","question":"q"}"#,
+            r#"{"kind":'brief',"question":"q"}"#,
+            r#"{kind:"brief","question":"q"}"#,
+            r#"{"kind":"brief","question":"What is"#,
+            r#"["brief","q"]"#,
+            r#"["finding","c",["T-1"]]"#,
+            r#"["verdict",true,"n"]"#,
+            r#""brief""#,
+            "null",
+            "{}",
+            "",
+            "Sure.",
+            "\u{feff}{\"kind\":\"brief\",\"question\":\"q\"}",
+            "{\"kind\":\"brief\",\"question\":\"q\"}\u{a0}",
+        ]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+        // messages as serde_json writes them, of varied strings
+        for value in
+            ["plain", "quote \" backslash \\ slash /", "line\nbreak\ttab\r\u{8}\u{c}", "control \u{1}", "é 😀", ""]
+        {
+            for v in [
+                serde_json::json!({"kind": "brief", "question": value}),
+                serde_json::json!({"kind": "finding", "claim": value, "sources": [value, "T-1"]}),
+                serde_json::json!({"kind": "verdict", "approve": true, "notes": value}),
+            ] {
+                texts.push(v.to_string());
+                texts.push(serde_json::to_string_pretty(&v).unwrap_or_default());
+            }
+        }
+        texts
+    }
+
+    /// Every prefix of `text`, and `text` with each byte replaced by each of a few bytes
+    /// that matter to JSON (where the result is still UTF-8).
+    fn mutations(text: &str) -> Vec<String> {
+        let mut out: Vec<String> =
+            (0..text.len()).filter(|&i| text.is_char_boundary(i)).map(|i| text[..i].to_string()).collect();
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            for b in [b'{', b'}', b'[', b']', b'"', b'\\', b':', b',', b' ', b'\n', 0x01, b'u', b'e', b't', b'/'] {
+                let mut changed = bytes.to_vec();
+                changed[i] = b;
+                if let Ok(s) = String::from_utf8(changed) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn reads_every_message_as_the_serde_pass_does() {
+        let mut cases = 0;
+        let mut direct = 0;
+        for base in corpus() {
+            for text in std::iter::once(base.clone()).chain(mutations(&base)) {
+                for kind in [Kind::Brief, Kind::Finding, Kind::Verdict] {
+                    if let Some(body) = flat(kind, &text) {
+                        assert_eq!(Some(body), one_serde_pass(kind, &text), "the direct reader answered for {text:?}");
+                        direct += 1;
+                    }
+                    cases += 1;
+                }
+            }
+        }
+        assert!(cases > 10_000 && direct > 1_000, "{cases} texts, {direct} read directly");
+    }
+
+    #[test]
+    fn the_usual_messages_are_read_directly() {
+        let finding = r#"{"kind":"finding","claim":"T-601 status is open","sources":["T-601","kc-returns-v3"]}"#;
+        let want = Body::Finding(Finding {
+            claim: "T-601 status is open".into(),
+            sources: vec!["T-601".into(), "kc-returns-v3".into()],
+        });
+        assert_eq!(flat(Kind::Finding, finding), Some(want));
+        let verdict = r#"{"kind":"verdict","approve":false,"notes":"no"}"#;
+        assert_eq!(flat(Kind::Verdict, verdict), Some(Body::Verdict(Verdict { approve: false, notes: "no".into() })));
+        // off its route, with a `\u` escape or a repeated member: serde reads it
+        assert_eq!(flat(Kind::Brief, finding), None);
+        for text in [r#"{"kind":"brief","question":"\u00e9"}"#, r#"{"kind":"brief","kind":"brief","question":"q"}"#] {
+            assert_eq!(flat(Kind::Brief, text), None, "{text}");
+        }
+        assert!(one_serde_pass(Kind::Brief, r#"{"kind":"brief","question":"\u00e9"}"#).is_some());
     }
 }
