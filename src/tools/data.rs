@@ -406,4 +406,35 @@ mod tests {
         }
         assert!(checked > 2 * corpus().len());
     }
+
+    #[test]
+    fn the_escape_scan_finds_the_first_quote_backslash_or_control_byte() {
+        let stops = |b: u8| matches!(b, b'"' | b'\\' | 0..=0x1f);
+        let alphabet =
+            [b'a', b'"', b'\\', 0x00, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0x9f, 0xa2, 0xdc, 0xff, b'#', b'[', b']'];
+        // a fixed pseudo-random sequence of texts: sparse and dense stops, high bytes
+        let mut seed = 0x9e37_79b9_u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 16) as usize
+        };
+        for _ in 0..5_000 {
+            let len = next() % 40;
+            let dense = next() % 4 == 0;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    if dense || next() % 8 == 0 {
+                        alphabet[next() % alphabet.len()]
+                    } else {
+                        b'a' + (next() % 26) as u8
+                    }
+                })
+                .collect();
+            for from in 0..=len {
+                let want =
+                    bytes.get(from..).and_then(|rest| rest.iter().position(|&c| stops(c))).map_or(len, |i| i + from);
+                assert_eq!(next_escape(&bytes, from), want, "{bytes:?} from {from}");
+            }
+        }
+    }
 }

@@ -1,11 +1,14 @@
 //! Reading what a fact is built from (`id`, `status`, `title`) out of a tool result's JSON
 //! text. Every tool result is a flat object of strings, so that shape is read directly, in
-//! one pass over the bytes; any other text (escaped keys or fields, `\u` escapes, numbers,
-//! `null`, nested values, arrays, a repeated or missing field, anything malformed) goes to
-//! `serde_json`, so the answer is `serde_json::from_str`'s for every text.
+//! one pass over the bytes with the agent's [`JsonReader`] (the reader of proposals and
+//! role messages); any other text (`\u` escapes, numbers, `null`, nested values, arrays, a
+//! repeated or missing field, anything malformed) goes to `serde_json`, so the answer is
+//! `serde_json::from_str`'s for every text.
 
 use serde::Deserialize;
 use std::borrow::Cow;
+
+use crate::agent::JsonReader;
 
 /// The fields of a tool result that facts are built from; everything else is ignored.
 #[derive(Debug, PartialEq, Eq, Deserialize)]
@@ -23,92 +26,42 @@ pub(super) fn read(text: &str) -> Option<Seen<'_>> {
     flat(text).or_else(|| serde_json::from_str(text).ok())
 }
 
-/// `text` read as [`Seen`] when it is an object whose keys and values are all strings,
-/// with no escape in a key or in the three fields, no `\u` escape and no repeated field,
-/// and `id` present; `None` for every other text (then `serde_json` decides). Where it
-/// answers, `serde_json` answers the same: the text is valid JSON it reads field by field.
+/// `text` read as [`Seen`] when it is an object whose keys and values are all strings
+/// whose escapes are short ones (`\" \\ \/ \b \f \n \r \t`), with no repeated field and
+/// `id` present; `None` for every other text (then `serde_json` decides). Where it
+/// answers, `serde_json` answers the same: the text is valid JSON it reads field by field
+/// (no short escape decodes to a letter, so a key read as `id` was written `id`).
 fn flat(text: &str) -> Option<Seen<'_>> {
-    let bytes = text.as_bytes();
-    let mut at = skip_space(bytes, 0);
-    if bytes.get(at) != Some(&b'{') {
-        return None;
-    }
-    at = skip_space(bytes, at + 1);
+    let mut r = JsonReader::new(text);
+    r.byte(b'{')?;
     let (mut id, mut status, mut title) = (None, None, None);
     loop {
-        let (key, plain, end) = string(text, at)?;
-        if !plain {
-            return None;
-        }
-        at = skip_space(bytes, end);
-        if bytes.get(at) != Some(&b':') {
-            return None;
-        }
-        let (value, plain, end) = string(text, skip_space(bytes, at + 1))?;
-        let field = match key {
+        let key = r.string()?;
+        r.byte(b':')?;
+        let value = r.string()?;
+        let field = match key.as_ref() {
             "id" => Some(&mut id),
             "status" => Some(&mut status),
             "title" => Some(&mut title),
             _ => None,
         };
         if let Some(field) = field {
-            // an escaped field would be decoded, a repeated one is an error: serde decides
-            if !plain || field.is_some() {
+            // a repeated field is an error: serde decides
+            if field.is_some() {
                 return None;
             }
             *field = Some(value);
         }
-        at = skip_space(bytes, end);
-        match bytes.get(at) {
-            Some(b',') => at = skip_space(bytes, at + 1),
-            Some(b'}') => break,
+        match r.next()? {
+            b',' => {}
+            b'}' => break,
             _ => return None,
         }
     }
-    if skip_space(bytes, at + 1) != bytes.len() {
+    if !r.at_end() {
         return None;
     }
-    Some(Seen { id: Cow::Borrowed(id?), status: status.map(Cow::Borrowed), title: title.map(Cow::Borrowed) })
-}
-
-/// The first byte at or after `at` that is not JSON whitespace (or the length).
-fn skip_space(bytes: &[u8], mut at: usize) -> usize {
-    while let Some(b' ' | b'\n' | b'\t' | b'\r') = bytes.get(at) {
-        at += 1;
-    }
-    at
-}
-
-/// The JSON string that starts at byte `at` of `text`: its raw contents (between the
-/// quotes, escapes not decoded), whether it has no escape, and where it ends (after the
-/// closing quote). `None` unless it is a well-formed string whose escapes are all one
-/// of `\" \\ \/ \b \f \n \r \t` (a control character or a `\u` escape gives `None`).
-fn string(text: &str, at: usize) -> Option<(&str, bool, usize)> {
-    let bytes = text.as_bytes();
-    if bytes.get(at) != Some(&b'"') {
-        return None;
-    }
-    let mut plain = true;
-    let mut from = at + 1;
-    loop {
-        let stop = next_stop(bytes, from)?;
-        match bytes.get(stop)? {
-            // `"` is ASCII, so both ends are character boundaries
-            b'"' => return Some((text.get(at + 1..stop)?, plain, stop + 1)),
-            b'\\' if matches!(bytes.get(stop + 1)?, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                plain = false;
-                from = stop + 2;
-            }
-            _ => return None,
-        }
-    }
-}
-
-/// Where the first `"`, `\` or control character (below 0x20) at or after `from` is: the
-/// bytes a JSON string escapes, found by the tools' scan that writes tool results.
-fn next_stop(bytes: &[u8], from: usize) -> Option<usize> {
-    let at = crate::tools::next_escape(bytes, from);
-    (at < bytes.len()).then_some(at)
+    Some(Seen { id: id?, status, title })
 }
 
 #[cfg(test)]
@@ -236,38 +189,10 @@ mod tests {
         let seen = flat(text).expect("a flat object of strings is read directly");
         assert!(matches!(seen.id, Cow::Borrowed("kc-returns-v3")));
         assert_eq!((seen.status, seen.title.as_deref()), (None, Some("Returns (v3)")));
-        // an escaped field is left to serde_json, which decodes it
-        assert_eq!(flat(r#"{"id":"a\"b"}"#), None);
-        assert_eq!(read(r#"{"id":"a\"b"}"#).map(|s| s.id.into_owned()), Some("a\"b".to_string()));
-    }
-
-    #[test]
-    fn the_stop_scan_finds_the_first_quote_backslash_or_control_byte() {
-        let stops = |b: u8| matches!(b, b'"' | b'\\' | 0..=0x1f);
-        let alphabet =
-            [b'a', b'"', b'\\', 0x00, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0x9f, 0xa2, 0xdc, 0xff, b'#', b'[', b']'];
-        // a fixed pseudo-random sequence of texts: sparse and dense stops, high bytes
-        let mut seed = 0x9e37_79b9_u32;
-        let mut next = || {
-            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (seed >> 16) as usize
-        };
-        for _ in 0..5_000 {
-            let len = next() % 40;
-            let dense = next() % 4 == 0;
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| {
-                    if dense || next() % 8 == 0 {
-                        alphabet[next() % alphabet.len()]
-                    } else {
-                        b'a' + (next() % 26) as u8
-                    }
-                })
-                .collect();
-            for from in 0..=len + 1 {
-                let want = bytes.get(from..).and_then(|rest| rest.iter().position(|&c| stops(c))).map(|i| i + from);
-                assert_eq!(next_stop(&bytes, from), want, "{bytes:?} from {from}");
-            }
-        }
+        // a short escape is decoded as serde_json decodes it; a `\u` escape is left to it
+        let escaped = flat(r#"{"id":"a\"b\\c\/d\n"}"#).expect("short escapes are read directly");
+        assert!(matches!(escaped.id, Cow::Owned(ref id) if id == "a\"b\\c/d\n"));
+        assert_eq!(flat(r#"{"\u0069d":"T-1"}"#), None);
+        assert_eq!(read(r#"{"\u0069d":"T-1"}"#).map(|s| s.id.into_owned()), Some("T-1".to_string()));
     }
 }
