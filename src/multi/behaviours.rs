@@ -11,7 +11,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::borrow::Cow;
-use std::io::Write as _;
+use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use super::support::Evidence;
@@ -165,25 +165,25 @@ fn respond(text: String, model: &'static str, tool_calls: Vec<RequestedCall>) ->
 }
 
 /// A JSON object written straight into one buffer sized first: the fixed parts (braces,
-/// keys, commas, literals) as they stand, each string value escaped by serde_json, so the
-/// text is what serialising a struct with these fields in this order writes.
-struct JsonOut(Vec<u8>);
+/// keys, commas, literals) as they stand, each string value escaped as serde_json escapes
+/// it (by the tools' writer of result texts, eight bytes scanned at a time), so the text is
+/// what serialising a struct with these fields in this order writes.
+struct JsonOut(String);
 
 impl JsonOut {
     fn with_capacity(capacity: usize) -> Self {
-        Self(Vec::with_capacity(capacity))
+        Self(String::with_capacity(capacity))
     }
 
     /// Appends fixed JSON text as it stands.
     fn raw(&mut self, text: &str) -> &mut Self {
-        self.0.extend_from_slice(text.as_bytes());
+        self.0.push_str(text);
         self
     }
 
-    /// Appends `value` as a JSON string (serde_json's escaping; writing into a `Vec`
-    /// cannot fail).
+    /// Appends `value` as a JSON string (serde_json's escaping).
     fn str(&mut self, value: &str) -> &mut Self {
-        let _ = serde_json::to_writer(&mut self.0, value);
+        crate::tools::push_str_literal(&mut self.0, value);
         self
     }
 
@@ -200,7 +200,7 @@ impl JsonOut {
     }
 
     fn into_string(self) -> String {
-        String::from_utf8(self.0).unwrap_or_default()
+        self.0
     }
 }
 

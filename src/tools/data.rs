@@ -281,7 +281,7 @@ fn escaped_len(s: &str) -> usize {
 }
 
 /// Appends `s` as a JSON string literal, escaped as `serde_json` escapes it.
-fn push_str_literal(out: &mut String, s: &str) {
+pub(crate) fn push_str_literal(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     out.push('"');
