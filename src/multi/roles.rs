@@ -336,7 +336,7 @@ impl CallRole {
         };
         if let Some(code) = code {
             crate::spans::refused("scope_check", crate::spans::Target::ToolCall, code.as_str(), name);
-            self.trace.add(step, TraceKind::Check, code, &format!("call {name}"));
+            self.trace.add_check(step, code, "call", name);
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code });
             return None;
         }
