@@ -431,7 +431,7 @@ impl Agent {
             let response = match answer {
                 None => {
                     crate::spans::failed(&chat, "cancelled");
-                    progress.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
+                    progress.trace.add_known(step, TraceKind::Model, "cancelled", &["model call abandoned"]);
                     return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
                 }
                 Some(Err(ModelError::Failed { code, message })) => {

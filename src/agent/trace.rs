@@ -348,11 +348,15 @@ mod tests {
     /// Every detail the program writes through a known path ([`Trace::add_known`],
     /// [`Trace::add_counted`], [`Trace::add_check`] and [`Trace::add_tool`] with a built-in
     /// name), as the callers build them: tool names, `ACTION TOOL` check lines, memory and
-    /// stop lines, a role's own stop, the coordinator's message lines and its empty stop.
+    /// stop lines, a role's own stop, the coordinator's message lines and its empty stop,
+    /// an abandoned model call, a call over the cost budget.
     fn known_details() -> Vec<String> {
         use crate::agent::{Proposal, Status, StopReason};
         use crate::multi::{Kind, Role};
-        let mut out: Vec<String> = vec![String::new(), "remember".into()];
+        let mut out: Vec<String> =
+            ["", "remember", "model call abandoned", "the worst case of the call is over budget"]
+                .map(String::from)
+                .into();
         let mut proposals = vec![Proposal::Finish { answer: "a".into(), sources: vec!["o1".into()] }];
         for tool in TOOL_NAMES {
             out.push(tool.to_string());
