@@ -6,7 +6,6 @@
 //! checkpointed state and [`Progress`]), so the two cannot drift apart.
 
 use crate::codes::codes;
-use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -432,7 +431,7 @@ impl Agent {
             let response = match answer {
                 None => {
                     crate::spans::failed(&chat, "cancelled");
-                    progress.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
+                    progress.trace.add_known(step, TraceKind::Model, "cancelled", &["model call abandoned"]);
                     return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
                 }
                 Some(Err(ModelError::Failed { code, message })) => {
@@ -465,12 +464,7 @@ impl Agent {
                 Ok(p) => {
                     let (code, fingerprint) = self.checked(&p, &state, &progress.seen);
                     let (action, tool) = (p.action(), p.tool());
-                    // `call get_ticket`: up to 24 bytes are written inline, not allocated
-                    let mut detail = CompactString::with_capacity(action.len() + 1 + tool.len());
-                    detail.push_str(action);
-                    detail.push(' ');
-                    detail.push_str(tool);
-                    progress.trace.add(step, TraceKind::Check, code, &detail);
+                    progress.trace.add_check(step, code, action, tool);
                     if code != CheckCode::Ok {
                         crate::spans::refused("loop_check", crate::spans::Target::ToolCall, code.as_str(), tool);
                     }
@@ -520,7 +514,7 @@ impl Agent {
                 let name = progress.calls.last().map_or("", String::as_str);
                 progress.trace.add_tool(step, outcome.code(), name, &call.arguments);
                 if name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {
-                    progress.trace.add(step, TraceKind::Memory, outcome.code(), "remember");
+                    progress.trace.add_known(step, TraceKind::Memory, outcome.code(), &["remember"]);
                 }
                 match outcome {
                     GateOutcome::NeedsApproval { pending_id } => {
@@ -564,7 +558,7 @@ impl Agent {
     fn remember(&mut self, tool: &str, data: &Value, obs_id: &str, step: u32, progress: &mut Progress) {
         if let (Some(memory), Some((key, text))) = (self.memory.as_mut(), fact_of(tool, data)) {
             let code = memory.write(&key, &text, &format!("tool:{tool}:{obs_id}"), None);
-            progress.trace.add(step, TraceKind::Memory, code.as_str(), "");
+            progress.trace.add_known(step, TraceKind::Memory, code.as_str(), &[]);
         }
     }
 
@@ -732,7 +726,7 @@ impl Agent {
     /// Ends a run: the stop line, the final call counts.
     pub(crate) fn end(&self, state: AgentState, mut progress: Progress) -> Result<Run, AgentError> {
         let code = state.reason().map_or("running", StopReason::as_str);
-        progress.trace.add(state.step(), TraceKind::Stop, code, &["status=", state.status().name()].concat());
+        progress.trace.add_known(state.step(), TraceKind::Stop, code, &["status=", state.status().name()]);
         progress.tool_counts = self.gate.counts_of(state.run_id());
         Ok(Run { state, progress })
     }

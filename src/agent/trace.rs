@@ -8,7 +8,8 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
-use crate::security::{clip, redact};
+use crate::security::{clip, redact, redact_leaves_constant};
+use crate::tools::TOOL_NAMES;
 
 /// Most characters of a line's detail.
 pub(super) const DETAIL_CHARS: usize = 60;
@@ -81,6 +82,51 @@ thread_local! {
     static ARGS_JSON: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Largest count a known detail may hold ([`Trace::add_counted`]): five digits, too few
+/// for any number the redactor hides (a phone number has nine or more, a card sixteen).
+const KNOWN_COUNT_MAX: usize = 99_999;
+
+/// The built-in tool `name` names, as the program's own constant.
+fn builtin_tool(name: &str) -> Option<&'static str> {
+    TOOL_NAMES.iter().copied().find(|n| *n == name)
+}
+
+/// The check line of a call of each built-in tool, in [`TOOL_NAMES`]' order.
+const CALL_LINES: [&str; TOOL_NAMES.len()] = [
+    "call get_ticket",
+    "call lookup_document",
+    "call calculator",
+    "call send_email_draft",
+    "call search_documents",
+    "call remember",
+];
+
+/// The check line `ACTION TOOL` as the program's own constant: a call of a built-in tool,
+/// or a finish (no tool).
+fn known_check(action: &str, tool: &str) -> Option<&'static str> {
+    match action {
+        "call" => TOOL_NAMES.iter().position(|n| *n == tool).and_then(|i| CALL_LINES.get(i)).copied(),
+        "finish" if tool.is_empty() => Some("finish "),
+        _ => None,
+    }
+}
+
+/// `pieces` joined: written on the stack and copied once into the detail (inline up to 24
+/// bytes), rather than pushed piece by piece.
+fn joined<'a>(pieces: impl IntoIterator<Item = &'a str> + Clone) -> CompactString {
+    let mut buf = [0u8; 64];
+    let mut len = 0;
+    for piece in pieces.clone() {
+        let Some(to) = buf.get_mut(len..len + piece.len()) else {
+            return pieces.into_iter().collect();
+        };
+        to.copy_from_slice(piece.as_bytes());
+        len += piece.len();
+    }
+    // whole `str`s joined are a `str`
+    std::str::from_utf8(&buf[..len]).map_or_else(|_| pieces.into_iter().collect(), CompactString::from)
+}
+
 /// Largest buffer [`ARGS_JSON`] keeps between lines (a larger one, for a rare large
 /// argument, is dropped after use).
 const ARGS_BUFFER_KEPT: usize = 4096;
@@ -124,11 +170,96 @@ impl Trace {
             }
             Err(_) => args_line(args),
         });
-        self.push(step, TraceKind::Tool, code.into(), name, Some(args));
+        match builtin_tool(name) {
+            // a built-in tool's name is the program's constant (the only case the loop and
+            // the roles meet once a call got through); any other name is redacted in full
+            Some(known) => {
+                self.push_known(step, TraceKind::Tool, code.into(), CompactString::const_new(known), Some(args))
+            }
+            None => self.push(step, TraceKind::Tool, code.into(), name, Some(args)),
+        }
     }
 
-    fn push(&mut self, step: u32, kind: TraceKind, code: Cow<'static, str>, detail: &str, args: Option<CompactString>) {
-        let red = redact(detail);
+    /// Adds a line whose detail is the program's own constants joined (`status=done`,
+    /// `remember`, an empty detail): the pieces are `&'static str`, so no untrusted text can
+    /// be one. The stored and emitted line is the one [`Trace::add`] makes of the joined
+    /// text; such a text can only change by a registered secret, so only the registry is
+    /// asked ([`redact_leaves_constant`]) and the patterns are not searched.
+    pub(crate) fn add_known(
+        &mut self,
+        step: u32,
+        kind: TraceKind,
+        code: impl Into<Cow<'static, str>>,
+        pieces: &[&'static str],
+    ) {
+        let text = match pieces {
+            [] => CompactString::const_new(""),
+            [one] => CompactString::const_new(one),
+            _ => joined(pieces.iter().copied()),
+        };
+        self.push_known(step, kind, code.into(), text, None);
+    }
+
+    /// Adds a line whose detail is `head`, a count and the `tail` pieces joined
+    /// (`m3 planner->coordinator plan`): a known detail ([`Trace::add_known`]) while the
+    /// count has at most five digits, a fully redacted one past that.
+    pub(crate) fn add_counted(
+        &mut self,
+        step: u32,
+        kind: TraceKind,
+        code: impl Into<Cow<'static, str>>,
+        head: &'static str,
+        count: usize,
+        tail: &[&'static str],
+    ) {
+        let mut digits = itoa::Buffer::new();
+        let text = joined([head, digits.format(count)].into_iter().chain(tail.iter().copied()));
+        if count <= KNOWN_COUNT_MAX {
+            self.push_known(step, kind, code.into(), text, None);
+        } else {
+            self.push(step, kind, code.into(), &text, None);
+        }
+    }
+
+    /// Adds the loop's check line of a proposal: `ACTION TOOL` (`call get_ticket`,
+    /// `finish ` for a finish, whose tool is empty). A known detail, one of the program's
+    /// own lines, for a call of a built-in tool or a finish; a tool name the model made up
+    /// is redacted in full.
+    pub(crate) fn add_check(
+        &mut self,
+        step: u32,
+        code: impl Into<Cow<'static, str>>,
+        action: &'static str,
+        tool: &str,
+    ) {
+        match known_check(action, tool) {
+            Some(line) => self.push_known(step, TraceKind::Check, code.into(), CompactString::const_new(line), None),
+            None => self.push(step, TraceKind::Check, code.into(), &joined([action, " ", tool]), None),
+        }
+    }
+
+    /// Adds a line whose detail `text` the program wrote from its own constants: as
+    /// [`Trace::push`] does, without the pattern search (`text` moves into the line when it
+    /// needs no clipping).
+    fn push_known(
+        &mut self,
+        step: u32,
+        kind: TraceKind,
+        code: Cow<'static, str>,
+        mut text: CompactString,
+        args: Option<CompactString>,
+    ) {
+        if !redact_leaves_constant(&text) {
+            return self.push(step, kind, code, &text, args);
+        }
+        self.emit(step, kind, &code, &text, args.as_deref());
+        let kept = clip(&text, DETAIL_CHARS).len();
+        text.truncate(kept);
+        self.lines.push(TraceLine { step, kind, code, detail: text, args });
+    }
+
+    /// The `tracing` event of a line, with its whole redacted detail.
+    fn emit(&self, step: u32, kind: TraceKind, code: &str, red: &str, args: Option<&str>) {
         tracing::info!(
             target: "rolegate::trace",
             run = %self.run_id,
@@ -137,9 +268,14 @@ impl Trace {
             kind = kind.as_str(),
             code = %code,
             detail = %red,
-            args = args.as_deref().unwrap_or(""),
+            args = args.unwrap_or(""),
             "decision"
         );
+    }
+
+    fn push(&mut self, step: u32, kind: TraceKind, code: Cow<'static, str>, detail: &str, args: Option<CompactString>) {
+        let red = redact(detail);
+        self.emit(step, kind, &code, &red, args.as_deref());
         let detail = CompactString::from(clip(&red, DETAIL_CHARS));
         self.lines.push(TraceLine { step, kind, code, detail, args });
     }
@@ -207,6 +343,197 @@ mod tests {
         }
         assert_eq!(t.lines[0].args.as_deref(), Some(r#"{"ticket_id":"T-601"}"#));
         assert!(ARGS_JSON.with(|b| b.borrow().capacity() <= ARGS_BUFFER_KEPT));
+    }
+
+    /// Every detail the program writes through a known path ([`Trace::add_known`],
+    /// [`Trace::add_counted`], [`Trace::add_check`] and [`Trace::add_tool`] with a built-in
+    /// name), as the callers build them: tool names, `ACTION TOOL` check lines, memory and
+    /// stop lines, a role's own stop, the coordinator's message lines and its empty stop,
+    /// an abandoned model call, a call over the cost budget.
+    fn known_details() -> Vec<String> {
+        use crate::agent::{Proposal, Status, StopReason};
+        use crate::multi::{Kind, Role};
+        let mut out: Vec<String> =
+            ["", "remember", "model call abandoned", "the worst case of the call is over budget"]
+                .map(String::from)
+                .into();
+        let mut proposals = vec![Proposal::Finish { answer: "a".into(), sources: vec!["o1".into()] }];
+        for tool in TOOL_NAMES {
+            out.push(tool.to_string());
+            proposals.push(Proposal::Call { tool: tool.to_string(), arguments: serde_json::json!({}) });
+        }
+        // the loop's check line (`call TOOL`, `finish `) and a role's refused call (`call TOOL`)
+        out.extend(proposals.iter().map(|p| format!("{} {}", p.action(), p.tool())));
+        let statuses = [
+            Status::Running,
+            Status::AwaitingApproval { pending_id: "pa-1".into() },
+            Status::Done { answer: "a".into(), sources: vec!["o1".into()] },
+            Status::Stopped { reason: StopReason::Stuck },
+        ];
+        out.extend(statuses.iter().map(|s| format!("status={}", s.name())));
+        for role in Role::ALL {
+            out.extend(StopReason::ALL.iter().map(|r| format!("{}: {}", role.as_str(), r.as_str())));
+        }
+        for (sender, recipient, kind) in
+            Role::ALL.iter().flat_map(|a| Role::ALL.iter().flat_map(move |b| Kind::ALL.iter().map(move |k| (a, b, k))))
+        {
+            for n in [0, 1, 9, 10, 99, 100, 999, 1000, 9999, 10_000, 12_345, 99_999] {
+                out.push(format!("m{n} {}->{} {}", sender.as_str(), recipient.as_str(), kind.as_str()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_known_check_lines_are_action_space_tool() {
+        for (tool, line) in TOOL_NAMES.iter().zip(CALL_LINES) {
+            assert_eq!(line, format!("call {tool}"));
+            assert_eq!(known_check("call", tool), Some(line));
+            assert_eq!(known_check("finish", tool), None);
+        }
+        assert_eq!(known_check("finish", ""), Some("finish "));
+        for (action, tool) in [("call", ""), ("call", "get_tickets"), ("call", "Get_ticket"), ("send", "get_ticket")] {
+            assert_eq!(known_check(action, tool), None, "{action} {tool}");
+        }
+    }
+
+    #[test]
+    fn every_known_detail_the_program_writes_is_one_redact_leaves_alone() {
+        for detail in known_details() {
+            assert!(crate::security::only_registered_can_change(&detail), "{detail:?}");
+            assert!(matches!(redact(&detail), Cow::Borrowed(d) if d == detail), "{detail:?}");
+        }
+        // every count a message line may hold as a known detail, in the longest line
+        for n in 0..=KNOWN_COUNT_MAX {
+            let detail = format!("m{n} coordinator->researcher finding");
+            assert!(crate::security::only_registered_can_change(&detail), "{detail:?}");
+        }
+        // past it the count could be a phone number: those lines take the full path
+        assert_ne!(redact("m1234567890 planner->researcher brief"), "m1234567890 planner->researcher brief");
+    }
+
+    /// The `detail` and `args` fields of every `rolegate::trace` event.
+    #[derive(Clone, Default)]
+    struct Emitted(std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Emitted {
+        fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+            struct Fields(String, String);
+            impl tracing::field::Visit for Fields {
+                fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+                    match field.name() {
+                        "detail" => self.0 = format!("{value:?}"),
+                        "args" => self.1 = format!("{value:?}"),
+                        _ => {}
+                    }
+                }
+                fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                    match field.name() {
+                        "detail" => self.0 = value.to_string(),
+                        "args" => self.1 = value.to_string(),
+                        _ => {}
+                    }
+                }
+            }
+            if event.metadata().target() == "rolegate::trace" {
+                let mut fields = Fields(String::new(), String::new());
+                event.record(&mut fields);
+                self.0.lock().unwrap().push((fields.0, fields.1));
+            }
+        }
+    }
+
+    /// Runs `add` on a fresh trace and returns its lines and emitted events.
+    fn traced(add: impl FnOnce(&mut Trace)) -> (Vec<TraceLine>, Vec<(String, String)>) {
+        use tracing_subscriber::layer::SubscriberExt;
+        let emitted = Emitted::default();
+        let subscriber = tracing_subscriber::registry().with(emitted.clone());
+        let mut t = Trace::new("r1");
+        tracing::subscriber::with_default(subscriber, || add(&mut t));
+        let events = emitted.0.lock().unwrap().clone();
+        (t.lines, events)
+    }
+
+    /// A way to add a line, and the text of its detail.
+    type Case = (Box<dyn Fn(&mut Trace)>, String);
+
+    /// A registered secret inside a known text (only this test writes it).
+    const KNOWN_SECRET: &str = "zq-plain-unit-words-5";
+
+    #[test]
+    fn known_lines_are_the_lines_add_makes_of_the_same_text() {
+        use crate::agent::StopReason;
+        use crate::multi::{Kind, Role};
+        assert!(crate::security::register_secret(KNOWN_SECRET));
+        let args = serde_json::json!({"ticket_id": "T-601", "to": "kwame@gmail.com"});
+        let mut made_up = vec!["", "get_tickets", "GET_TICKET", "kwame@gmail.com", "call +44 20 7946 0958"];
+        made_up.extend(["ｇｅｔ_ｔｉｃｋｅｔ", "get\u{200B}_ticket", crate::security::SIMULATED_SECRET, KNOWN_SECRET]);
+        let mut names: Vec<&str> = TOOL_NAMES.to_vec();
+        names.extend(&made_up);
+        let mut cases: Vec<Case> = Vec::new();
+        for name in names.iter().copied() {
+            let a = args.clone();
+            cases.push((Box::new(move |t: &mut Trace| t.add_tool(2, "ok", name, &a)), format!("tool {name}")));
+            for action in ["call", "finish"] {
+                cases.push((
+                    Box::new(move |t: &mut Trace| t.add_check(2, "ok", action, name)),
+                    format!("{action} {name}"),
+                ));
+            }
+        }
+        for status in ["running", "awaiting_approval", "done", "stopped"] {
+            cases.push((
+                Box::new(move |t: &mut Trace| t.add_known(3, TraceKind::Stop, "done", &["status=", status])),
+                format!("status={status}"),
+            ));
+        }
+        for pieces in [&[][..], &["remember"], &[KNOWN_SECRET], &["key ", KNOWN_SECRET, " end"]] {
+            cases.push((
+                Box::new(move |t: &mut Trace| t.add_known(1, TraceKind::Memory, "ok", pieces)),
+                pieces.concat(),
+            ));
+        }
+        for (role, reason) in Role::ALL.iter().zip(StopReason::ALL.iter().cycle()) {
+            cases.push((
+                Box::new(move |t: &mut Trace| {
+                    t.add_known(4, TraceKind::Stop, "role_stopped", &[role.as_str(), ": ", reason.as_str()])
+                }),
+                format!("{role}: {reason}"),
+            ));
+        }
+        for (n, kind) in [1, 99_999, 100_000, 1_234_567_890, usize::MAX].into_iter().zip(Kind::ALL.iter().cycle()) {
+            let tail = [" ", "researcher", "->", "reviewer", " ", kind.as_str()];
+            cases.push((
+                Box::new(move |t: &mut Trace| t.add_counted(1, TraceKind::Message, "ok", "m", n, &tail)),
+                format!("m{n}{}", tail.concat()),
+            ));
+        }
+        let long: &'static str = "a constant longer than the sixty characters a line keeps, with ünïcödé";
+        cases.push((
+            Box::new(move |t: &mut Trace| t.add_known(1, TraceKind::Plan, "ok", &[long, long])),
+            [long, long].concat(),
+        ));
+        for (add, text) in &cases {
+            let (lines, events) = traced(|t| add(t));
+            let kind = lines[0].kind;
+            let (code, args_json) = (lines[0].code.clone(), lines[0].args.clone());
+            let (reference, reference_events) = traced(|t| {
+                let detail = text.strip_prefix("tool ").filter(|_| kind == TraceKind::Tool).unwrap_or(text);
+                t.push(lines[0].step, kind, code, detail, args_json.clone());
+            });
+            assert_eq!(serde_json::to_string(&lines).unwrap(), serde_json::to_string(&reference).unwrap(), "{text:?}");
+            assert_eq!(events, reference_events, "{text:?}");
+            assert_eq!(events.len(), 1, "{text:?}");
+            if kind == TraceKind::Tool {
+                let expected = args_line(&args);
+                assert_eq!(lines[0].args.as_deref(), Some(expected.as_str()));
+            }
+        }
+        // the registered secret is hidden on the known path too
+        let (lines, _) = traced(|t| t.add_known(1, TraceKind::Memory, "ok", &["key ", KNOWN_SECRET, " end"]));
+        assert_eq!(lines[0].detail, "key [secret] end");
+        let (lines, _) = traced(|t| t.add_tool(1, "ok", "kwame@gmail.com", &args));
+        assert_eq!(lines[0].detail, "[email]");
     }
 
     /// The form of a trace line before details became [`CompactString`]s.

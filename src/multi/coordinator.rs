@@ -25,7 +25,6 @@ use super::roles::{
     Assignment, CallRole, ResearchRole, RoleHandle, RoleReply, RoleReport, RoleStop, Work, Worker, append,
 };
 use super::routes::{Scopes, next_hop};
-use super::short_text::ShortText;
 use super::support::{ClaimMode, Evidence, check_support};
 use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
 use crate::agent::Decider;
@@ -478,16 +477,9 @@ impl Intake {
                 let mut id = compact_str::CompactString::const_new("m");
                 id.push_str(itoa::Buffer::new().format(self.messages.len() + 1));
                 let env = Envelope { id, sender, recipient, kind: body.kind(), depth, body, label };
-                let detail = ShortText::<64>::concat(&[
-                    &env.id,
-                    " ",
-                    sender.as_str(),
-                    "->",
-                    recipient.as_str(),
-                    " ",
-                    env.kind.as_str(),
-                ]);
-                self.trace.add(round, TraceKind::Message, "ok", detail.as_str());
+                // `mN sender->recipient kind`, N the count in the envelope's id
+                let tail = [" ", sender.as_str(), "->", recipient.as_str(), " ", env.kind.as_str()];
+                self.trace.add_counted(round, TraceKind::Message, "ok", "m", self.messages.len() + 1, &tail);
                 let env = Arc::new(env);
                 self.messages.push(env.clone());
                 Ok(env)
@@ -744,7 +736,12 @@ impl Coordinator {
                 return Err(match stop {
                     RoleStop::Budget(reason) => reason,
                     RoleStop::Own(reason) => {
-                        self.intake.trace.add(round, TraceKind::Stop, "role_stopped", &format!("{role}: {reason}"));
+                        self.intake.trace.add_known(
+                            round,
+                            TraceKind::Stop,
+                            "role_stopped",
+                            &[role.as_str(), ": ", reason.as_str()],
+                        );
                         MultiReason::RoleStopped
                     }
                     RoleStop::Failed(detail) => {
@@ -846,7 +843,7 @@ impl Coordinator {
     /// the role tasks and collects their traces and audits.
     async fn finish(mut self, reason: MultiReason) -> MultiRun {
         self.token.cancel();
-        self.intake.trace.add(self.used.rounds, TraceKind::Stop, reason.as_str(), "");
+        self.intake.trace.add_known(self.used.rounds, TraceKind::Stop, reason.as_str(), &[]);
         self.roles = None;
         let mut traces = vec![];
         let mut audit = Vec::new();

@@ -336,7 +336,7 @@ impl CallRole {
         };
         if let Some(code) = code {
             crate::spans::refused("scope_check", crate::spans::Target::ToolCall, code.as_str(), name);
-            self.trace.add(step, TraceKind::Check, code, &format!("call {name}"));
+            self.trace.add_check(step, code, "call", name);
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code });
             return None;
         }
@@ -421,7 +421,7 @@ impl CallRole {
         let seen = self.gate.taint().label();
         let input_tokens = request.estimated_input_tokens();
         if price.cost(input_tokens, u64::from(request.max_tokens)) > work.remaining.cost {
-            self.trace.add(step, TraceKind::Stop, "cost_budget", "the worst case of the call is over budget");
+            self.trace.add_known(step, TraceKind::Stop, "cost_budget", &["the worst case of the call is over budget"]);
             reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
             return reply;
         }
@@ -448,7 +448,7 @@ impl CallRole {
         drop(chat);
         let response = match answer {
             None => {
-                self.trace.add(step, TraceKind::Model, "cancelled", "model call abandoned");
+                self.trace.add_known(step, TraceKind::Model, "cancelled", &["model call abandoned"]);
                 reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
                 return reply;
             }

@@ -334,6 +334,26 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     if left.secret || left.personal { Cow::Borrowed("[redacted]") } else { Cow::Owned(out) }
 }
 
+/// True when [`redact`] could change `text` only by a registered secret: the text is
+/// already folded and no fixed pattern finds anything in it. The precondition of
+/// [`redact_leaves_constant`]; its callers' tests run it over every text they can give it.
+pub(crate) fn only_registered_can_change(text: &str) -> bool {
+    let found = sensitive(text);
+    matches!(fold(text), Cow::Borrowed(_)) && !found.secret && !found.personal
+}
+
+/// True when [`redact`] leaves `text`, a text the program writes from its own constants
+/// (a built-in tool's name, a status name, a role and a message kind), as it is; such a
+/// text meets [`only_registered_can_change`], so one registry look-up (no lock while the
+/// registry is empty) answers for the pattern search: with no registered secret in it,
+/// `redact` finds the text already folded, runs the patterns over the text itself and
+/// they find nothing. False when it holds a registered secret: the caller redacts it in
+/// full. Debug builds check the precondition on every call.
+pub(crate) fn redact_leaves_constant(text: &str) -> bool {
+    debug_assert!(only_registered_can_change(text), "not a constant redact leaves alone: {text:?}");
+    !secrets::holds_registered(text)
+}
+
 /// One pass of every pattern over `text`, in a fixed order.
 fn hide_pass(text: &str) -> String {
     let out = KEY_SHAPE.replace_all(text, "[secret]");
