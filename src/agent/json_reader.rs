@@ -48,6 +48,16 @@ impl<'a> JsonReader<'a> {
         (self.next()? == want).then_some(())
     }
 
+    /// After an object's member: `Some(true)` past the `}` that closes the object,
+    /// `Some(false)` past the `,` before the next member, `None` for anything else.
+    pub(crate) fn object_closed(&mut self) -> Option<bool> {
+        match self.next()? {
+            b'}' => Some(true),
+            b',' => Some(false),
+            _ => None,
+        }
+    }
+
     /// Moves past `want` when it is the next byte after white space.
     pub(crate) fn peek_past(&mut self, want: u8) -> bool {
         self.space();
@@ -138,4 +148,23 @@ impl<'a> JsonReader<'a> {
             }
         }
     }
+}
+
+/// Every prefix of `text`, and `text` with each byte replaced by each of `with` (where the
+/// result is still UTF-8): the mutated corpora the direct readers are pinned on.
+#[cfg(test)]
+pub(crate) fn mutations(text: &str, with: &[u8]) -> Vec<String> {
+    let mut out: Vec<String> =
+        (0..text.len()).filter(|&i| text.is_char_boundary(i)).map(|i| text[..i].to_string()).collect();
+    let bytes = text.as_bytes();
+    for i in 0..bytes.len() {
+        for &b in with {
+            let mut changed = bytes.to_vec();
+            changed[i] = b;
+            if let Ok(s) = String::from_utf8(changed) {
+                out.push(s);
+            }
+        }
+    }
+    out
 }

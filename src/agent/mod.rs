@@ -28,6 +28,8 @@ pub(crate) use export::TraceExportError;
 pub use export::{EXPORT_DETAIL_CHARS, EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
 pub(crate) use finish::answer_problem;
 pub(crate) use json_reader::JsonReader;
+#[cfg(test)]
+pub(crate) use json_reader::mutations;
 #[cfg(feature = "testkit")]
 pub(crate) use proposal::MAX_PROPOSAL_BYTES;
 pub use proposal::{Proposal, ProposalError, parse_proposal};

@@ -52,10 +52,8 @@ fn flat(text: &str) -> Option<Seen<'_>> {
             }
             *field = Some(value);
         }
-        match r.next()? {
-            b',' => {}
-            b'}' => break,
-            _ => return None,
+        if r.object_closed()? {
+            break;
         }
     }
     if !r.at_end() {
@@ -150,19 +148,10 @@ mod tests {
     /// Every prefix of `text`, and `text` with each byte replaced by each of a few bytes
     /// that matter to JSON (where the result is still UTF-8).
     fn mutations(text: &str) -> Vec<String> {
-        let mut out: Vec<String> =
-            (0..text.len()).filter(|&i| text.is_char_boundary(i)).map(|i| text[..i].to_string()).collect();
-        let bytes = text.as_bytes();
-        for i in 0..bytes.len() {
-            for b in [b'{', b'}', b'[', b'"', b'\\', b':', b',', b' ', b'\n', 0x01, b'u', b'0', b'a', b'/'] {
-                let mut changed = bytes.to_vec();
-                changed[i] = b;
-                if let Ok(s) = String::from_utf8(changed) {
-                    out.push(s);
-                }
-            }
-        }
-        out
+        crate::agent::mutations(
+            text,
+            &[b'{', b'}', b'[', b'"', b'\\', b':', b',', b' ', b'\n', 0x01, b'u', b'0', b'a', b'/'],
+        )
     }
 
     #[test]
