@@ -202,7 +202,7 @@ pub trait LlmClient: Send {
     fn complete_message<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         self.complete(request)
     }
-    /// Ties the client to a cancellation token (e.g. a role's child of its run's token):
+    /// Ties the client to a cancellation token (e.g. the token of the run a role works in):
     /// a client that can abandon its own work in flight stops when it fires. Callers still
     /// race every call against their token; the default does nothing more.
     fn bind_cancel(&mut self, _token: CancellationToken) {}

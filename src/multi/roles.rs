@@ -154,7 +154,7 @@ pub(crate) struct RoleHandle {
 }
 
 impl RoleHandle {
-    /// Spawns the actor for `worker`; `cancel` is the role's child of the run's token.
+    /// Spawns the actor for `worker`; `cancel` is the run's token, as the role holds it.
     pub(crate) fn spawn(worker: Worker, cancel: CancellationToken) -> (Self, JoinHandle<RoleReport>) {
         let (tx, rx) = mpsc::channel(1);
         let role = worker.role();
