@@ -223,7 +223,7 @@ async fn cancelling_a_run_abandons_a_roles_request_in_flight_and_a_bound_client_
     let mut client: Box<dyn LlmClient> =
         Box::new(HttpClient::new(endpoint(&server.base_url, ToolMode::Native).config("local-model").unwrap()));
     let token = CancellationToken::new();
-    client.bind_cancel(token.clone());
+    client.bind_cancel(&token);
     let call = tokio::spawn(async move { client.complete_message(&request()).await });
     server.arrived(6).await;
     token.cancel();

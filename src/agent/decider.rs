@@ -33,7 +33,7 @@ pub trait Decider: Send {
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>>;
     /// Ties the decider's model client to a cancellation token (see
     /// [`LlmClient::bind_cancel`]); the default does nothing.
-    fn bind_cancel(&mut self, _token: CancellationToken) {}
+    fn bind_cancel(&mut self, _token: &CancellationToken) {}
     /// Hands the decider's model client the run's deadline (see
     /// [`LlmClient::set_deadline`]); the default does nothing.
     fn set_deadline(&mut self, _deadline: Option<tokio::time::Instant>) {}
@@ -80,7 +80,7 @@ impl Decider for ModelDecider {
         self.client.complete(request)
     }
 
-    fn bind_cancel(&mut self, token: CancellationToken) {
+    fn bind_cancel(&mut self, token: &CancellationToken) {
         self.client.bind_cancel(token);
     }
 

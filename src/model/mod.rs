@@ -204,8 +204,10 @@ pub trait LlmClient: Send {
     }
     /// Ties the client to a cancellation token (e.g. the token of the run a role works in):
     /// a client that can abandon its own work in flight stops when it fires. Callers still
-    /// race every call against their token; the default does nothing more.
-    fn bind_cancel(&mut self, _token: CancellationToken) {}
+    /// race every call against their token; the default does nothing more. The token is
+    /// lent: a client that keeps it clones it (a clone takes the token's lock, so a client
+    /// that does not keep it costs nothing).
+    fn bind_cancel(&mut self, _token: &CancellationToken) {}
     /// Hands the client the run's deadline: a call, its retries and its waits end there
     /// (the HTTP client answers `time_budget`); `None` lifts it. The default ignores it (a
     /// fake answers at once).
@@ -248,7 +250,7 @@ impl<C: LlmClient> LlmClient for SlowClient<C> {
         self.inner.complete_message(request)
     }
 
-    fn bind_cancel(&mut self, token: CancellationToken) {
+    fn bind_cancel(&mut self, token: &CancellationToken) {
         self.inner.bind_cancel(token);
     }
 
@@ -278,7 +280,7 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
         (**self).complete_message(request)
     }
 
-    fn bind_cancel(&mut self, token: CancellationToken) {
+    fn bind_cancel(&mut self, token: &CancellationToken) {
         (**self).bind_cancel(token);
     }
 

@@ -584,9 +584,9 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
     // and cancelled), bound to its model before the actor starts
     let tokens = [token.clone(), token.clone(), token.clone()];
     let [planner_cancel, researcher_cancel, reviewer_cancel] = tokens;
-    models.planner.bind_cancel(planner_cancel.clone());
-    models.researcher.bind_cancel(researcher_cancel.clone());
-    models.reviewer.bind_cancel(reviewer_cancel.clone());
+    models.planner.bind_cancel(&planner_cancel);
+    models.researcher.bind_cancel(&researcher_cancel);
+    models.reviewer.bind_cancel(&reviewer_cancel);
     let world = World::new(env.world.clone());
     let gate = |role: Role| {
         // one policy per role for every run (no copy per gate), relabelled only when asked

@@ -383,8 +383,8 @@ impl LlmClient for HttpClient {
         Box::pin(self.cancellable(request, Reading::Message))
     }
 
-    fn bind_cancel(&mut self, token: CancellationToken) {
-        self.cancel = Some(token);
+    fn bind_cancel(&mut self, token: &CancellationToken) {
+        self.cancel = Some(token.clone());
     }
 
     fn set_deadline(&mut self, deadline: Option<tokio::time::Instant>) {
