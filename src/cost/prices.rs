@@ -30,11 +30,29 @@ impl Price {
 
     /// The cost of a call, `None` when it does not fit a `Decimal`.
     pub fn checked_cost(&self, input_tokens: u64, output_tokens: u64) -> Option<Decimal> {
-        let input = per_thousand(self.input_per_1k.checked_mul(Decimal::from(input_tokens))?)?;
-        let output = per_thousand(self.output_per_1k.checked_mul(Decimal::from(output_tokens))?)?;
+        let input = times_per_thousand(self.input_per_1k, input_tokens)?;
+        let output = times_per_thousand(self.output_per_1k, output_tokens)?;
         input.checked_add(output)
     }
 }
+
+/// `price * tokens / 1000` as `per_thousand(price.checked_mul(tokens))` gives it. For a
+/// non-negative price whose mantissa and scale are small (at most 19) and a product whose
+/// millionfold fits in 64 bits, the product is the mantissas' product at the price's scale
+/// (what `rust_decimal` multiplies to, with nothing to round), worked in `u64` without
+/// building the `Decimal`s; any other takes the library's product.
+fn times_per_thousand(price: Decimal, tokens: u64) -> Option<Decimal> {
+    let scale = price.scale();
+    let small = u64::try_from(price.mantissa()).ok().and_then(|m| m.checked_mul(tokens));
+    match small {
+        Some(0) => Some(Decimal::ZERO),
+        Some(n) if scale <= 19 && n <= u64::MAX / MILLION => small_per_thousand(n, scale, false),
+        _ => per_thousand(price.checked_mul(Decimal::from(tokens))?),
+    }
+}
+
+/// A million: [`per_thousand`] scales an inexact quotient's mantissa by it.
+const MILLION: u64 = 1_000_000;
 
 /// `x / 1000` exactly as `Decimal::checked_div` gives it, value and scale (`0.000080` is
 /// not `0.00008` when printed), without a long division in the common case.
@@ -47,19 +65,22 @@ impl Price {
 /// in 64 bits is worked here in `u64`; any other dividend takes the library's division.
 /// `prices::tests::per_thousand_is_the_library_division` holds the two to the same answer.
 fn per_thousand(x: Decimal) -> Option<Decimal> {
-    const MILLION: u64 = 1_000_000;
     if x.is_zero() {
         return Some(Decimal::ZERO);
     }
     let scale = x.scale();
-    let small = u64::try_from(x.mantissa().unsigned_abs()).ok().filter(|m| *m <= u64::MAX / MILLION);
-    let (n, scale) = match small {
-        Some(m) if scale <= 19 && m % 1000 == 0 => (m / 1000, scale),
-        Some(m) if scale <= 19 => unscale(m * MILLION, scale + 9),
-        _ => return x.checked_div(Decimal::from(1000)),
-    };
+    match u64::try_from(x.mantissa().unsigned_abs()).ok().filter(|m| *m <= u64::MAX / MILLION) {
+        Some(m) if scale <= 19 => small_per_thousand(m, scale, x.is_sign_negative()),
+        _ => x.checked_div(Decimal::from(1000)),
+    }
+}
+
+/// [`per_thousand`] of the non-zero dividend with mantissa `m` (at most `u64::MAX /
+/// MILLION`), scale `scale` (at most 19) and the sign given.
+fn small_per_thousand(m: u64, scale: u32, negative: bool) -> Option<Decimal> {
+    let (n, scale) = if m % 1000 == 0 { (m / 1000, scale) } else { unscale(m * MILLION, scale + 9) };
     let n = i128::from(n);
-    Decimal::try_from_i128_with_scale(if x.is_sign_negative() { -n } else { n }, scale).ok()
+    Decimal::try_from_i128_with_scale(if negative { -n } else { n }, scale).ok()
 }
 
 /// The trailing zeros `rust_decimal`'s division strips from an inexact quotient, in its

@@ -11,7 +11,6 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use super::support::Evidence;
@@ -457,10 +456,7 @@ fn verdict_text(approve: bool, notes: Notes) -> String {
     match notes {
         Notes::Text(text) => out.str(text),
         // digits and plain words: nothing in it to escape
-        Notes::Reread(n) => {
-            let _ = write!(out.0, "\"Re-read {n} cited document(s).\"");
-            &mut out
-        }
+        Notes::Reread(n) => out.raw("\"Re-read ").raw(itoa::Buffer::new().format(n)).raw(" cited document(s).\""),
     };
     out.raw("}");
     out.into_string()

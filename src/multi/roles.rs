@@ -15,7 +15,8 @@
 //! shuts down is reported too and loses nothing.
 
 use rust_decimal::Decimal;
-use std::fmt::Write;
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -313,23 +314,21 @@ impl CallRole {
         self.role.as_str()
     }
 
-    /// The tools the model is shown: its scope (built per call, not kept between calls).
-    fn specs(&self) -> Vec<ToolSpec> {
-        self.gate.policy().tools_for(self.task()).filter_map(|t| self.gate.tools().spec(t)).collect()
+    /// Writes the tools the model is shown into `out` (empty): its scope, built per call.
+    fn specs(&self, out: &mut Vec<ToolSpec>) {
+        out.extend(self.gate.policy().tools_for(self.task()).filter_map(|t| self.gate.tools().spec(t)));
     }
 
     /// Runs one call through the scope check and the gate, as the loop does: a call outside
-    /// the scope or with bad arguments is refused before the gate sees it.
-    fn tool(
-        &mut self,
-        step: u32,
-        name: &str,
-        arguments: serde_json::Value,
-        reply: &mut RoleReply,
-    ) -> Option<GateOutcome> {
+    /// the scope or with bad arguments is refused before the gate sees it. The call is
+    /// written into this thread's kept one ([`KEPT_CALL`]): its id, name and, for a
+    /// document look-up, its `doc_id` string are overwritten in place.
+    fn tool(&mut self, step: u32, name: &str, arguments: Args<'_>, reply: &mut RoleReply) -> Option<GateOutcome> {
+        let mut call = KeptCall::take();
+        arguments.write_into(&mut call.0.arguments);
         let code = if !self.gate.policy().allows(self.task(), name) || !self.gate.tools().has(name) {
             Some(DenialCode::NotAllowed)
-        } else if self.gate.tools().validate(name, &arguments).is_err() {
+        } else if self.gate.tools().validate(name, &call.0.arguments).is_err() {
             Some(DenialCode::InvalidArguments)
         } else {
             None
@@ -340,10 +339,11 @@ impl CallRole {
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code });
             return None;
         }
-        let mut id = String::with_capacity(self.run_id.len() + 16);
-        let _ = write!(id, "{}-{}-c{}", self.run_id, self.role.as_str(), reply.tools.len() + 1);
-        let call = ToolCall::new(id, name, arguments);
-        let outcome = self.gate.run(&call, CallContext::new(self.task(), &self.run_id, &self.user));
+        write_call_id(&mut call.0.id, &self.run_id, self.role, reply.tools.len() + 1);
+        call.0.name.clear();
+        call.0.name.push_str(name);
+        let call = &call.0;
+        let outcome = self.gate.run(call, CallContext::new(self.task(), &self.run_id, &self.user));
         self.trace.add_tool(step, outcome.code(), name, &call.arguments);
         reply.tools.push(name.to_string());
         if let GateOutcome::Refused { code, .. } = &outcome {
@@ -359,7 +359,9 @@ impl CallRole {
             reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit));
             return reply;
         }
-        let mut user = String::with_capacity(512);
+        let mut kept = KeptRequest::take();
+        let mut user = std::mem::take(&mut kept.user);
+        user.reserve(512);
         match &work.what {
             Assignment::Plan { goal, notes, notes_label } => {
                 push_block(&mut user, "goal", "user-input", &[], goal);
@@ -372,7 +374,8 @@ impl CallRole {
                 let written = ShortText::<32>::concat(&["coordinator:", &finding.id]);
                 let source = written.as_str();
                 self.gate.absorb(finding.label, source);
-                push_block(&mut user, "envelope", source, &[("kind", "finding")], &finding.body.to_text());
+                let text = finding.body.write_text(&mut kept.body);
+                push_block(&mut user, "envelope", source, &[("kind", "finding")], text);
                 if let Body::Finding(f) = &finding.body {
                     // the reviewer re-reads what its own scope can read, through its own gate
                     for doc in f.sources.iter().filter(|s| !is_ticket_id(s)) {
@@ -383,12 +386,11 @@ impl CallRole {
                         if !self.gate.policy().allows(self.task(), "lookup_document") {
                             break;
                         }
-                        let args = serde_json::json!({ "doc_id": doc });
-                        if let Some(outcome) = self.tool(step, "lookup_document", args, &mut reply) {
+                        if let Some(outcome) = self.tool(step, "lookup_document", Args::DocId(doc), &mut reply) {
                             // `tool:lookup_document:r1`, its id the part after the prefix
                             const PREFIX: &str = "tool:lookup_document:";
-                            let mut written = ShortText::<48>::concat(&[PREFIX, "r"]);
-                            let _ = write!(written, "{}", reply.tools.len());
+                            let mut itoa = itoa::Buffer::new();
+                            let written = ShortText::<48>::concat(&[PREFIX, "r", itoa.format(reply.tools.len())]);
                             let source = written.as_str();
                             let id = source.get(PREFIX.len()..).unwrap_or_default();
                             let (ok, text) = outcome.observation();
@@ -402,13 +404,24 @@ impl CallRole {
                 return reply;
             }
         }
-        let request = LlmRequest {
-            model: self.client.model_name(),
-            messages: vec![Message::system(self.prompt), Message::user(user)],
-            tools: self.specs(),
-            // a real model's own allowance (`--planner-max-tokens`, …) wins
-            max_tokens: self.client.max_tokens().unwrap_or(MAX_OUTPUT_TOKENS),
+        let mut messages = std::mem::take(&mut kept.messages);
+        messages.push(Message::system(self.prompt));
+        messages.push(Message::user(user));
+        let mut tools = std::mem::take(&mut kept.tools);
+        self.specs(&mut tools);
+        // the request's buffers go back to this thread's kept ones when the call is done
+        // (on every way out of here)
+        let lent = LentRequest {
+            request: LlmRequest {
+                model: self.client.model_name(),
+                messages,
+                tools,
+                // a real model's own allowance (`--planner-max-tokens`, …) wins
+                max_tokens: self.client.max_tokens().unwrap_or(MAX_OUTPUT_TOKENS),
+            },
+            body: std::mem::take(&mut kept.body),
         };
+        let request = &lent.request;
         let price = match self.prices.price(&request.model) {
             Ok(p) => p,
             Err(e) => {
@@ -434,7 +447,7 @@ impl CallRole {
         let answer = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
-            r = self.client.complete_message(&request).instrument(chat.clone()) => Some(r),
+            r = self.client.complete_message(request).instrument(chat.clone()) => Some(r),
         };
         match &answer {
             None => crate::spans::failed(&chat, "cancelled"),
@@ -479,11 +492,144 @@ impl CallRole {
             if cancel.is_cancelled() {
                 break;
             }
-            self.tool(step, &name, arguments, &mut reply);
+            self.tool(step, &name, Args::Value(arguments), &mut reply);
         }
         reply.text = response.text;
         reply.label = seen;
         reply
+    }
+}
+
+/// Writes the id of a call role's `n`th call over `id`: `RUN-ROLE-cN`.
+fn write_call_id(id: &mut String, run_id: &str, role: Role, n: usize) {
+    id.clear();
+    id.reserve(run_id.len() + 16);
+    id.push_str(run_id);
+    id.push('-');
+    id.push_str(role.as_str());
+    id.push_str("-c");
+    id.push_str(itoa::Buffer::new().format(n));
+}
+
+/// A planner's or reviewer's call arguments: the model's own, or a document look-up's.
+enum Args<'a> {
+    /// As the model asked.
+    Value(serde_json::Value),
+    /// `{"doc_id": …}`.
+    DocId(&'a str),
+}
+
+impl Args<'_> {
+    /// Writes these arguments over `slot`: a `{"doc_id": …}` object already there keeps its
+    /// key and has its string overwritten in place (the same value as a new object).
+    fn write_into(self, slot: &mut serde_json::Value) {
+        match self {
+            Self::Value(v) => *slot = v,
+            Self::DocId(doc) => {
+                if let serde_json::Value::Object(map) = slot
+                    && map.len() == 1
+                    && let Some(serde_json::Value::String(s)) = map.get_mut("doc_id")
+                {
+                    s.clear();
+                    s.push_str(doc);
+                    return;
+                }
+                *slot = serde_json::json!({ "doc_id": doc });
+            }
+        }
+    }
+}
+
+/// Largest text buffer a thread keeps between calls (a larger one, for a rare large
+/// prompt or argument, is dropped after use).
+const KEPT_TEXT_MAX: usize = 16 * 1024;
+
+thread_local! {
+    /// The tool call a call role's last look-up ran on this thread: its strings' buffers
+    /// are written over by the next one.
+    static KEPT_CALL: RefCell<Option<ToolCall>> = const { RefCell::new(None) };
+    /// The buffers of the last planner's or reviewer's request on this thread, empty.
+    static KEPT_REQUEST: RefCell<Option<KeptRequest>> = const { RefCell::new(None) };
+}
+
+/// This thread's kept tool call, taken for one call and given back when dropped (with
+/// only a document look-up's arguments kept, and no large buffer).
+struct KeptCall(ToolCall);
+
+impl KeptCall {
+    fn empty() -> ToolCall {
+        ToolCall::new(String::new(), String::new(), serde_json::Value::Null)
+    }
+
+    fn take() -> Self {
+        Self(KEPT_CALL.try_with(|k| k.try_borrow_mut().ok()?.take()).ok().flatten().unwrap_or_else(Self::empty))
+    }
+}
+
+impl Drop for KeptCall {
+    fn drop(&mut self) {
+        let mut call = std::mem::replace(&mut self.0, Self::empty());
+        if !matches!(&call.arguments, serde_json::Value::Object(m) if m.len() == 1 && m.contains_key("doc_id")) {
+            call.arguments = serde_json::Value::Null;
+        }
+        if call.id.capacity() > KEPT_TEXT_MAX || call.name.capacity() > KEPT_TEXT_MAX {
+            return;
+        }
+        let _ = KEPT_CALL.try_with(move |k| {
+            if let Ok(mut k) = k.try_borrow_mut() {
+                *k = Some(call);
+            }
+        });
+    }
+}
+
+/// The empty buffers a planner's or reviewer's request is built in: the user text, the
+/// message list, the tool list and the envelope text.
+#[derive(Default)]
+struct KeptRequest {
+    user: String,
+    messages: Vec<Message>,
+    tools: Vec<ToolSpec>,
+    body: Vec<u8>,
+}
+
+impl KeptRequest {
+    /// This thread's kept buffers, or new ones.
+    fn take() -> Self {
+        KEPT_REQUEST.try_with(|k| k.try_borrow_mut().ok()?.take()).ok().flatten().unwrap_or_default()
+    }
+}
+
+/// A request (and the envelope text written for it) whose buffers go back to this
+/// thread's [`KEPT_REQUEST`], emptied, when it is dropped.
+struct LentRequest {
+    request: LlmRequest,
+    body: Vec<u8>,
+}
+
+impl Drop for LentRequest {
+    fn drop(&mut self) {
+        let mut messages = std::mem::take(&mut self.request.messages);
+        // the user text is the last message, the one [`CallRole::handle`] wrote
+        let mut user = match messages.pop() {
+            Some(Message { content: Cow::Owned(text), .. }) if text.capacity() <= KEPT_TEXT_MAX => text,
+            _ => String::new(),
+        };
+        user.clear();
+        messages.clear();
+        let mut tools = std::mem::take(&mut self.request.tools);
+        tools.clear();
+        let mut body = std::mem::take(&mut self.body);
+        if body.capacity() > KEPT_TEXT_MAX {
+            body = Vec::new();
+        }
+        body.clear();
+        let kept = KeptRequest { user, messages, tools, body };
+        let _ = KEPT_REQUEST.try_with(move |k| {
+            if let Ok(mut k) = k.try_borrow_mut() {
+                *k = Some(kept);
+            }
+        });
     }
 }
 
@@ -600,4 +746,172 @@ pub(crate) fn refusals(trace: &Trace, role: Role) -> Vec<Denial> {
             Some(Denial { role, tool: tool.to_string(), code })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Env;
+    use crate::label::Label;
+    use crate::multi::MultiEnv;
+    use crate::multi::behaviours::{FakePlanner, FakeReviewer, PlannerKind, ReviewerKind};
+    use crate::multi::envelope::{Finding, Kind};
+    use crate::world::World;
+    use std::sync::Mutex;
+
+    /// A fake that keeps a copy of every request it is asked.
+    struct Recorder<C> {
+        inner: C,
+        seen: Arc<Mutex<Vec<LlmRequest>>>,
+    }
+
+    impl<C: LlmClient> LlmClient for Recorder<C> {
+        fn model(&self) -> &str {
+            self.inner.model()
+        }
+
+        fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+            self.seen.lock().unwrap().push(request.clone());
+            self.inner.complete(request)
+        }
+    }
+
+    use crate::model::LlmResponse;
+
+    /// What one assignment to a fresh call role gave: its request, its reply's parts,
+    /// its gate's audit and its trace.
+    type Seen = (LlmRequest, String, Vec<String>, Vec<Denial>, Vec<AuditEvent>, Trace);
+
+    async fn turn(role: Role, what: Assignment) -> Seen {
+        let env = Env::bundled().unwrap();
+        let multi = MultiEnv::new(&env).unwrap();
+        let gate = ToolGate::new(multi.scopes.policy(role).cloned().unwrap(), World::new(env.world.clone()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let client: Box<dyn LlmClient> = if role == Role::Planner {
+            Box::new(Recorder { inner: FakePlanner { kind: PlannerKind::Sensible }, seen: seen.clone() })
+        } else {
+            Box::new(Recorder { inner: FakeReviewer { kind: ReviewerKind::Sensible }, seen: seen.clone() })
+        };
+        let mut call = CallRole::new(role, client, gate, env.prices.clone(), Arc::from("kwame"), Arc::from("run-7"));
+        let remaining = Remaining { calls: 10, cost: Decimal::from(100), time: std::time::Duration::from_secs(60) };
+        let work = Work { what, remaining, round: 1, span: tracing::Span::none() };
+        let reply = call.handle(work, &CancellationToken::new()).await;
+        let request = seen.lock().unwrap().pop().unwrap();
+        (request, reply.text, reply.tools, reply.denied, call.gate.take_audit(), std::mem::take(&mut call.trace))
+    }
+
+    fn review(claim: &str, sources: &[&str]) -> Assignment {
+        let body = Body::Finding(Finding {
+            claim: claim.to_string(),
+            sources: sources.iter().map(|s| s.to_string()).collect(),
+        });
+        let envelope = Envelope {
+            id: "m2".into(),
+            sender: Role::Researcher,
+            recipient: Role::Reviewer,
+            kind: Kind::Finding,
+            depth: 2,
+            body,
+            label: Label::TRUSTED,
+        };
+        Assignment::Review(Arc::new(envelope))
+    }
+
+    fn plan(goal: &str) -> Assignment {
+        Assignment::Plan { goal: Arc::from(goal), notes: None, notes_label: Label::TRUSTED }
+    }
+
+    fn forget_kept() {
+        KEPT_REQUEST.with(|k| k.borrow_mut().take());
+        KEPT_CALL.with(|k| k.borrow_mut().take());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn kept_buffers_give_every_request_call_and_line_that_new_ones_give() {
+        // each assignment first with nothing kept on the thread (new buffers, as before
+        // they were kept), then again after other assignments have left their longer,
+        // different texts, arguments and ids in the kept buffers: the request the model
+        // sees, the reply, the gate's audit (call ids, fingerprints) and the trace are the
+        // same, byte for byte
+        let assignments = || {
+            vec![
+                (Role::Reviewer, review("kc-returns-v3 is titled Returns and refunds (v3)", &["kc-returns-v3"])),
+                (
+                    Role::Reviewer,
+                    review(
+                        "T-601 status is open; a \"quoted\" <claim> & more, é",
+                        &["T-601", "kc-warranty-v2", "kc-nope-v0", "kc-returns-v3"],
+                    ),
+                ),
+                (Role::Planner, plan("Status of T-601 and our refund policy? <goal> \"x\" & y")),
+                (Role::Reviewer, review("x", &["kc-battery-v1"])),
+                (Role::Planner, plan("a")),
+                (Role::Reviewer, review("nothing to re-read", &["T-601"])),
+            ]
+        };
+        let mut fresh = Vec::new();
+        for (role, what) in assignments() {
+            forget_kept();
+            fresh.push(turn(role, what).await);
+        }
+        for round in 0..2 {
+            let mut order: Vec<usize> = (0..fresh.len()).collect();
+            if round == 1 {
+                order.reverse();
+            }
+            let all = assignments();
+            let mut all: Vec<Option<(Role, Assignment)>> = all.into_iter().map(Some).collect();
+            for i in order {
+                let (role, what) = all[i].take().unwrap();
+                let kept = turn(role, what).await;
+                assert_eq!(kept, fresh[i], "assignment {i}, round {round}");
+            }
+        }
+        // the look-ups did run (and one was refused by the world): the calls are compared
+        assert!(fresh[1].4.len() >= 3, "{:?}", fresh[1].4);
+        assert_eq!(fresh[1].2, ["lookup_document"; 3]);
+    }
+
+    #[test]
+    fn call_ids_written_over_a_kept_one_are_the_formatted_ids() {
+        let mut id = String::from("left over from a much longer run id and call");
+        for run_id in ["run-7", "", "a-much-longer-run-id-than-most-0123456789", "é"] {
+            for role in [Role::Planner, Role::Reviewer] {
+                for n in (0..1200).chain([9_999, 10_000, 123_456_789, usize::MAX]) {
+                    write_call_id(&mut id, run_id, role, n);
+                    assert_eq!(id, format!("{run_id}-{role}-c{n}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_document_look_up_written_over_any_kept_arguments_is_the_new_object() {
+        let docs = ["kc-returns-v3", "", "a", "kc-warranty-v2-and-a-much-longer-id-than-before", "é\"<>&", "x"];
+        let kept = [
+            serde_json::Value::Null,
+            serde_json::json!({ "doc_id": "old" }),
+            serde_json::json!({ "doc_id": 7 }),
+            serde_json::json!({ "doc_id": "old", "other": "x" }),
+            serde_json::json!({ "ticket_id": "T-601" }),
+            serde_json::json!(["doc_id"]),
+        ];
+        for doc in docs {
+            for slot in &kept {
+                let mut slot = slot.clone();
+                Args::DocId(doc).write_into(&mut slot);
+                assert_eq!(slot, serde_json::json!({ "doc_id": doc }));
+                assert_eq!(slot.to_string(), serde_json::json!({ "doc_id": doc }).to_string());
+                // and again over what it left
+                for next in docs {
+                    let mut again = slot.clone();
+                    Args::DocId(next).write_into(&mut again);
+                    assert_eq!(again.to_string(), serde_json::json!({ "doc_id": next }).to_string());
+                }
+            }
+        }
+        let mut slot = serde_json::json!({ "doc_id": "old" });
+        Args::Value(serde_json::json!({ "to": "a@b.example" })).write_into(&mut slot);
+        assert_eq!(slot, serde_json::json!({ "to": "a@b.example" }));
+    }
 }
