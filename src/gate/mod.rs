@@ -836,9 +836,10 @@ impl ToolGate {
         match self.start(&call.name, caller, &args) {
             Started::Done(Ok(output)) => {
                 // the taint keeps the first untrusted source it absorbs (every result label is
-                // untrusted): this result's source is written out only when it will be that one
+                // untrusted): this result's source is written out only when it will be that one,
+                // on the stack when it is short (a tool and a ticket id)
                 let label = ifc::result_label(&call.name, caller, &output, &self.world.data).map(|(label, id)| {
-                    (label, self.taint.source().is_none().then(|| [call.name.as_str(), ":", id].concat()))
+                    (label, self.taint.source().is_none().then(|| concat_compact(&[call.name.as_str(), ":", id])))
                 });
                 let data = output.into_data();
                 if let Some((label, source)) = label {
@@ -853,6 +854,15 @@ impl ToolGate {
             }
         }
     }
+}
+
+/// The pieces joined, inline up to 24 bytes (one allocation, of the joined length, past that).
+fn concat_compact(pieces: &[&str]) -> CompactString {
+    let mut out = CompactString::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for piece in pieces {
+        out.push_str(piece);
+    }
+    out
 }
 
 /// A call through [`ToolGate::run_async`]: decided already (refused, parked, or a
