@@ -6,6 +6,7 @@
 //! checkpointed state and [`Progress`]), so the two cannot drift apart.
 
 use crate::codes::codes;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -159,7 +160,8 @@ pub struct Agent {
     /// Runs tools; owned by this agent and dropped with it.
     pub(crate) gate: ToolGate,
     pub(crate) session: Session,
-    pub(crate) task: String,
+    /// Inline up to 24 bytes (a task's name: no allocation per agent).
+    pub(crate) task: CompactString,
     pub(crate) budget: RunBudget,
     /// Working time.
     pub(crate) clock: SharedClock,
@@ -245,7 +247,7 @@ impl Agent {
             decider,
             gate,
             session,
-            task: task.to_string(),
+            task: task.into(),
             budget,
             clock,
             prices,
@@ -338,7 +340,7 @@ impl Agent {
         if self.session.user_id.is_empty() {
             return self.end(state.stop(StopReason::Unauthenticated)?, progress);
         }
-        if !self.session.tasks.contains(&self.task) {
+        if !self.session.tasks.contains(self.task.as_str()) {
             return self.end(state.stop(StopReason::ForbiddenTask)?, progress);
         }
         if !self.decider.is_free() {
@@ -584,7 +586,7 @@ impl Agent {
                 if !crate::security::fold(answer).trim().is_empty()
                     && !sources.is_empty()
                     && sources.iter().all(good)
-                    && (self.gate.policy().free_answers.contains(&self.task)
+                    && (self.gate.policy().free_answers.contains(self.task.as_str())
                         || super::answer_problem(
                             answer,
                             sources,
