@@ -6,6 +6,7 @@
 //! checkpointed state and [`Progress`]), so the two cannot drift apart.
 
 use crate::codes::codes;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -26,7 +27,7 @@ use crate::gate::{CallContext, GateOutcome, NoInternalEffects, Refusal, ToolGate
 use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::blocks::{push_block, push_block_from};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError};
-use crate::tools::{Registry, TOOL_NAMES, ToolCall, fact_of, fingerprint};
+use crate::tools::{Registry, TOOL_NAMES, ToolCall, ToolSpec, fact_of, fingerprint};
 
 /// Errors that end a run without a state (the run could not be carried out at all).
 #[derive(Debug, thiserror::Error)]
@@ -159,7 +160,8 @@ pub struct Agent {
     /// Runs tools; owned by this agent and dropped with it.
     pub(crate) gate: ToolGate,
     pub(crate) session: Session,
-    pub(crate) task: String,
+    /// Inline up to 24 bytes (a task's name: no allocation per agent).
+    pub(crate) task: CompactString,
     pub(crate) budget: RunBudget,
     /// Working time.
     pub(crate) clock: SharedClock,
@@ -245,7 +247,7 @@ impl Agent {
             decider,
             gate,
             session,
-            task: task.to_string(),
+            task: task.into(),
             budget,
             clock,
             prices,
@@ -333,11 +335,12 @@ impl Agent {
     pub async fn run(&mut self, goal: &str, run_id: &str) -> Result<Run, AgentError> {
         let state = AgentState::new(run_id, &self.session.user_id, &self.task, goal)?;
         let mut progress = Progress::new(run_id);
+        progress.trace.lines.reserve(TRACE_LINES_AHEAD);
         progress.trace.role = self.trace_role.as_deref().map(Into::into);
         if self.session.user_id.is_empty() {
             return self.end(state.stop(StopReason::Unauthenticated)?, progress);
         }
-        if !self.session.tasks.contains(&self.task) {
+        if !self.session.tasks.contains(self.task.as_str()) {
             return self.end(state.stop(StopReason::ForbiddenTask)?, progress);
         }
         if !self.decider.is_free() {
@@ -576,13 +579,14 @@ impl Agent {
         }
         let code = match p {
             Proposal::Finish { answer, sources } => {
-                let good: Vec<&str> = state.observations().iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
+                // a successful observation of this run, looked up in place (no list of ids)
+                let good = |s: &String| state.observations().iter().any(|o| o.ok && o.id == *s);
                 // sources are observations of this run's own record; the answer is read too:
                 // instruction-like text or another user's data is no answer to give
                 if !crate::security::fold(answer).trim().is_empty()
                     && !sources.is_empty()
-                    && sources.iter().all(|s| good.contains(&s.as_str()))
-                    && (self.gate.policy().free_answers.contains(&self.task)
+                    && sources.iter().all(good)
+                    && (self.gate.policy().free_answers.contains(self.task.as_str())
                         || super::answer_problem(
                             answer,
                             sources,
@@ -651,24 +655,23 @@ impl Agent {
     /// The request for the next step: trusted rules and tool list, then the goal, memory
     /// and every observation as untrusted, source-tagged blocks.
     pub fn request(&self, state: &AgentState) -> LlmRequest {
+        self.request_counted(state).0
+    }
+
+    /// [`Agent::request`], with the estimated tokens of its system message when they were
+    /// kept with it (a built-in prompt's system message, see [`system_message`]).
+    fn request_counted(&self, state: &AgentState) -> (LlmRequest, Option<u64>) {
         let tools: Vec<_> =
             self.gate.policy().tools_for(&self.task).filter_map(|t| self.gate.tools().spec(t)).collect();
-        // each tool's line looked up twice (a short table) rather than listed first
-        let lines = || tools.iter().map(|t| tool_line(t.name));
-        let mut system =
-            String::with_capacity(self.system_prompt.len() + TOOLS_HEADER.len() + lines().map(str::len).sum::<usize>());
-        system.push_str(&self.system_prompt);
-        system.push_str(TOOLS_HEADER);
-        for line in lines() {
-            system.push_str(line);
-        }
-        LlmRequest {
+        let (system, system_tokens) = system_message(&self.system_prompt, &tools);
+        let request = LlmRequest {
             model: self.decider.model_name(),
             messages: vec![Message::system(system), Message::user(self.user_blocks(state))],
             tools,
             // a real model's own allowance wins; the budget checks the call against it
             max_tokens: self.decider.max_tokens().unwrap_or(self.budget.max_output_tokens),
-        }
+        };
+        (request, system_tokens)
     }
 
     /// The request for the next step of a drive: the trusted part (system message, tools)
@@ -678,7 +681,10 @@ impl Agent {
     fn next_request<'r>(&self, cached: &'r mut Option<Prepared>, state: &AgentState) -> &'r Prepared {
         let observations = state.observations();
         let prepared = match cached {
-            None => cached.insert(Prepared::new(self.request(state), observations.len())),
+            None => {
+                let (request, system_tokens) = self.request_counted(state);
+                cached.insert(Prepared::new(request, observations.len(), system_tokens))
+            }
             Some(prepared) => {
                 let memory = self.memory.is_some() || self.guarded.is_some();
                 if let Some(user) = prepared.request.messages.last_mut() {
@@ -705,7 +711,10 @@ impl Agent {
 
     /// The untrusted part of a request: the goal, memory and every observation as blocks.
     fn user_blocks(&self, state: &AgentState) -> String {
-        let mut user = String::with_capacity(256 + state.observations().len() * 256);
+        // room for the blocks of the observations to come too (a block is about 400 bytes):
+        // the request of a drive is kept and grows by one block a step
+        let room = (state.observations().len() + OBSERVATIONS_AHEAD) * OBSERVATION_ROOM;
+        let mut user = String::with_capacity(256 + state.goal().len() + room);
         push_block(&mut user, "goal", "user-input", &[], state.goal());
         if let Some(m) = &self.memory {
             for n in m.notes() {
@@ -744,9 +753,15 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn new(request: LlmRequest, written: usize) -> Self {
+    /// `system_tokens`, when given, are the estimated tokens of the first message (kept
+    /// with its text), which are then not counted again.
+    fn new(request: LlmRequest, written: usize, system_tokens: Option<u64>) -> Self {
         let n = request.messages.len().saturating_sub(1);
-        let fixed_tokens = request.messages[..n].iter().map(|m| estimate_tokens(&m.content) + 4).sum();
+        let tokens = |(i, m): (usize, &Message)| match system_tokens {
+            Some(kept) if i == 0 => kept + 4,
+            _ => estimate_tokens(&m.content) + 4,
+        };
+        let fixed_tokens = request.messages[..n].iter().enumerate().map(tokens).sum();
         let user_chars = request.messages.last().map_or(0, |m| char_count(&m.content));
         Self { request, written, fixed_tokens, user_chars }
     }
@@ -762,8 +777,81 @@ fn char_count(text: &str) -> u64 {
     text.chars().count() as u64
 }
 
+/// Observation blocks the user message of a request has room for beyond those it holds:
+/// a drive appends one a step, and the first two fit without a growth.
+const OBSERVATIONS_AHEAD: usize = 2;
+/// Bytes of room per observation block (its text is at most 400 characters).
+const OBSERVATION_ROOM: usize = 512;
+
+/// Trace lines a new run has room for: three a step (model, check, tool) and the stop
+/// line, so a run of up to five steps adds its lines without a growth.
+const TRACE_LINES_AHEAD: usize = 16;
+
 /// The line that introduces the tool list of the system message.
 const TOOLS_HEADER: &str = "\nTools for this task:\n";
+
+/// The system message of a request: the prompt, [`TOOLS_HEADER`], then each tool's line.
+///
+/// A built-in prompt (lent, so `'static`) with a given list of tool lines (`'static`, see
+/// [`tool_line`]) always makes the same text: that text is written once per process, kept
+/// (leaked, at most [`SYSTEM_KEPT`] of them) with its estimated tokens, and lent to every
+/// later request, which then neither copies the prompt nor counts its characters again.
+/// A prompt given as an owned text, or any text once that many are kept, is written anew,
+/// without tokens. The kept text is found by the addresses and lengths of its pieces:
+/// `'static` text never changes, so equal pieces are equal texts.
+#[allow(clippy::ptr_arg)] // the variant is read: only a lent prompt is `'static`
+fn system_message(prompt: &Cow<'static, str>, tools: &[ToolSpec]) -> (Cow<'static, str>, Option<u64>) {
+    // each tool's line looked up twice (a short table) rather than listed first
+    let lines = || tools.iter().map(|t| tool_line(t.name));
+    let write = |prompt: &str| {
+        let mut system =
+            String::with_capacity(prompt.len() + TOOLS_HEADER.len() + lines().map(str::len).sum::<usize>());
+        system.push_str(prompt);
+        system.push_str(TOOLS_HEADER);
+        for line in lines() {
+            system.push_str(line);
+        }
+        system
+    };
+    let Cow::Borrowed(prompt) = *prompt else {
+        return (Cow::Owned(write(prompt)), None);
+    };
+    // a poisoned lock (a panic while the list was pushed to) only means: write it anew
+    let Ok(mut kept) = SYSTEM_TEXTS.lock() else {
+        return (Cow::Owned(write(prompt)), None);
+    };
+    let same = |k: &&KeptSystem| {
+        std::ptr::eq(k.prompt, prompt)
+            && k.lines.len() == tools.len()
+            && k.lines.iter().zip(lines()).all(|(a, b)| std::ptr::eq(*a, b))
+    };
+    if let Some(k) = kept.iter().find(same) {
+        return (Cow::Borrowed(k.text), Some(k.tokens));
+    }
+    let text = write(prompt);
+    if kept.len() >= SYSTEM_KEPT {
+        return (Cow::Owned(text), None);
+    }
+    let text: &'static str = Box::leak(text.into_boxed_str());
+    let tokens = estimate_tokens(text);
+    kept.push(KeptSystem { prompt, lines: lines().collect(), text, tokens });
+    (Cow::Borrowed(text), Some(tokens))
+}
+
+/// Most system messages kept ([`system_message`]): a process has a few prompts and tasks.
+const SYSTEM_KEPT: usize = 32;
+
+/// A system message written once: its pieces (the prompt and the tool lines, as
+/// `'static` text), the text and its estimated tokens.
+struct KeptSystem {
+    prompt: &'static str,
+    lines: Vec<&'static str>,
+    text: &'static str,
+    tokens: u64,
+}
+
+/// The system messages kept by [`system_message`].
+static SYSTEM_TEXTS: std::sync::Mutex<Vec<KeptSystem>> = std::sync::Mutex::new(Vec::new());
 
 /// The system message's line for one tool, written once per tool (the specs are fixed).
 fn tool_line(name: &str) -> &'static str {
@@ -792,4 +880,68 @@ fn call_id(run_id: &str, step: u32) -> String {
     id.push_str("-c");
     push_decimal(&mut id, u64::from(step));
     id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::Policy;
+    use crate::model::prompts;
+
+    /// The system message as every request wrote it before: the reference a kept one must be.
+    fn written(prompt: &str, tools: &[ToolSpec]) -> String {
+        let mut text = prompt.to_string();
+        text.push_str(TOOLS_HEADER);
+        for t in tools {
+            text.push_str(tool_line(t.name));
+        }
+        text
+    }
+
+    #[test]
+    fn a_kept_system_message_is_the_written_one_with_its_tokens() {
+        let policy = Policy::bundled().unwrap();
+        let specs = |names: &[&str]| -> Vec<ToolSpec> { names.iter().filter_map(|n| Registry.spec(n)).collect() };
+        let mut lists: Vec<Vec<ToolSpec>> =
+            policy.tasks.values().map(|tools| tools.iter().filter_map(|t| Registry.spec(t)).collect()).collect();
+        let mut reversed = TOOL_NAMES;
+        reversed.reverse();
+        lists.extend([specs(&TOOL_NAMES), specs(&reversed), specs(&[]), specs(&["get_ticket", "get_ticket"])]);
+        lists.extend(TOOL_NAMES.iter().map(|n| specs(&[n])));
+        let prompts = [prompts::single(), prompts::researcher(), prompts::reviewer(), "", "a prompt"];
+        let mut first: Vec<Option<*const u8>> = Vec::new();
+        let mut kept = 0;
+        for round in 0..2 {
+            let mut i = 0;
+            for prompt in prompts {
+                for tools in &lists {
+                    let want = written(prompt, tools);
+                    let (text, tokens) = system_message(&Cow::Borrowed(prompt), tools);
+                    assert_eq!(text, want, "{prompt:?} with {} tools", tools.len());
+                    // lent exactly when its tokens were kept with it, and those are its tokens
+                    let lent = match (&text, tokens) {
+                        (Cow::Borrowed(t), Some(n)) => {
+                            assert_eq!(n, estimate_tokens(&want));
+                            Some(t.as_ptr())
+                        }
+                        (Cow::Owned(_), None) => None,
+                        other => panic!("a text lent without its tokens or the reverse: {other:?}"),
+                    };
+                    // a text kept once is lent again, the same text
+                    if round == 0 {
+                        first.push(lent);
+                        kept += usize::from(lent.is_some());
+                    } else if let Some(before) = first[i] {
+                        assert_eq!(lent, Some(before), "{prompt:?} with {} tools", tools.len());
+                    }
+                    i += 1;
+                    // an owned prompt is written anew
+                    let (text, tokens) = system_message(&Cow::Owned(prompt.to_string()), tools);
+                    assert!(matches!(text, Cow::Owned(_)) && tokens.is_none());
+                    assert_eq!(text, want);
+                }
+            }
+        }
+        assert!(kept > 0, "no system message was kept");
+    }
 }

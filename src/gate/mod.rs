@@ -12,6 +12,7 @@
 //! and [`ToolGate::run`] polls once (a caller that cannot wait gives it no time).
 
 mod confirm;
+mod counts;
 mod ifc;
 mod observation;
 mod policy;
@@ -37,6 +38,7 @@ use crate::tools::{
 };
 use crate::unwind::CatchUnwind;
 use crate::world::World;
+use counts::RunCounts;
 use tracing::Instrument;
 
 pub use observation::Observation;
@@ -419,7 +421,7 @@ pub struct ToolGate {
     pending: BTreeMap<String, PendingAction>,
     /// Calls that passed the allowlist, per run and tool (a tool this gate knows is keyed
     /// by its `'static` name, not a copy of it).
-    counts: BTreeMap<String, BTreeMap<Cow<'static, str>, u32>>,
+    counts: BTreeMap<CompactString, RunCounts>,
     /// What the model behind this gate has seen: every result handed back, and whatever
     /// its application put in ([`ToolGate::absorb`]). Kept always; enforced with `ifc`.
     taint: Taint,
@@ -543,7 +545,7 @@ impl ToolGate {
 
     /// How many calls of `tool` `run_id` has made through this gate.
     pub fn count(&self, run_id: &str, tool: &str) -> u32 {
-        self.counts.get(run_id).and_then(|c| c.get(tool)).copied().unwrap_or(0)
+        self.counts.get(run_id).and_then(|c| c.get(tool)).unwrap_or(0)
     }
 
     /// Sets the counters of `run_id` (used when a run resumes from a checkpoint).
@@ -551,15 +553,16 @@ impl ToolGate {
         if counts.is_empty() {
             return;
         }
-        let of_run = self.counts.entry(run_id.to_string()).or_default();
+        let of_run = self.counts.entry(run_id.into()).or_default();
         for (tool, n) in counts {
-            of_run.insert(self.registry.name_of(tool).map_or_else(|| Cow::Owned(tool.clone()), Cow::Borrowed), *n);
+            of_run
+                .set(tool, *n, || self.registry.name_of(tool).map_or_else(|| Cow::Owned(tool.clone()), Cow::Borrowed));
         }
     }
 
     /// The counters of `run_id`, by tool.
     pub fn counts_of(&self, run_id: &str) -> BTreeMap<String, u32> {
-        self.counts.get(run_id).map(|c| c.iter().map(|(tool, n)| (tool.to_string(), *n)).collect()).unwrap_or_default()
+        self.counts.get(run_id).map(RunCounts::to_map).unwrap_or_default()
     }
 
     fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: GateCode) {
@@ -791,16 +794,12 @@ impl ToolGate {
         }
         let of_run = match self.counts.get_mut(run_id) {
             Some(c) => c,
-            None => self.counts.entry(run_id.to_string()).or_default(),
+            None => self.counts.entry(run_id.into()).or_default(),
         };
-        match of_run.get_mut(call.name.as_str()) {
-            Some(n) => *n = used + 1,
-            None => {
-                let tool =
-                    self.registry.name_of(&call.name).map_or_else(|| Cow::Owned(call.name.clone()), Cow::Borrowed);
-                of_run.insert(tool, used + 1);
-            }
-        }
+        let registry = &self.registry;
+        of_run.set(&call.name, used + 1, || {
+            registry.name_of(&call.name).map_or_else(|| Cow::Owned(call.name.clone()), Cow::Borrowed)
+        });
         if access == Access::Internal {
             return Decided::Now(match catch_unwind(AssertUnwindSafe(|| internal.apply(caller, &args))) {
                 Ok(Ok(v)) => GateOutcome::Ok(v.into()),
@@ -837,9 +836,10 @@ impl ToolGate {
         match self.start(&call.name, caller, &args) {
             Started::Done(Ok(output)) => {
                 // the taint keeps the first untrusted source it absorbs (every result label is
-                // untrusted): this result's source is written out only when it will be that one
+                // untrusted): this result's source is written out only when it will be that one,
+                // on the stack when it is short (a tool and a ticket id)
                 let label = ifc::result_label(&call.name, caller, &output, &self.world.data).map(|(label, id)| {
-                    (label, self.taint.source().is_none().then(|| [call.name.as_str(), ":", id].concat()))
+                    (label, self.taint.source().is_none().then(|| concat_compact(&[call.name.as_str(), ":", id])))
                 });
                 let data = output.into_data();
                 if let Some((label, source)) = label {
@@ -854,6 +854,15 @@ impl ToolGate {
             }
         }
     }
+}
+
+/// The pieces joined, inline up to 24 bytes (one allocation, of the joined length, past that).
+fn concat_compact(pieces: &[&str]) -> CompactString {
+    let mut out = CompactString::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for piece in pieces {
+        out.push_str(piece);
+    }
+    out
 }
 
 /// A call through [`ToolGate::run_async`]: decided already (refused, parked, or a

@@ -11,6 +11,8 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::borrow::Cow;
+use std::cell::Cell;
+use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use super::support::Evidence;
@@ -248,18 +250,41 @@ impl LlmClient for FakePlanner {
     }
 }
 
-/// `{"kind":"finding","claim":…,"sources":[…],"sender":…}`: the sources straight from the
-/// evidence (and one made-up id), no `sender` without one.
-fn finding_text(claim: &str, evidence: &Evidence, made_up: Option<&str>, sender: Option<&str>) -> String {
+/// `{"kind":"finding","claim":…,"sources":[…],"sender":…}`, written into `out` (emptied
+/// first): the sources straight from the evidence (and one made-up id), no `sender` without
+/// one.
+fn write_finding(out: &mut String, claim: &str, evidence: &Evidence, made_up: Option<&str>, sender: Option<&str>) {
     let capacity = claim.len() + evidence.facts.iter().map(|f| f.source().len() + 3).sum::<usize>() + 64;
-    let mut out = JsonOut::with_capacity(capacity);
-    out.raw(r#"{"kind":"finding","claim":"#).str(claim).raw(r#","sources":"#);
-    out.strs(evidence.facts.iter().map(|f| f.source()).chain(made_up));
+    out.clear();
+    out.reserve(capacity);
+    let mut json = JsonOut(std::mem::take(out));
+    json.raw(r#"{"kind":"finding","claim":"#).str(claim).raw(r#","sources":"#);
+    json.strs(evidence.facts.iter().map(|f| f.source()).chain(made_up));
     if let Some(sender) = sender {
-        out.raw(r#","sender":"#).str(sender);
+        json.raw(r#","sender":"#).str(sender);
     }
-    out.raw("}");
-    out.into_string()
+    json.raw("}");
+    *out = json.into_string();
+}
+
+thread_local! {
+    /// The researcher's message, written here before it is escaped into its finish
+    /// proposal: the buffer is kept from one finish to the next on this thread.
+    static MESSAGE: Cell<String> = const { Cell::new(String::new()) };
+}
+
+/// Largest buffer [`MESSAGE`] keeps.
+const MESSAGE_KEPT: usize = 4096;
+
+/// Runs `f` with this thread's message buffer (a fresh one while it is lent out or the
+/// thread is ending), then keeps the buffer for the next finish unless it grew large.
+fn with_message_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
+    let mut buffer = MESSAGE.try_with(Cell::take).unwrap_or_default();
+    let out = f(&mut buffer);
+    if buffer.capacity() <= MESSAGE_KEPT {
+        let _ = MESSAGE.try_with(|kept| kept.set(buffer));
+    }
+    out
 }
 
 /// The fake researcher: a decider for the single-agent loop.
@@ -348,11 +373,15 @@ impl FakeResearcher {
                 return call_one("lookup_document", "doc_id", d);
             }
         }
-        finish_text(&self.message(state), obs)
+        with_message_buffer(|message| {
+            self.message(state, message);
+            finish_text(message, obs)
+        })
     }
 
-    /// The raw message text this researcher sends when it finishes.
-    fn message(&self, state: &AgentState) -> String {
+    /// The raw message text this researcher sends when it finishes, written into `out`
+    /// (emptied first).
+    fn message(&self, state: &AgentState, out: &mut String) {
         let evidence = Evidence::from_observations(state.observations());
         let mut made_up = None;
         let mut claim = evidence.strict_claim();
@@ -372,11 +401,13 @@ impl FakeResearcher {
             }
             ResearcherKind::ForgeSender => sender = Some("planner"),
             ResearcherKind::Spawn => {
-                return json!({"kind": "spawn", "role": "researcher", "question": state.goal()}).to_string();
+                out.clear();
+                let _ = write!(out, "{}", json!({"kind": "spawn", "role": "researcher", "question": state.goal()}));
+                return;
             }
             ResearcherKind::MadeUpSource => made_up = Some("kc-internal-v9"),
         }
-        finding_text(&claim, &evidence, made_up, sender)
+        write_finding(out, &claim, &evidence, made_up, sender);
     }
 }
 
@@ -602,6 +633,7 @@ mod tests {
             sources: Vec<&'a str>,
         }
         let ids = ["T-601", "kc-returns-v3", "é\u{1F600}\"\\\n\t</x>", "", "a;b", "\u{7f}\u{2028}"];
+        let mut written = String::from("a text written before");
         let titles = ["Returns and refunds (v3)", "l'été \"quoted\" <b>&amp;", "\u{0}\u{1f}", "", "; ;"];
         for id in ids {
             for title in titles {
@@ -622,7 +654,9 @@ mod tests {
                             listed.extend(made_up.map(Cow::Borrowed));
                             let old = OldFinding { kind: "finding", claim: &claim, sources: &listed, sender };
                             let old = serde_json::to_string(&old).unwrap();
-                            assert_eq!(finding_text(&claim, &evidence, made_up, sender), old);
+                            // one buffer for every text: each is written over the one before
+                            write_finding(&mut written, &claim, &evidence, made_up, sender);
+                            assert_eq!(written, old);
                             let read = observations.iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
                             let old_finish = OldFinish { action: "finish", answer: &old, sources: read };
                             let old_finish = serde_json::to_string(&old_finish).unwrap();
