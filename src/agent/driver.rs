@@ -335,7 +335,6 @@ impl Agent {
     pub async fn run(&mut self, goal: &str, run_id: &str) -> Result<Run, AgentError> {
         let state = AgentState::new(run_id, &self.session.user_id, &self.task, goal)?;
         let mut progress = Progress::new(run_id);
-        progress.trace.lines.reserve(TRACE_LINES_AHEAD);
         progress.trace.role = self.trace_role.as_deref().map(Into::into);
         if self.session.user_id.is_empty() {
             return self.end(state.stop(StopReason::Unauthenticated)?, progress);
@@ -420,7 +419,6 @@ impl Agent {
         // the model's answer lives in this block only: nothing of it is held while the
         // gate awaits a tool below (the loop's future stays small)
         let (proposal, verdict, fingerprint) = {
-            let cancel = self.cancel.clone();
             // the time left is a deadline the model client keeps: a call, its retries and
             // their waits end there (`time_budget`), not only the next step's check
             let left = self.budget.max_seconds.saturating_sub(progress.worked);
@@ -428,7 +426,8 @@ impl Agent {
             let chat = crate::spans::chat(&request.model);
             let answer = tokio::select! {
                 biased;
-                () = cancel.cancelled() => None,
+                // the token is borrowed, not cloned: a clone takes the token's lock
+                () = self.cancel.cancelled() => None,
                 r = self.decider.decide(&state, request).instrument(chat.clone()) => Some(r),
             };
             let response = match answer {
@@ -454,6 +453,11 @@ impl Agent {
             }
             let parsed = parse_proposal(&response.text);
             let model_code = parsed.as_ref().map_or_else(|e| e.as_str(), |_| "ok");
+            // the run's lines get their room with the first answer, not before it: a run
+            // waiting for its first model call (a parked one) holds no empty room
+            if progress.trace.lines.capacity() == 0 {
+                progress.trace.lines.reserve(TRACE_LINES_AHEAD);
+            }
             progress.trace.add(step, TraceKind::Model, model_code, &response.text);
             if parsed.is_err() {
                 crate::spans::refused(
@@ -783,8 +787,9 @@ const OBSERVATIONS_AHEAD: usize = 2;
 /// Bytes of room per observation block (its text is at most 400 characters).
 const OBSERVATION_ROOM: usize = 512;
 
-/// Trace lines a new run has room for: three a step (model, check, tool) and the stop
-/// line, so a run of up to five steps adds its lines without a growth.
+/// Trace lines a run has room for from its first model answer on: three a step (model,
+/// check, tool) and the stop line, so a run of up to five steps adds its lines without a
+/// growth.
 const TRACE_LINES_AHEAD: usize = 16;
 
 /// The line that introduces the tool list of the system message.
