@@ -34,7 +34,7 @@ use crate::BoxFuture;
 use crate::label::{IfcMode, Label, Taint};
 use crate::tools::{
     AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
-    ToolSpec, fingerprint_inline,
+    ToolSpec, concat_compact, fingerprint_inline,
 };
 use crate::unwind::CatchUnwind;
 use crate::world::World;
@@ -854,15 +854,6 @@ impl ToolGate {
             }
         }
     }
-}
-
-/// The pieces joined, inline up to 24 bytes (one allocation, of the joined length, past that).
-fn concat_compact(pieces: &[&str]) -> CompactString {
-    let mut out = CompactString::with_capacity(pieces.iter().map(|p| p.len()).sum());
-    for piece in pieces {
-        out.push_str(piece);
-    }
-    out
 }
 
 /// A call through [`ToolGate::run_async`]: decided already (refused, parked, or a

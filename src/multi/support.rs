@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::envelope::{Finding, RejectCode};
 use crate::gate::Observation;
+use crate::tools::concat_compact;
 
 mod seen;
 
@@ -105,13 +106,13 @@ impl Evidence {
                 let (text, typing) = match (o.tool.as_str(), &seen.status, &seen.title) {
                     ("get_ticket", Some(status), _) => {
                         let typed = super::labels::status_word(status) && plain_id;
-                        (joined([id, " status is ", status]), Typing::Known(typed))
+                        (concat_compact(&[id, " status is ", status]), Typing::Known(typed))
                     }
                     ("lookup_document", _, Some(title)) => {
                         const TITLED: &str = " is titled ";
                         let typing =
                             if plain_id { Typing::TitleFrom(id.len() + TITLED.len()) } else { Typing::Known(false) };
-                        (joined([id, TITLED, title]), typing)
+                        (concat_compact(&[id, TITLED, title]), typing)
                     }
                     _ => return None,
                 };
@@ -142,15 +143,6 @@ impl Evidence {
         }
         claim
     }
-}
-
-/// The three parts written one after the other into one text.
-fn joined(parts: [&str; 3]) -> CompactString {
-    let mut text = CompactString::with_capacity(parts.iter().map(|p| p.len()).sum());
-    for part in parts {
-        text.push_str(part);
-    }
-    text
 }
 
 /// Checks a finding against the evidence: sources first, then (strict mode) the claim.

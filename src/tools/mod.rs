@@ -84,6 +84,16 @@ fn hex_pair(b: u8) -> [u8; 2] {
     [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]]
 }
 
+/// The pieces written one after the other into one text, sized first: inline up to 24
+/// bytes, one allocation of the joined length past that.
+pub(crate) fn concat_compact(pieces: &[&str]) -> CompactString {
+    let mut out = CompactString::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for piece in pieces {
+        out.push_str(piece);
+    }
+    out
+}
+
 /// Lower-case hex of `bytes`, without a formatting call per byte.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
