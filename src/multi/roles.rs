@@ -16,7 +16,7 @@
 
 use rust_decimal::Decimal;
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -547,9 +547,9 @@ const KEPT_TEXT_MAX: usize = 16 * 1024;
 thread_local! {
     /// The tool call a call role's last look-up ran on this thread: its strings' buffers
     /// are written over by the next one.
-    static KEPT_CALL: RefCell<Option<ToolCall>> = const { RefCell::new(None) };
+    static KEPT_CALL: Cell<Option<ToolCall>> = const { Cell::new(None) };
     /// The buffers of the last planner's or reviewer's request on this thread, empty.
-    static KEPT_REQUEST: RefCell<Option<KeptRequest>> = const { RefCell::new(None) };
+    static KEPT_REQUEST: Cell<Option<KeptRequest>> = const { Cell::new(None) };
 }
 
 /// This thread's kept tool call, taken for one call and given back when dropped (with
@@ -562,7 +562,7 @@ impl KeptCall {
     }
 
     fn take() -> Self {
-        Self(KEPT_CALL.try_with(|k| k.try_borrow_mut().ok()?.take()).ok().flatten().unwrap_or_else(Self::empty))
+        Self(KEPT_CALL.try_with(Cell::take).ok().flatten().unwrap_or_else(Self::empty))
     }
 }
 
@@ -575,11 +575,7 @@ impl Drop for KeptCall {
         if call.id.capacity() > KEPT_TEXT_MAX || call.name.capacity() > KEPT_TEXT_MAX {
             return;
         }
-        let _ = KEPT_CALL.try_with(move |k| {
-            if let Ok(mut k) = k.try_borrow_mut() {
-                *k = Some(call);
-            }
-        });
+        let _ = KEPT_CALL.try_with(move |k| k.set(Some(call)));
     }
 }
 
@@ -596,7 +592,7 @@ struct KeptRequest {
 impl KeptRequest {
     /// This thread's kept buffers, or new ones.
     fn take() -> Self {
-        KEPT_REQUEST.try_with(|k| k.try_borrow_mut().ok()?.take()).ok().flatten().unwrap_or_default()
+        KEPT_REQUEST.try_with(Cell::take).ok().flatten().unwrap_or_default()
     }
 }
 
@@ -625,11 +621,7 @@ impl Drop for LentRequest {
         }
         body.clear();
         let kept = KeptRequest { user, messages, tools, body };
-        let _ = KEPT_REQUEST.try_with(move |k| {
-            if let Ok(mut k) = k.try_borrow_mut() {
-                *k = Some(kept);
-            }
-        });
+        let _ = KEPT_REQUEST.try_with(move |k| k.set(Some(kept)));
     }
 }
 
@@ -822,8 +814,8 @@ mod tests {
     }
 
     fn forget_kept() {
-        KEPT_REQUEST.with(|k| k.borrow_mut().take());
-        KEPT_CALL.with(|k| k.borrow_mut().take());
+        KEPT_REQUEST.with(Cell::take);
+        KEPT_CALL.with(Cell::take);
     }
 
     #[tokio::test(flavor = "current_thread")]
