@@ -31,6 +31,11 @@ pub trait Decider: Send {
         state: &'a AgentState,
         request: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>>;
+    /// The proposal [`Decider::decide`] would give, when the decider has it at once (see
+    /// [`LlmClient::answer_now`]); `None`, the default, means "await `decide`".
+    fn decide_now(&mut self, _state: &AgentState, _request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        None
+    }
     /// Ties the decider's model client to a cancellation token (see
     /// [`LlmClient::bind_cancel`]); the default does nothing.
     fn bind_cancel(&mut self, _token: &CancellationToken) {}
@@ -80,6 +85,10 @@ impl Decider for ModelDecider {
         self.client.complete(request)
     }
 
+    fn decide_now(&mut self, _state: &AgentState, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        self.client.answer_now(request)
+    }
+
     fn bind_cancel(&mut self, token: &CancellationToken) {
         self.client.bind_cancel(token);
     }
@@ -123,8 +132,20 @@ impl Decider for FixedPlan {
     fn decide<'a>(
         &'a mut self,
         state: &'a AgentState,
-        _request: &'a LlmRequest,
+        request: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
+        let answer = self.step_of(state, request);
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn decide_now(&mut self, state: &AgentState, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        Some(self.step_of(state, request))
+    }
+}
+
+impl FixedPlan {
+    /// Step n of the plan, or the finish after it.
+    fn step_of(&self, state: &AgentState, _request: &LlmRequest) -> Result<LlmResponse, ModelError> {
         let step = usize::try_from(state.step()).unwrap_or(usize::MAX);
         let text = match step.checked_sub(1).and_then(|i| self.calls.get(i)) {
             Some((tool, args)) => call(tool, args.clone()),
@@ -134,6 +155,6 @@ impl Decider for FixedPlan {
                 finish(&format!("Plan finished after {} successful steps.", ok.len()), &tail)
             }
         };
-        Box::pin(std::future::ready(Ok(LlmResponse::text(text, "fixed-plan"))))
+        Ok(LlmResponse::text(text, "fixed-plan"))
     }
 }

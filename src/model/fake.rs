@@ -99,6 +99,10 @@ impl LlmClient for FakeModel {
         let text = self.propose(request);
         Box::pin(std::future::ready(Ok(LlmResponse::text(text, self.name.clone()))))
     }
+
+    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        Some(Ok(LlmResponse::text(self.propose(request), self.name.clone())))
+    }
 }
 
 /// A proposal to call `tool`.

@@ -202,6 +202,21 @@ pub trait LlmClient: Send {
     fn complete_message<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         self.complete(request)
     }
+    /// The answer [`LlmClient::complete`] would give, when the client has it at once
+    /// without awaiting anything (a fake, a script): the caller then takes it as it is,
+    /// with no future to box, poll or race against its token, and no deadline to hand over
+    /// (an answer that is already there cannot overrun one). `None`, the default, means
+    /// "await `complete`", which is always right: a client overrides this only when its
+    /// answer here is, call for call, the one `complete` would have given.
+    fn answer_now(&mut self, _request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        None
+    }
+    /// As [`LlmClient::answer_now`], for [`LlmClient::complete_message`]. The default asks
+    /// `answer_now`, which is the same thing for a client that does not override
+    /// `complete_message`; a client that does (the HTTP client) keeps `None` in both.
+    fn answer_message_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        self.answer_now(request)
+    }
     /// Ties the client to a cancellation token (e.g. the token of the run a role works in):
     /// a client that can abandon its own work in flight stops when it fires. Callers still
     /// race every call against their token; the default does nothing more. The token is
@@ -278,6 +293,14 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
 
     fn complete_message<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         (**self).complete_message(request)
+    }
+
+    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        (**self).answer_now(request)
+    }
+
+    fn answer_message_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        (**self).answer_message_now(request)
     }
 
     fn bind_cancel(&mut self, token: &CancellationToken) {

@@ -45,6 +45,10 @@ impl LlmClient for ScriptedModel {
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         Box::pin(std::future::ready(Ok(LlmResponse::text(self.propose(request), self.name.clone()))))
     }
+
+    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        Some(Ok(LlmResponse::text(self.propose(request), self.name.clone())))
+    }
 }
 
 /// The research script for "Reply to T-601 about returns.": read the ticket, look up the

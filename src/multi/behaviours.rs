@@ -248,6 +248,10 @@ impl LlmClient for FakePlanner {
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         Box::pin(std::future::ready(Ok(respond(self.write(request), FAKE_PLANNER, Vec::new()))))
     }
+
+    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        Some(Ok(respond(self.write(request), FAKE_PLANNER, Vec::new())))
+    }
 }
 
 /// `{"kind":"finding","claim":…,"sources":[…],"sender":…}`, written into `out` (emptied
@@ -427,6 +431,10 @@ impl Decider for FakeResearcher {
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         Box::pin(std::future::ready(Ok(respond(self.propose(state), FAKE_RESEARCHER, Vec::new()))))
     }
+
+    fn decide_now(&mut self, state: &AgentState, _request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        Some(Ok(respond(self.propose(state), FAKE_RESEARCHER, Vec::new())))
+    }
 }
 
 /// The fake reviewer.
@@ -505,6 +513,11 @@ impl LlmClient for FakeReviewer {
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         let (text, calls) = self.review(request);
         Box::pin(std::future::ready(Ok(respond(text, FAKE_REVIEWER, calls))))
+    }
+
+    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        let (text, calls) = self.review(request);
+        Some(Ok(respond(text, FAKE_REVIEWER, calls)))
     }
 }
 

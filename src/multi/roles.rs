@@ -438,16 +438,24 @@ impl CallRole {
             reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
             return reply;
         }
-        // the run's time left is the call's deadline: the call, its retries and their
-        // waits end there (`time_budget`)
-        self.client.set_deadline(tokio::time::Instant::now().checked_add(work.remaining.time));
         // the answer is a message, not a proposal: a client that rewrites native tool
         // calls into proposal text keeps the reply's own text here
         let chat = crate::spans::chat(&request.model);
-        let answer = tokio::select! {
-            biased;
-            () = cancel.cancelled() => None,
-            r = self.client.complete_message(request).instrument(chat.clone()) => Some(r),
+        // a client with its answer at hand (a fake) gives it here, with no future to box
+        // and race; the token is read first, as the race below reads it
+        let answer = if cancel.is_cancelled() {
+            None
+        } else if let Some(now) = chat.in_scope(|| self.client.answer_message_now(request)) {
+            Some(now)
+        } else {
+            // the run's time left is the call's deadline: the call, its retries and their
+            // waits end there (`time_budget`)
+            self.client.set_deadline(tokio::time::Instant::now().checked_add(work.remaining.time));
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                r = self.client.complete_message(request).instrument(chat.clone()) => Some(r),
+            }
         };
         match &answer {
             None => crate::spans::failed(&chat, "cancelled"),
