@@ -132,20 +132,20 @@ impl Decider for FixedPlan {
     fn decide<'a>(
         &'a mut self,
         state: &'a AgentState,
-        request: &'a LlmRequest,
+        _request: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        let answer = self.step_of(state, request);
+        let answer = self.step_of(state);
         Box::pin(std::future::ready(answer))
     }
 
-    fn decide_now(&mut self, state: &AgentState, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(self.step_of(state, request))
+    fn decide_now(&mut self, state: &AgentState, _request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
+        Some(self.step_of(state))
     }
 }
 
 impl FixedPlan {
     /// Step n of the plan, or the finish after it.
-    fn step_of(&self, state: &AgentState, _request: &LlmRequest) -> Result<LlmResponse, ModelError> {
+    fn step_of(&self, state: &AgentState) -> Result<LlmResponse, ModelError> {
         let step = usize::try_from(state.step()).unwrap_or(usize::MAX);
         let text = match step.checked_sub(1).and_then(|i| self.calls.get(i)) {
             Some((tool, args)) => call(tool, args.clone()),
