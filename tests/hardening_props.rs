@@ -81,7 +81,7 @@ fn legal(s: &AgentState) -> Result<(), String> {
             return Err(format!("observation {i}: {o:?}"));
         }
     }
-    let good = |id: &String| s.observations().iter().any(|o| o.ok && &o.id == id);
+    let good = |id: &String| s.observations().iter().any(|o| o.ok && o.id == *id);
     match s.status() {
         Status::Running => {}
         Status::Done { answer, sources } => {

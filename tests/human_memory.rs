@@ -36,7 +36,7 @@ fn seven_attempts_honest_and_hostile() {
     for (i, (tool, ok, text)) in observations.iter().enumerate() {
         let n = u32::try_from(i + 1).unwrap();
         memory.on_observation(Observation {
-            id: format!("o{n}"),
+            id: format!("o{n}").into(),
             step: n,
             tool: (*tool).into(),
             ok: *ok,

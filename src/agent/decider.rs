@@ -150,7 +150,7 @@ impl FixedPlan {
         let text = match step.checked_sub(1).and_then(|i| self.calls.get(i)) {
             Some((tool, args)) => call(tool, args.clone()),
             None => {
-                let ok: Vec<String> = state.observations().iter().filter(|o| o.ok).map(|o| o.id.clone()).collect();
+                let ok: Vec<String> = state.observations().iter().filter(|o| o.ok).map(|o| o.id.to_string()).collect();
                 let tail = ok[ok.len().saturating_sub(5)..].to_vec();
                 finish(&format!("Plan finished after {} successful steps.", ok.len()), &tail)
             }

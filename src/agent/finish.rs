@@ -69,7 +69,7 @@ pub(crate) fn answer_problem(
     // the tickets the cited reads saw, with their status (lower case)
     let read: BTreeMap<String, String> = observations
         .iter()
-        .filter(|o| o.ok && o.tool == "get_ticket" && sources.contains(&o.id))
+        .filter(|o| o.ok && o.tool == "get_ticket" && sources.iter().any(|s| *s == o.id))
         .filter_map(|o| serde_json::from_str::<TicketSeen>(&o.text).ok())
         .map(|t| (t.id.to_lowercase(), t.status.to_lowercase()))
         .collect();

@@ -8,6 +8,7 @@
 //! ```
 
 use crate::codes::codes;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -517,13 +518,13 @@ impl AgentState {
     }
 
     fn observation(&self, ok: bool, tool: &str, text: &str) -> Observation {
-        let mut id = String::with_capacity(8);
-        id.push('o');
-        push_decimal(&mut id, self.observations.len() as u64 + 1);
+        // `o<n>` and a tool name of at most 40 characters: both inline up to 24 bytes
+        let mut id = CompactString::const_new("o");
+        id.push_str(itoa::Buffer::new().format(self.observations.len() as u64 + 1));
         Observation {
             id,
             step: self.step,
-            tool: clip(tool, 40).to_string(),
+            tool: CompactString::from(clip(tool, 40)),
             ok,
             text: clip(text, MAX_OBSERVATION_CHARS).to_string(),
         }

@@ -1,6 +1,7 @@
 //! [`Observation`]: what a run saw, one per tool call or refused proposal. It sits with
 //! the gate because a gate outcome is where it comes from; memory and the loop read it.
 
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 /// What came back from a tool or a check. Its text is untrusted data.
@@ -8,11 +9,11 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Observation {
     /// `o1`, `o2`, … in order.
-    pub id: String,
+    pub id: CompactString,
     /// The step it was made in.
     pub step: u32,
     /// The tool (or `rejected` for a refused proposal).
-    pub tool: String,
+    pub tool: CompactString,
     /// True when the tool succeeded.
     pub ok: bool,
     /// Result text, clipped.

@@ -304,7 +304,13 @@ fn envelope(line: usize, l: EnvelopeLine) -> LineVerdict {
         .observations
         .into_iter()
         .enumerate()
-        .map(|(i, o)| Observation { id: format!("o{}", i + 1), step: 1, tool: o.tool, ok: o.ok, text: o.text })
+        .map(|(i, o)| Observation {
+            id: compact_str::format_compact!("o{}", i + 1),
+            step: 1,
+            tool: o.tool.into(),
+            ok: o.ok,
+            text: o.text,
+        })
         .collect();
     let claims = if l.strict_claims { ClaimMode::Strict } else { ClaimMode::Free };
     let rules = IntakeRules { claims, ..IntakeRules::default() };

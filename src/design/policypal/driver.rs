@@ -168,7 +168,7 @@ impl Pal {
         let mut earlier = earlier;
         let asked = messages.iter().flat_map(|m| m.tool_calls.iter()).find(|c| c.id == card.call_id);
         if let Some(c) = asked {
-            earlier.insert(fingerprint(&c.name, &c.arguments), obs.id.clone());
+            earlier.insert(fingerprint(&c.name, &c.arguments), obs.id.to_string());
         }
         messages.push(Message::tool(card.call_id.clone(), block(&obs)));
         Ok(self.drive(state, progress, Turns { messages, earlier }).await?)
@@ -468,7 +468,7 @@ impl Pal {
     ) -> Result<Handled, AgentError> {
         let (ok, text) = outcome.observation();
         let (state, obs) = state.observe(ok, &call.name, &text)?;
-        turns.earlier.insert(fingerprint(&call.name, &call.arguments), obs.id.clone());
+        turns.earlier.insert(fingerprint(&call.name, &call.arguments), obs.id.to_string());
         turns.messages.push(Message::tool(call.id.clone(), block(&obs)));
         Ok(Handled { state, obs })
     }
