@@ -75,6 +75,11 @@ impl FakeModel {
         Self { kind, name: format!("fake-{}", kind.name()) }
     }
 
+    /// The one answer both `complete` and `answer_now` give.
+    fn answer(&self, request: &LlmRequest) -> Result<LlmResponse, ModelError> {
+        Ok(LlmResponse::text(self.propose(request), self.name.clone()))
+    }
+
     /// The proposal text this fake gives for `request`.
     pub fn propose(&self, request: &LlmRequest) -> String {
         let view = View::of(request);
@@ -96,12 +101,11 @@ impl LlmClient for FakeModel {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        let text = self.propose(request);
-        Box::pin(std::future::ready(Ok(LlmResponse::text(text, self.name.clone()))))
+        Box::pin(std::future::ready(self.answer(request)))
     }
 
     fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(Ok(LlmResponse::text(self.propose(request), self.name.clone())))
+        Some(self.answer(request))
     }
 }
 
