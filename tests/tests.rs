@@ -49,6 +49,7 @@ mod hardening_roles;
 mod hardening_secrets;
 mod hardening_store;
 mod hardening_trace;
+mod hidden_text;
 mod hot_path;
 mod ifc_labels;
 mod memory_labels;

@@ -86,8 +86,8 @@ codes! {
         /// The same call already ran in this run.
         RepeatedCall = "repeated_call",
         /// A finish without an answer or without successful observations of this run to
-        /// cite, or whose answer, read by `agent::finish`, is an instruction, names another
-        /// user's data, or names a ticket or status no cited read gave.
+        /// cite, or whose answer, read by `agent::finish`, is an instruction, holds hidden
+        /// characters, names another user's data, or names a ticket or status no cited read gave.
         UnsupportedFinish = "unsupported_finish",
     }
 }
@@ -542,9 +542,8 @@ impl Agent {
                         let (ok, text) = outcome.observation();
                         let s = state.into_observed(ok, name, &text)?;
                         if let (GateOutcome::Ok(data), Some(_)) = (&outcome, &self.memory) {
-                            let obs_id = s.observations().last().map(|o| o.id.clone()).unwrap_or_default();
                             let name = name.to_owned();
-                            self.remember(&name, data, &obs_id, step, progress);
+                            self.remember(&name, data, s.observations(), step, progress);
                         }
                         (s, ok)
                     }
@@ -570,9 +569,11 @@ impl Agent {
         Ok(Step::Continue(state))
     }
 
-    fn remember(&mut self, tool: &str, data: &Value, obs_id: &str, step: u32, progress: &mut Progress) {
+    /// Keeps the fact of the run's newest observation (the result of `tool`, `data`).
+    fn remember(&mut self, tool: &str, data: &Value, observations: &[Observation], step: u32, progress: &mut Progress) {
+        let obs_id = observations.last().map_or("", |o| o.id.as_str());
         if let (Some(memory), Some((key, text))) = (self.memory.as_mut(), fact_of(tool, data)) {
-            let code = memory.write(&key, &text, &format!("tool:{tool}:{obs_id}"), None);
+            let code = memory.write_observed(&key, &text, &format!("tool:{tool}:{obs_id}"), None, observations);
             progress.trace.add_known(step, TraceKind::Memory, code.as_str(), &[]);
         }
     }

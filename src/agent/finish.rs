@@ -1,6 +1,7 @@
 //! Reading a single agent's finish answer, as a strict finding is read: besides citing
 //! successful observations of the run's own record (the loop's check), the answer must
-//! not read like an instruction, must not name another user's data, and every ticket it
+//! not read like an instruction, must hold no hidden character (what a person is shown is
+//! what was read), must not name another user's data, and every ticket it
 //! names must be one a cited observation read, with the status that read gave.
 //!
 //! A task the policy lists in `free_answers` skips this reading (the researcher's answer
@@ -33,6 +34,9 @@ static STATUS: LazyLock<Regex> = LazyLock::new(|| {
 /// Why an answer is refused when read, or `None` when it may be given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AnswerProblem {
+    /// It holds characters that render as nothing (tag characters, zero-width and
+    /// bidirectional controls): a person would be handed more than was read.
+    HiddenText,
     /// It reads like an instruction.
     InstructionLike,
     /// It names another user's ticket, id, name or address.
@@ -62,6 +66,9 @@ pub(crate) fn answer_problem(
     let text = fold(answer);
     if is_instruction_like(&text) {
         return Some(AnswerProblem::InstructionLike);
+    }
+    if crate::security::has_hidden(answer) {
+        return Some(AnswerProblem::HiddenText);
     }
     if world.names_other_user(user, &text).is_some() {
         return Some(AnswerProblem::OtherUser);

@@ -110,7 +110,7 @@ pub(crate) async fn run_prior(
                 let Some(o) = from.and_then(|f| observations.iter().find(|o| o.id == f)) else { continue };
                 let Some(attack) = carried(&planted, &o.text) else { continue };
                 let source = format!("tool:{}:{}", o.tool, o.id);
-                let code = memory.write(&format!("note-{}", n + 1), &attack.text, &source, None);
+                let code = memory.write_observed(&format!("note-{}", n + 1), &attack.text, &source, None, observations);
                 if code != WriteCode::Ok && refused.is_none() {
                     refused = Some(code.as_str());
                 }

@@ -155,6 +155,8 @@ codes! {
         PersonalData = "personal_data",
         /// Memory write rule: reads like an instruction.
         InstructionLike = "instruction_like",
+        /// Memory write rule: holds characters that render as nothing.
+        HiddenText = "hidden_text",
         /// Memory write rule: the memory is full.
         MemoryFull = "memory_full",
     }
@@ -224,13 +226,22 @@ impl GateOutcome {
     /// What a run observes of this outcome, the one wording every design uses: whether
     /// the call succeeded, and the text (the tool's data as compact JSON, or
     /// `error CODE: why`). Data's text is lent, not copied: every reader only reads it.
+    ///
+    /// The text holds no hidden character ([`crate::security::strip_hidden`]): the model
+    /// reads what every check of an observation reads (claim support, labels, memory facts),
+    /// never an instruction spelled in characters that render as nothing.
     pub fn observation(&self) -> (bool, Cow<'_, str>) {
+        use crate::security::strip_hidden;
+        let visible = |text: String| match strip_hidden(&text) {
+            Cow::Borrowed(_) => Cow::Owned(text),
+            Cow::Owned(stripped) => Cow::Owned(stripped),
+        };
         match self {
-            Self::Ok(data) => (true, Cow::Borrowed(data.text())),
-            Self::Refused { code, message } => (false, Cow::Owned(format!("error {}: {message}", code.as_str()))),
-            Self::Failed { code, message } => (false, Cow::Owned(format!("error {code}: {message}"))),
+            Self::Ok(data) => (true, strip_hidden(data.text())),
+            Self::Refused { code, message } => (false, visible(format!("error {}: {message}", code.as_str()))),
+            Self::Failed { code, message } => (false, visible(format!("error {code}: {message}"))),
             Self::NeedsApproval { pending_id } => {
-                (false, Cow::Owned(format!("error needs_approval: {pending_id} waits for a person; nothing ran")))
+                (false, visible(format!("error needs_approval: {pending_id} waits for a person; nothing ran")))
             }
         }
     }

@@ -282,14 +282,42 @@ fn strings_in(text: &str) -> Vec<String> {
     }
 }
 
+/// `text` spelled in Unicode tag characters (U+E0020–U+E007E for printable ASCII; any
+/// other character is left out): invisible when shown, dropped by folding, read by a model
+/// that reads tags.
+pub(crate) fn in_tags(text: &str) -> String {
+    text.chars().filter(|c| (' '..='~').contains(c)).filter_map(|c| char::from_u32(0xE0000 + u32::from(c))).collect()
+}
+
+/// What a model reads of `text`: tag characters as the ASCII they spell, every other
+/// hidden character as nothing. Borrowed when there is nothing hidden.
+pub(crate) fn as_read(text: &str) -> std::borrow::Cow<'_, str> {
+    if !crate::security::has_hidden(text) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let read = |c: char| match u32::from(c) {
+        t @ 0xE0020..=0xE007E => char::from_u32(t - 0xE0000),
+        _ if crate::security::is_hidden(c) => None,
+        _ => Some(c),
+    };
+    std::borrow::Cow::Owned(text.chars().filter_map(read).collect())
+}
+
 /// The first of `planted` whose payload `text` carries (directly, or inside a JSON string
-/// of it).
+/// of it), as a model reading it would find it.
 pub(crate) fn carried<'a>(planted: &'a [Attack], text: &str) -> Option<&'a Attack> {
     if planted.is_empty() {
         return None;
     }
-    let strings = strings_in(text);
-    let has = |part: &str| text.contains(part) || strings.iter().any(|s| s.contains(part));
+    // a payload carries by what a model reads of the text: hidden characters render as
+    // nothing (a zero-width variant is read as its plain text), and tag characters are read
+    // as the letters they spell
+    let text = as_read(text);
+    let strings = strings_in(&text);
+    let has = |part: &str| {
+        let part = as_read(part);
+        text.contains(&*part) || strings.iter().any(|s| s.contains(&*part))
+    };
     // a split payload's halves may sit in two fields (two strings) of one read
     planted.iter().find(|a| match super::transforms::halves(&a.text) {
         Some((first, second)) => has(first) && has(second),

@@ -44,6 +44,8 @@ codes! {
         PersonalData = "personal_data",
         /// Write rule: reads like an instruction.
         InstructionLike = "instruction_like",
+        /// Write rule: holds characters that render as nothing.
+        HiddenText = "hidden_text",
         /// Write rule: the memory is full.
         MemoryFull = "memory_full",
     }
@@ -60,6 +62,9 @@ impl From<WriteCode> for RememberCode {
             WriteCode::Secret => Self::Secret,
             WriteCode::PersonalData => Self::PersonalData,
             WriteCode::InstructionLike => Self::InstructionLike,
+            WriteCode::HiddenText => Self::HiddenText,
+            // the note's source is always the observation it was read from
+            WriteCode::UnknownSource => Self::UnknownObservation,
             WriteCode::MemoryFull => Self::MemoryFull,
         }
     }
@@ -80,6 +85,7 @@ impl From<RememberCode> for GateCode {
             RememberCode::Secret => Self::Secret,
             RememberCode::PersonalData => Self::PersonalData,
             RememberCode::InstructionLike => Self::InstructionLike,
+            RememberCode::HiddenText => Self::HiddenText,
             RememberCode::MemoryFull => Self::MemoryFull,
         }
     }
@@ -141,7 +147,8 @@ impl GuardedMemory {
         if self.writes >= self.max_writes {
             return (RememberCode::WriteBudget, None);
         }
-        let code: RememberCode = self.memory.write(&key, &text, &format!("tool:{}:{}", obs.tool, obs.id), None).into();
+        let source = format!("tool:{}:{}", obs.tool, obs.id);
+        let code: RememberCode = self.memory.write_observed(&key, &text, &source, None, observations).into();
         if code == RememberCode::Ok {
             self.writes += 1;
             return (code, Some(text));

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crate::cost::SharedClock;
 use crate::label::{Confidentiality, Integrity, Label};
-use crate::security::{fold, has_personal_data, has_secret, is_instruction_like};
+use crate::security::{fold, has_hidden, has_personal_data, has_secret, is_instruction_like};
 
 codes! {
     /// The outcome of a write.
@@ -40,6 +40,13 @@ codes! {
         PersonalData = "personal_data",
         /// Reads like an instruction to the model.
         InstructionLike = "instruction_like",
+        /// Holds characters that render as nothing or only steer the display (tag
+        /// characters, zero-width and bidirectional controls): a note is handed to a model
+        /// as it was checked, or not at all.
+        HiddenText = "hidden_text",
+        /// The source names no successful observation of this run by that tool (checked
+        /// when the writer hands the run's observations, see [`SessionMemory::write_observed`]).
+        UnknownSource = "unknown_source",
         /// The store is full (it refuses instead of evicting).
         MemoryFull = "memory_full",
     }
@@ -189,6 +196,28 @@ impl SessionMemory {
         self.write_until(key, text, source, about, expires.as_secs_f64())
     }
 
+    /// [`SessionMemory::write`] for a writer that holds the run's `observations`: a
+    /// `tool:TOOL:ID` source must also name a successful observation `ID` of `TOOL` among
+    /// them (`unknown_source`), so a note cannot cite a read this run never made. A `user:`
+    /// source is the user's own turn and is checked as `write` checks it.
+    pub fn write_observed(
+        &mut self,
+        key: &str,
+        text: &str,
+        source: &str,
+        about: Option<&str>,
+        observations: &[crate::gate::Observation],
+    ) -> WriteCode {
+        let observed = |rest: &str| {
+            rest.rsplit_once(':')
+                .is_some_and(|(tool, id)| observations.iter().any(|o| o.ok && o.tool == tool && o.id == id))
+        };
+        match source.strip_prefix("tool:") {
+            Some(rest) if KEY.is_match(key) && SOURCE.is_match(source) && !observed(rest) => WriteCode::UnknownSource,
+            _ => self.write(key, text, source, about),
+        }
+    }
+
     fn write_until(&mut self, key: &str, text: &str, source: &str, about: Option<&str>, expires_at: f64) -> WriteCode {
         let text = text.trim();
         let now = self.clock.now().as_secs_f64();
@@ -211,6 +240,8 @@ impl SessionMemory {
             WriteCode::PersonalData
         } else if is_instruction_like(text) {
             WriteCode::InstructionLike
+        } else if has_hidden(text) {
+            WriteCode::HiddenText
         } else if !key_live && live >= self.max_notes {
             WriteCode::MemoryFull
         } else {
@@ -257,7 +288,8 @@ impl SessionMemory {
         for o in observations.iter().filter(|o| o.ok) {
             let data: serde_json::Value = serde_json::from_str(&o.text).unwrap_or_default();
             if let Some((key, text)) = crate::tools::fact_of(&o.tool, &data) {
-                if self.write(&key, &text, &format!("tool:{}:{}", o.tool, o.id), None) == WriteCode::Ok {
+                let source = format!("tool:{}:{}", o.tool, o.id);
+                if self.write_observed(&key, &text, &source, None, observations) == WriteCode::Ok {
                     written += 1;
                 }
             }

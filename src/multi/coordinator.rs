@@ -517,8 +517,9 @@ impl Intake {
                 };
                 crate::spans::refused(guardian, crate::spans::Target::Message, code.as_str(), sender.as_str());
                 self.trace.add(round, TraceKind::Message, code.as_str(), &detail);
-                let text =
-                    crate::security::clip(&crate::security::redact(text), super::REJECTED_TEXT_CHARS).to_string();
+                // kept for a person (the report): hidden characters shown, then redacted
+                let shown = crate::security::redact(&crate::security::reveal_hidden(text)).into_owned();
+                let text = crate::security::clip(&shown, super::REJECTED_TEXT_CHARS).to_string();
                 self.rejected.push(Rejection { sender, code, text });
                 Err(code)
             }

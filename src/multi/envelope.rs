@@ -19,7 +19,7 @@ use std::str::FromStr;
 
 use super::routes::route_kind;
 use crate::agent::JsonReader;
-use crate::security::{is_instruction_like, redact};
+use crate::security::{has_hidden, is_instruction_like, redact};
 
 /// Largest message text the coordinator reads, in bytes; a longer one is
 /// `invalid_message` without being parsed.
@@ -152,6 +152,25 @@ impl Body {
         std::iter::once(first).chain(rest.iter().map(String::as_str))
     }
 
+    /// Every string in the body replaced by its [`crate::security::fold`]ed form (hidden
+    /// characters dropped, NFKC), the text the checks judge: what is checked is what is
+    /// forwarded. A string already folded (every ASCII one) is left as it is.
+    fn fold_strings(&mut self) {
+        let fold_one = |s: &mut String| {
+            if let std::borrow::Cow::Owned(folded) = crate::security::fold(s) {
+                *s = folded;
+            }
+        };
+        match self {
+            Self::Brief(b) => fold_one(&mut b.question),
+            Self::Finding(f) => {
+                fold_one(&mut f.claim);
+                f.sources.iter_mut().for_each(fold_one);
+            }
+            Self::Verdict(v) => fold_one(&mut v.notes),
+        }
+    }
+
     /// The wire text of this body: the flat object a role sends. Parsing it again gives
     /// the same body.
     pub fn to_text(&self) -> String {
@@ -250,6 +269,10 @@ codes! {
         InvalidMessage = "invalid_message",
         /// A string of the body reads like an instruction (a filter, not a guarantee).
         InstructionLike = "instruction_like",
+        /// A string of the body holds characters that render as nothing or only steer the
+        /// display (Unicode tag characters, zero-width and bidirectional controls, variation
+        /// selectors): a model may read what no person and no check sees.
+        HiddenText = "hidden_text",
         /// With strict claims, the claim cannot be rebuilt from the cited observations.
         UnsupportedClaim = "unsupported_claim",
         /// A source that is not something the researcher read in this run.
@@ -623,7 +646,7 @@ pub(crate) fn parse_message_with(
     if text.len() > MAX_MESSAGE_BYTES {
         return Err(RejectCode::InvalidMessage);
     }
-    let body = match route_kind(sender, recipient).and_then(|k| one_pass(k, text)) {
+    let mut body = match route_kind(sender, recipient).and_then(|k| one_pass(k, text)) {
         Some(body) => body,
         None => {
             let Probe(kind) = serde_json::from_str::<Probe>(text).map_err(|_| RejectCode::NotJson)?;
@@ -634,11 +657,18 @@ pub(crate) fn parse_message_with(
             typed(kind, text)?
         }
     };
+    // the body is forwarded as the checks judge it (folded), and a body that needed hidden
+    // characters dropped is refused: what renders as nothing may still be read by a model
+    let hidden = body.strings().any(has_hidden);
+    body.fold_strings();
     if !fits(&body) {
         return Err(RejectCode::InvalidMessage);
     }
     if filter == InstructionFilter::On && body.strings().any(is_instruction_like) {
         return Err(RejectCode::InstructionLike);
+    }
+    if hidden {
+        return Err(RejectCode::HiddenText);
     }
     Ok(body)
 }

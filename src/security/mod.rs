@@ -16,7 +16,7 @@ mod fold;
 mod reference;
 mod secrets;
 
-pub use fold::{fold, is_hidden};
+pub use fold::{fold, has_hidden, is_hidden, reveal_hidden, strip_hidden};
 pub use secrets::{
     MAX_SECRETS, MIN_SECRET_CHARS, SECRET_PLACEHOLDER, hide_secrets, holds_registered, register_secret,
     register_secret_bytes,

@@ -280,7 +280,9 @@ impl Pal {
         let code = match parse_proposal(&proposal) {
             Ok(Proposal::Finish { answer, sources }) => {
                 let good: Vec<&str> = state.observations().iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
+                // an answer a person is shown holds no hidden character (see agent::finish)
                 if !answer.trim().is_empty()
+                    && !crate::security::has_hidden(&answer)
                     && !sources.is_empty()
                     && sources.iter().all(|s| good.contains(&s.as_str()))
                 {
