@@ -74,3 +74,33 @@ fn a_tampered_memory_file_passes_the_rules_again_on_load() {
         assert!(SessionMemory::from_json(junk, clock.shared()).is_err(), "{junk}");
     }
 }
+
+#[test]
+fn a_note_written_in_a_run_cites_only_a_successful_read_of_that_run() {
+    use rolegate::gate::Observation;
+    let clock = ManualClock::new();
+    let mut m = SessionMemory::new("kwame", clock.shared(), Duration::from_secs(60));
+    let read = |id: &str, tool: &str, ok: bool| Observation {
+        id: id.into(),
+        step: 1,
+        tool: tool.into(),
+        ok,
+        text: r#"{"id":"T-601","status":"open"}"#.into(),
+    };
+    let run = [read("o1", "get_ticket", true), read("o2", "get_ticket", false), read("o3", "lookup_document", true)];
+    let fact = "T-601 status is open";
+    for (source, code) in [
+        ("tool:get_ticket:o1", WriteCode::Ok),
+        // an observation this run never made, one that failed, one of another tool
+        ("tool:get_ticket:o9", WriteCode::UnknownSource),
+        ("tool:get_ticket:o2", WriteCode::UnknownSource),
+        ("tool:get_ticket:o3", WriteCode::UnknownSource),
+        // a malformed source is still named as such, and a user's turn is not a read
+        ("tool:get_ticket", WriteCode::BadKeyOrSource),
+        ("user:turn-1", WriteCode::Ok),
+    ] {
+        assert_eq!(m.write_observed("ticket-t-601", fact, source, None, &run), code, "{source}");
+    }
+    // the syntax-only write (no run to check against) still takes any well-formed source
+    assert_eq!(m.write("ticket-t-601", fact, "tool:get_ticket:o9", None), WriteCode::Ok);
+}
