@@ -368,6 +368,9 @@ pub struct Intake {
     /// [`Intake::with_ifc`]) and the world whose other users the labels look for.
     user: Option<Arc<str>>,
     world: Option<Arc<WorldData>>,
+    /// The user's goal: the one text a brief may restate and keep its sender's label (none
+    /// until [`Intake::with_goal`]: every brief is then labelled untrusted).
+    goal: Option<Arc<str>>,
     /// Accepted envelopes, in order (shared with the roles they are forwarded to).
     pub messages: Vec<Arc<Envelope>>,
     /// Refused messages, in order.
@@ -387,6 +390,7 @@ impl Intake {
             counts: EdgeCounts::default(),
             user: None,
             world: None,
+            goal: None,
             messages: Vec::with_capacity(3),
             rejected: Vec::new(),
             trace,
@@ -405,6 +409,14 @@ impl Intake {
     #[must_use]
     pub fn with_edges(mut self, edges: EdgeTable) -> Self {
         self.edges = edges;
+        self
+    }
+
+    /// This intake labelling a brief by whether it restates `goal`, the user's own words (a
+    /// brief that says anything else is the planner model's text, and untrusted).
+    #[must_use]
+    pub fn with_goal(mut self, goal: Arc<str>) -> Self {
+        self.goal = Some(goal);
         self
     }
 
@@ -466,7 +478,9 @@ impl Intake {
         let checked = checked.and_then(|(recipient, body, evidence)| {
             let world = self.world.as_deref();
             let (claims, user) = (self.rules.claims, self.user.as_deref().unwrap_or_default());
-            let label = super::labels::stamp(&body, context, observations, evidence.as_ref(), claims, user, world);
+            let goal = self.goal.as_deref();
+            let label =
+                super::labels::stamp(&body, context, observations, evidence.as_ref(), claims, (user, goal), world);
             if next_hop(sender).is_some() {
                 self.edges.check_label(sender, recipient, label).map_err(|e| Refused::Edge(body.kind(), e))?;
             }
@@ -630,7 +644,8 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
     let intake = Intake::new(&run_id, cfg.claims)
         .with_filter(cfg.filter)
         .with_edges(env.graph.table())
-        .with_ifc_shared(cfg.ifc, user, env.world.clone());
+        .with_ifc_shared(cfg.ifc, user, env.world.clone())
+        .with_goal(goal.clone());
     Coordinator {
         run_id,
         goal,

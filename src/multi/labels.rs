@@ -9,6 +9,10 @@
 //!   [`super::support`]): typed values — an id, a status word, a short plain title — not
 //!   free text. When every cited fact is typed, the finding's integrity is raised to
 //!   trusted (its confidentiality is kept). A free claim is never endorsed;
+//! - **a brief's provenance**: a brief that restates the user's goal keeps its sender's
+//!   label; any other brief is the planner model's own words, which no check backs, and is
+//!   untrusted (so an order a taken-over planner adds cannot steer a consequential call
+//!   under `ifc on`);
 //! - **confidentiality**: a body that names another user (their id, name, address or
 //!   ticket) is `other`, whatever its sender saw; with the information-flow defense on, an
 //!   envelope labelled `other` is refused at the route (`other_users_data`), so another
@@ -49,28 +53,35 @@ pub(crate) fn plain_title(s: &str) -> bool {
 }
 
 /// The label of an accepted `body` whose sender had `context` in view: endorsed when it is
-/// a strict finding resting on typed facts only, `other` when a string of it names another
-/// user of `world` than `user`. `evidence`, when given, is the evidence of `observations`
-/// that claim support already built (it is rebuilt from them otherwise).
+/// a strict finding resting on typed facts only; untrusted when it is a brief that does not
+/// restate `goal` (what the planner added is its model's own text, which no check backs:
+/// a taken-over planner's order is labelled by where it came from, not by what the planner
+/// was shown); `other` when a string of it names another user of `world` than `user`.
+/// `evidence`, when given, is the evidence of `observations` that claim support already
+/// built (it is rebuilt from them otherwise).
 pub(crate) fn stamp(
     body: &Body,
     context: Label,
     observations: &[Observation],
     evidence: Option<&Evidence>,
     claims: ClaimMode,
-    user: &str,
+    (user, goal): (&str, Option<&str>),
     world: Option<&WorldData>,
 ) -> Label {
     let mut label = context;
-    if let Body::Finding(f) = body {
-        // check_support passed already: every part of a strict claim is a cited fact
-        let typed = || match evidence {
-            Some(e) => e.typed(&f.sources),
-            None => Evidence::from_observations(observations).typed(&f.sources),
-        };
-        if claims == ClaimMode::Strict && typed() {
-            label = label.endorsed();
+    match body {
+        Body::Finding(f) => {
+            // check_support passed already: every part of a strict claim is a cited fact
+            let typed = || match evidence {
+                Some(e) => e.typed(&f.sources),
+                None => Evidence::from_observations(observations).typed(&f.sources),
+            };
+            if claims == ClaimMode::Strict && typed() {
+                label = label.endorsed();
+            }
         }
+        Body::Brief(b) if !goal.is_some_and(|g| restates(&b.question, g)) => label = label.join(Label::UNTRUSTED),
+        _ => {}
     }
     if world.is_some_and(|w| {
         let words = w.other_words(user);
@@ -79,6 +90,13 @@ pub(crate) fn stamp(
         label = label.join(Label::new(label.integrity, Confidentiality::Other));
     }
     label
+}
+
+/// True when `question` is `goal` as the user wrote it: the same words once both are folded,
+/// with white space collapsed and case ignored.
+fn restates(question: &str, goal: &str) -> bool {
+    let words = |t: &str| crate::security::fold(t).split_whitespace().map(str::to_lowercase).collect::<Vec<_>>();
+    words(question) == words(goal)
 }
 
 /// The confidentiality rule at the routes: with `ifc` on, an envelope labelled `other` is
