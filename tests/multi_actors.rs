@@ -317,3 +317,39 @@ async fn dropping_the_handle_of_a_running_run_cancels_it_and_its_roles_stop() {
         start(&env, MultiConfig::default(), RoleModels::fakes(Behaviours::default()), GOAL, "run-done", token).unwrap();
     assert_eq!(handle.finish().await.unwrap().reason, MultiReason::Done);
 }
+
+/// A finding rests on what the researcher itself cited: its finish names its own
+/// observations (checked by the state rules: successful reads of this run), and a finding
+/// source is accepted only when one of those cited reads read it. A record the run read but
+/// did not cite, or cited by a finish of some other run, backs nothing (issue 31, item 8).
+#[tokio::test]
+async fn a_finding_may_cite_only_records_its_own_finish_cited() {
+    use rolegate::agent::ModelDecider;
+    use rolegate::model::ScriptedModel;
+    let both = "T-601 status is open; kc-returns-v3 is titled Returns and refunds (v3)";
+    let finding =
+        |sources: &[&str]| serde_json::json!({"kind": "finding", "claim": both, "sources": sources}).to_string();
+    let script = |finding: String, cited: &[&str]| {
+        ScriptedModel::new(vec![
+            r#"{"action":"call","tool":"get_ticket","arguments":{"ticket_id":"T-601"}}"#.into(),
+            r#"{"action":"call","tool":"lookup_document","arguments":{"doc_id":"kc-returns-v3"}}"#.into(),
+            serde_json::json!({"action": "finish", "answer": finding, "sources": cited}).to_string(),
+        ])
+    };
+    let sources = ["T-601", "kc-returns-v3"];
+    for (cited, want) in [
+        (&["o1", "o2"][..], Ok(())),
+        // the document was read in this run, but the finish did not cite that read
+        (&["o1"][..], Err(RejectCode::UnknownSource)),
+        (&["o2"][..], Err(RejectCode::UnknownSource)),
+    ] {
+        let mut models = RoleModels::fakes(Behaviours::default());
+        models.researcher = Box::new(ModelDecider::new(script(finding(&sources), cited)));
+        let run = rolegate::multi::run(&menv(), MultiConfig::default(), models, GOAL, "run-cited").await.unwrap();
+        let codes: Vec<RejectCode> = run.rejected.iter().map(|r| r.code).collect();
+        match want {
+            Ok(()) => assert!(codes.is_empty() && run.reason == MultiReason::Done, "{cited:?}: {codes:?}"),
+            Err(code) => assert_eq!(codes, [code], "{cited:?}"),
+        }
+    }
+}

@@ -109,8 +109,8 @@ pub struct Finding {
     /// The claim, 1 to 600 characters. With strict claims it must be rebuilt from the
     /// cited observations, fact by fact, separated by `; `.
     pub claim: String,
-    /// Ids of what was read (`T-601`, `kc-returns-v3`), 1 to 8; each must be something the
-    /// researcher really read in this run.
+    /// Ids of what was read (`T-601`, `kc-returns-v3`), 1 to 8; each must be the record of a
+    /// successful read of this run that the researcher's finish cited as its support.
     pub sources: Vec<String>,
 }
 

@@ -97,7 +97,9 @@ pub(crate) enum RoleStop {
 pub(crate) struct RoleReply {
     /// The raw message text (untrusted).
     pub text: String,
-    /// The researcher's observations of this assignment (what claim support reads).
+    /// The researcher's observations of this assignment that its finish cited (what claim
+    /// support reads: a finding may cite only a record this run read and the researcher
+    /// cited as its own support).
     pub observations: Vec<Observation>,
     /// Model calls made.
     pub calls: u32,
@@ -703,7 +705,14 @@ impl ResearchRole {
         if reason == StopReason::Done {
             reply.text = state.answer().unwrap_or_default().to_string();
         }
+        // the evidence of a finding is what the researcher cited as its finish's support:
+        // observations of this run, each checked by the state rules (a successful read with
+        // that id in this run's record); reads it did not cite back nothing it sends
+        let cited = state.sources().to_vec();
         reply.observations = state.into_observations();
+        if reason == StopReason::Done {
+            reply.observations.retain(|o| cited.iter().any(|c| *c == o.id));
+        }
         reply.label = self.agent.gate.taint().label();
         match reason {
             StopReason::Done => {}
