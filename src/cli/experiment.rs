@@ -153,11 +153,14 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
         }
         let models = MatrixModels { single: if a.model.is_some() { decider } else { None }, roles };
         let any_model = models.single.is_some() || models.roles.is_some();
+        let in_flight = super::suite::cells_in_flight(a, models.single.as_ref(), models.roles.as_ref());
         let mut plan = MatrixPlan {
             models,
             repeat: a.repeat.unwrap_or(1),
             intervals: a.repeat.is_some() || any_model,
             shard,
+            in_flight,
+            time_budget: a.time_budget,
             ..MatrixPlan::default()
         };
         let mut config = matrix_experiment(&spec, &plan);
@@ -177,7 +180,11 @@ pub(crate) async fn matrix(a: &SuiteArgs<'_>) -> u8 {
         Ok::<_, String>((m, plan.repeat))
     };
     match run.await {
-        Ok((m, repeat)) => print_matrix(&m, a.format, repeat, shard(a.shard).ok().flatten()),
+        Ok((m, repeat)) => {
+            let code = print_matrix(&m, a.format, repeat, shard(a.shard).ok().flatten());
+            super::model_args::print_connection_times(a.format == OutputFormat::Table);
+            code
+        }
         Err(e) => {
             eprintln!("rolegate: {e}");
             EXIT_USAGE
@@ -286,11 +293,13 @@ pub(crate) async fn rows(a: &SuiteArgs<'_>) -> u8 {
         let shard = check_flags(a)?;
         let loaded = super::suite::load_all(a.files, a.attacks, a.model, a.role_models, a.model_args)?;
         let intervals = a.repeat.is_some();
+        let in_flight = super::suite::cells_in_flight(a, loaded.decider.as_ref(), loaded.roles.as_ref());
         let mut plan = RowsPlan {
             model: loaded.decider.clone(),
             roles: loaded.roles.clone(),
             repeat: a.repeat.unwrap_or(1),
             shard,
+            in_flight,
             ..RowsPlan::default()
         };
         let mut config = rows_experiment(&loaded.rows, &plan, intervals);
@@ -308,7 +317,11 @@ pub(crate) async fn rows(a: &SuiteArgs<'_>) -> u8 {
         run_rows_plan(loaded.rows, &loaded.env, &menv, &plan).await.map_err(|e| e.to_string())
     };
     match run.await {
-        Ok(rows) => print_rows(&rows, a.format, a.repeat.is_some()),
+        Ok(rows) => {
+            let code = print_rows(&rows, a.format, a.repeat.is_some());
+            super::model_args::print_connection_times(a.format == OutputFormat::Table);
+            code
+        }
         Err(e) => {
             eprintln!("rolegate: {e}");
             EXIT_USAGE

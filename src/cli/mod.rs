@@ -139,6 +139,15 @@ pub enum Command {
         /// files.
         #[arg(long, value_name = "I/N")]
         shard: Option<String>,
+        /// Most cells (matrix cells or rows) in flight at once (default: with an openai:
+        /// model, its --max-connections, so that no cell spends its time budget waiting for a
+        /// connection; else 64)
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+        cells_in_flight: Option<u16>,
+        /// Each cell's time budget in seconds, instead of the designs' own 60 (a slow local
+        /// model may need more)
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u32).range(1..=86400))]
+        time_budget: Option<u32>,
     },
     /// Combine the --out files of shards (or of any runs of one experiment) into the
     /// tables one run prints; refuses overlapping, missing or mismatched cells by name.
@@ -445,6 +454,8 @@ pub fn main() -> ExitCode {
                 out,
                 force,
                 shard,
+                cells_in_flight,
+                time_budget,
             } => {
                 suite::suite(suite::SuiteArgs {
                     files: &files,
@@ -461,6 +472,8 @@ pub fn main() -> ExitCode {
                     out: out.as_deref(),
                     force,
                     shard: shard.as_deref(),
+                    cells_in_flight: cells_in_flight.map(usize::from),
+                    time_budget: time_budget.map(|s| std::time::Duration::from_secs(u64::from(s))),
                 })
                 .await
             }

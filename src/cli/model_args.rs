@@ -17,6 +17,24 @@ use rolegate::multi::RoleSetup;
 /// `--max-connections` bounds the model requests in flight across the whole command.
 static CONNECTIONS: OnceLock<ConnectionLimit> = OnceLock::new();
 
+/// The process's model requests so far, each with its queue wait and time at the server
+/// (`None` when no real model was set up).
+pub(crate) fn connection_times() -> Option<rolegate::model::http::ConnectionTimes> {
+    CONNECTIONS.get().map(ConnectionLimit::times)
+}
+
+/// Prints [`connection_times`] as one line after an experiment's tables: on stdout under
+/// the aligned table, on stderr beside a machine format (which it would break).
+pub(crate) fn print_connection_times(table: bool) {
+    if let Some(t) = connection_times().filter(|t| t.attempts > 0) {
+        if table {
+            println!("{}", t.line());
+        } else {
+            eprintln!("rolegate: {}", t.line());
+        }
+    }
+}
+
 /// How to reach an `openai:` model, and what its calls cost.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ModelArgs {

@@ -56,7 +56,7 @@ pub(crate) async fn run(args: ReportArgs) -> u8 {
         if !made.is_empty() {
             spec.attacks = spec.attacks.iter().cloned().chain(made).collect();
         }
-        let rows = results(loaded).await?;
+        let rows = results(loaded, 64).await?;
         let matrix = run_matrix(&spec, &env).await.map_err(|e| e.to_string())?;
         let ok = rows.iter().all(|r| r.matches()) && matrix.holds();
         let cells =

@@ -14,7 +14,7 @@ use rolegate::model::ModelSpec;
 use rolegate::multi::{Behaviours, MultiEnv, RoleSetup};
 use rolegate::report::junit;
 use rolegate::suite::{MatrixSpec, bundled_benign_tasks, parse_benign_tasks, parse_benign_tasks_in};
-use rolegate::suite::{RowResult, StoredRow, run_rows};
+use rolegate::suite::{RowResult, StoredRow, run_rows_bounded};
 use rolegate::world::WorldData;
 
 /// The catalog: `file`, or the bundled one.
@@ -125,8 +125,25 @@ pub(crate) fn load_all(
 }
 
 /// Runs every row; `Err` names the first row that could not be carried out.
-pub(crate) async fn results(loaded: Loaded) -> Result<Vec<RowResult>, String> {
-    run_rows(loaded.rows, &loaded.env, &loaded.menv, loaded.decider.as_ref(), loaded.roles.as_ref())
+/// How many cells run at once: `--cells-in-flight`, else the real model's connection limit
+/// (the smallest of the models given: a cell makes one model request at a time, so no cell
+/// then waits for a connection on its own time budget), else 64 for the fakes.
+pub(crate) fn cells_in_flight(a: &SuiteArgs<'_>, single: Option<&DeciderSpec>, roles: Option<&RoleSetup>) -> usize {
+    if let Some(n) = a.cells_in_flight {
+        return n;
+    }
+    let single = match single {
+        Some(DeciderSpec::Http(cfg)) => Some(cfg),
+        _ => None,
+    };
+    let roles = roles.into_iter().flat_map(|r| [&r.planner, &r.researcher, &r.reviewer]).flatten();
+    single.into_iter().chain(roles).map(|cfg| cfg.endpoint.connections.max()).min().unwrap_or(64)
+}
+
+/// Runs the loaded rows, at most `in_flight` at once.
+pub(crate) async fn results(loaded: Loaded, in_flight: usize) -> Result<Vec<RowResult>, String> {
+    let models = (loaded.decider.as_ref(), loaded.roles.as_ref());
+    run_rows_bounded(loaded.rows, &loaded.env, &loaded.menv, models, in_flight)
         .await
         .into_iter()
         .collect::<Result<Vec<_>, _>>()
@@ -149,6 +166,8 @@ pub(crate) struct SuiteArgs<'a> {
     pub out: Option<&'a Path>,
     pub force: bool,
     pub shard: Option<&'a str>,
+    pub cells_in_flight: Option<usize>,
+    pub time_budget: Option<std::time::Duration>,
 }
 
 /// Runs the tables (or the matrix) and prints the outcome, in table order. Rows are
@@ -160,8 +179,10 @@ pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
     if a.matrix {
         return super::experiment::matrix(&a).await;
     }
-    if a.tasks.is_some() || a.transforms.is_some() || a.templates.is_some() {
-        eprintln!("rolegate: --tasks, --transforms and --templates are for --matrix");
+    if a.tasks.is_some() || a.transforms.is_some() || a.templates.is_some() || a.time_budget.is_some() {
+        eprintln!(
+            "rolegate: --tasks, --transforms, --templates and --time-budget are for --matrix (a row states its own limits)"
+        );
         return EXIT_USAGE;
     }
     if a.repeat.is_some() || a.out.is_some() || a.shard.is_some() || a.force {
@@ -174,7 +195,8 @@ pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let results = match results(loaded).await {
+    let in_flight = cells_in_flight(&a, loaded.decider.as_ref(), loaded.roles.as_ref());
+    let results = match results(loaded, in_flight).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rolegate: {e}");
@@ -187,7 +209,9 @@ pub(crate) async fn suite(a: SuiteArgs<'_>) -> u8 {
         return if matching == results.len() { EXIT_OK } else { EXIT_MISMATCH };
     }
     let rows: Vec<(String, StoredRow)> = results.iter().map(|r| (r.id().to_string(), StoredRow::of(r))).collect();
-    super::experiment::print_rows(&rows, a.format, false)
+    let code = super::experiment::print_rows(&rows, a.format, false);
+    super::model_args::print_connection_times(a.format == OutputFormat::Table);
+    code
 }
 
 /// Runs one goal and prints the trace and the outcome.

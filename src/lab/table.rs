@@ -71,6 +71,22 @@ pub enum ScenarioError {
         /// Why.
         source: crate::multi::MultiError,
     },
+    /// Cells whose run ended before its first model call was answered (out of time or
+    /// cancelled, typically while waiting for a connection): they measure the queue, not
+    /// the model, so none is kept as a result; running the same command again with the same
+    /// results file runs them.
+    #[error(
+        "{count} cell(s) never got to run (ended {reason} before a model answered; first: {first}): none is a \
+         result, and running the same command again with the same --out runs them"
+    )]
+    NotRun {
+        /// How many.
+        count: usize,
+        /// The first one's cell id.
+        first: String,
+        /// How the first one ended (`time_budget`, `cancelled`).
+        reason: String,
+    },
 }
 
 fn list(errors: &[ScenarioError]) -> String {

@@ -35,6 +35,11 @@ pub struct MatrixPlan {
     pub done: BTreeMap<String, Value>,
     /// Where each finished cell is appended.
     pub out: Option<Arc<ResultsFile>>,
+    /// Most cells in flight at once: with a real model, at most what its connections can
+    /// serve (a cell waiting for a connection spends its own time budget in the queue).
+    pub in_flight: usize,
+    /// Each cell's time budget instead of the designs' own (60 s).
+    pub time_budget: Option<std::time::Duration>,
 }
 
 impl Default for MatrixPlan {
@@ -46,6 +51,8 @@ impl Default for MatrixPlan {
             shard: None,
             done: BTreeMap::new(),
             out: None,
+            in_flight: MAX_IN_FLIGHT,
+            time_budget: None,
         }
     }
 }
@@ -76,7 +83,9 @@ pub fn matrix_experiment(spec: &MatrixSpec, plan: &MatrixPlan) -> ExperimentConf
 /// [`ScenarioError`] as [`run_matrix`](super::run_matrix), or a results line that does not
 /// read back or cannot be written.
 pub async fn run_matrix_plan(spec: &MatrixSpec, env: &Env, plan: &MatrixPlan) -> Result<Matrix, ScenarioError> {
-    let shared = Arc::new(Shared::new(spec, env, plan.models.clone())?);
+    let mut shared = Shared::new(spec, env, plan.models.clone())?;
+    shared.time_budget = plan.time_budget;
+    let shared = Arc::new(shared);
     let mut slots: Vec<Option<VariantRun>> = Vec::new();
     let mut work = Vec::new();
     for (index, &config) in spec.configs.iter().enumerate() {
@@ -99,22 +108,34 @@ pub async fn run_matrix_plan(spec: &MatrixSpec, env: &Env, plan: &MatrixPlan) ->
                     slots.push(None);
                     let (shared, out, task, attack) = (shared.clone(), plan.out.clone(), task.clone(), attack.clone());
                     work.push(async move {
-                        let run = run_variant(shared, index, config, task, attack, rep).await?;
+                        let (run, never_ran) = run_variant(shared, index, config, task, attack, rep).await?;
+                        if let Some(reason) = never_ran {
+                            return Ok::<_, ScenarioError>((slot, Err((cell, reason))));
+                        }
                         if let Some(out) = out {
                             let value = serde_json::to_value(&run).map_err(results_error)?;
                             out.append(&cell, value).map_err(results_error)?;
                         }
-                        Ok::<_, ScenarioError>((slot, run))
+                        Ok((slot, Ok(run)))
                     });
                 }
             }
         }
     }
-    for joined in run_bounded(work, MAX_IN_FLIGHT).await {
+    let mut not_run = Vec::new();
+    for joined in run_bounded(work, plan.in_flight).await {
         let (slot, run) = joined.map_err(|message| ScenarioError::Io { file: "(matrix)".into(), message })??;
-        if let Some(s) = slots.get_mut(slot) {
-            *s = Some(run);
+        match run {
+            Ok(run) => {
+                if let Some(s) = slots.get_mut(slot) {
+                    *s = Some(run);
+                }
+            }
+            Err(cell) => not_run.push(cell),
         }
+    }
+    if let Some((first, reason)) = not_run.first() {
+        return Err(ScenarioError::NotRun { count: not_run.len(), first: first.clone(), reason: (*reason).into() });
     }
     let runs: Vec<VariantRun> = slots.into_iter().flatten().collect();
     Ok(assemble(&spec.configs, spec.tasks.len(), spec.attacks.len(), runs, plan.intervals))
@@ -178,7 +199,7 @@ impl StoredRow {
 }
 
 /// How the rows run: who decides, how often, which shard, what was done before.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RowsPlan {
     /// Every single row's decider instead of its own.
     pub model: Option<DeciderSpec>,
@@ -192,6 +213,22 @@ pub struct RowsPlan {
     pub done: BTreeMap<String, Value>,
     /// Where each finished cell is appended.
     pub out: Option<Arc<ResultsFile>>,
+    /// Most rows in flight at once (see [`MatrixPlan::in_flight`]).
+    pub in_flight: usize,
+}
+
+impl Default for RowsPlan {
+    fn default() -> Self {
+        Self {
+            model: None,
+            roles: None,
+            repeat: 1,
+            shard: None,
+            done: BTreeMap::new(),
+            out: None,
+            in_flight: MAX_IN_FLIGHT,
+        }
+    }
 }
 
 /// The experiment of `rows` under `plan` (without models or data hashes).
@@ -246,7 +283,7 @@ pub async fn run_rows_plan(
             });
         }
     }
-    for j in run_bounded(work, MAX_IN_FLIGHT).await {
+    for j in run_bounded(work, plan.in_flight).await {
         let (slot, stored) = j.map_err(|message| ScenarioError::Io { file: "(suite)".into(), message })??;
         if let Some(s) = slots.get_mut(slot) {
             s.1 = Some(stored);

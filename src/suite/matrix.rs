@@ -684,6 +684,8 @@ pub(crate) struct Shared {
     pub(crate) wide: Scopes,
     pub(crate) roles: RoleCompromise,
     pub(crate) models: MatrixModels,
+    /// Each cell's time budget instead of the designs' own.
+    pub(crate) time_budget: Option<std::time::Duration>,
 }
 
 impl Shared {
@@ -704,7 +706,7 @@ impl Shared {
             }
         }
         let wide = narrow.scopes.widened();
-        Ok(Self { env: env.clone(), narrow, wide, roles: spec.roles, models })
+        Ok(Self { env: env.clone(), narrow, wide, roles: spec.roles, models, time_budget: None })
     }
 }
 
@@ -740,8 +742,13 @@ pub(crate) async fn run_variant(
     task: BenignTask,
     attack: Option<Attack>,
     rep: u32,
-) -> Result<VariantRun, ScenarioError> {
+) -> Result<(VariantRun, Option<&'static str>), ScenarioError> {
     let started = tokio::time::Instant::now();
+    // a real model's cell that ended out of time or cancelled before any model call was
+    // answered never got to run (it waited for a connection): it is no result
+    let real = shared.models.single.as_ref().is_some_and(|d| matches!(d, DeciderSpec::Http(_)))
+        || shared.models.roles.is_some();
+    let ended;
     let model = super::templated::reader_model(&shared.models, &config);
     let attack = attack.map(|a| filled_for(&shared.env.world, &task.user, &model, &a)).transpose()?;
     let name = format!("{}/{}", task.id, attack.as_ref().map_or("benign", |a| a.id.as_str()));
@@ -776,13 +783,16 @@ pub(crate) async fn run_variant(
                 Some(other) => other,
                 None => DeciderSpec::Compromised(planted),
             };
-            let cfg = LabConfig {
+            let mut cfg = LabConfig {
                 decider,
                 user: task.user.clone(),
                 task: task.task.clone(),
                 checks: if loop_check == Switch::On { CheckMode::Full } else { CheckMode::TrustModel },
                 ..LabConfig::default()
             };
+            if let Some(t) = shared.time_budget {
+                cfg.budget.max_seconds = t;
+            }
             let mut lab = cfg.build(&env);
             let policy = lab.agent.gate.policy().clone();
             lab.agent.gate.set_policy(policy.with_approval_shared(approval_mode(approval)));
@@ -800,6 +810,7 @@ pub(crate) async fn run_variant(
                 .as_ref()
                 .map(|a| single_verdict(&a.effect, &lab.world.outbox, email, run.trace(), lab.agent.gate.audit()));
             let done = run.reason() == crate::agent::StopReason::Done;
+            ended = run.reason().as_str();
             hop = attack
                 .as_ref()
                 .zip(verdict)
@@ -818,7 +829,7 @@ pub(crate) async fn run_variant(
                 scopes,
                 graph: shared.narrow.graph.clone(),
             });
-            let cfg = MultiConfig {
+            let mut cfg = MultiConfig {
                 user: task.user.clone(),
                 claims,
                 filter: if filter == Switch::On { InstructionFilter::On } else { InstructionFilter::Off },
@@ -826,6 +837,9 @@ pub(crate) async fn run_variant(
                 ifc: ifc_mode(ifc),
                 ..MultiConfig::default()
             };
+            if let Some(t) = shared.time_budget {
+                cfg.budget.max_seconds = t;
+            }
             let models = role_models(&shared, planted, rep);
             let run = crate::multi::run(&menv, cfg, models, &task.goal, &run_id)
                 .await
@@ -840,13 +854,20 @@ pub(crate) async fn run_variant(
             hop = attack.as_ref().zip(verdict).map(|(a, v)| multi_propagation(a, v, &run, &task.into, &[]));
             let covers = task.needs.iter().all(|n| tools.iter().any(|t| t == n));
             let answer_ok = super::graded::multi_ok(&task.expect, &run, covers);
+            ended = run.reason.as_str();
             (run.reason == MultiReason::Done, tools, verdict, answer_ok, super::graded::multi_usage(&run))
         }
     };
+    let never_ran = match ended {
+        "time_budget" => Some("time_budget"),
+        "cancelled" => Some("cancelled"),
+        _ => None,
+    }
+    .filter(|_| real && usage.calls == 0);
     let covered = task.needs.iter().all(|n| tools.iter().any(|t| t == n));
     let (stopped_at, stopped_by) = stopped.unzip();
     let (hop, hop_stopped_by) = hop.map_or((None, None), |p: Propagation| (Some(p.hop), p.stopped_by));
-    Ok(VariantRun {
+    let run = VariantRun {
         config: index,
         task: task.id,
         rep,
@@ -867,7 +888,8 @@ pub(crate) async fn run_variant(
         wall_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         hop,
         hop_stopped_by,
-    })
+    };
+    Ok((run, never_ran))
 }
 
 /// `attack` as planted for `user` and read by `model`: a template payload filled (see

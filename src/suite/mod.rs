@@ -33,7 +33,7 @@ pub use results::{
     CellLine, ExperimentConfig, MAX_CELLS, MAX_REPEAT, MAX_RESULT_LINE_BYTES, RESULTS_VERSION, ResultsError,
     ResultsFile, ResultsHeader, matrix_cell, merge, read_results, row_cell, sha256_hex,
 };
-pub use run::{RowResult, run_rows};
+pub use run::{RowResult, run_rows, run_rows_bounded};
 pub use shard::{MAX_SHARDS, Shard, ShardError, shard_of};
 pub use templated::{TemplateFigures, template_figures};
 pub use variants::add_variants;

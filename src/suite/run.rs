@@ -93,8 +93,20 @@ pub async fn run_rows(
     model: Option<&DeciderSpec>,
     roles: Option<&RoleSetup>,
 ) -> Vec<Result<RowResult, ScenarioError>> {
+    run_rows_bounded(rows, env, menv, (model, roles), MAX_IN_FLIGHT).await
+}
+
+/// [`run_rows`] with at most `in_flight` rows running at once (with a real model, at most
+/// what its connections serve: a row waiting for a connection spends its own time budget).
+pub async fn run_rows_bounded(
+    rows: Vec<AnyRow>,
+    env: &Arc<Env>,
+    menv: &Arc<MultiEnv>,
+    (model, roles): (Option<&DeciderSpec>, Option<&RoleSetup>),
+    in_flight: usize,
+) -> Vec<Result<RowResult, ScenarioError>> {
     let work = rows.into_iter().map(|row| run_row(row, env.clone(), menv.clone(), model.cloned(), roles.cloned()));
-    run_bounded(work, MAX_IN_FLIGHT).await.into_iter().map(joined).collect()
+    run_bounded(work, in_flight).await.into_iter().map(joined).collect()
 }
 
 /// A row's result from its joined task (a task that panicked is an error of its own).

@@ -190,10 +190,81 @@ impl Temperature {
 /// and gives it back when the attempt ends (a backoff holds none); the attempt's timeout
 /// starts once the permit is held, so time in the queue never counts against it, while
 /// the run's deadline bounds the wait too.
+///
+/// It also keeps, for every attempt, how long it waited for its permit and how long it held
+/// it ([`ConnectionLimit::times`]): queue wait and model latency reported apart.
 #[derive(Clone)]
 pub struct ConnectionLimit {
     max: usize,
     permits: Arc<tokio::sync::Semaphore>,
+    times: Arc<std::sync::Mutex<ConnectionTimes>>,
+}
+
+/// Most attempts whose times a [`ConnectionLimit`] keeps (the later ones are counted only).
+const MAX_TIMED: usize = 1 << 20;
+
+/// The queue wait and the time held of every attempt made under one [`ConnectionLimit`],
+/// in the order the permits were given back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionTimes {
+    /// Attempts that held a permit.
+    pub attempts: u64,
+    /// How long each waited for its permit.
+    pub waits: Vec<std::time::Duration>,
+    /// How long each held it (the request to the server and its answer).
+    pub held: Vec<std::time::Duration>,
+}
+
+impl ConnectionTimes {
+    /// The `q`-quantile (0 to 1) of `times`, by the nearest rank; zero for none.
+    pub fn quantile(times: &[std::time::Duration], q: f64) -> std::time::Duration {
+        let mut sorted = times.to_vec();
+        sorted.sort_unstable();
+        if sorted.is_empty() {
+            return std::time::Duration::ZERO;
+        }
+        // nearest rank: the smallest value with at least q of the values at or below it
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+        let rank = ((q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize).max(1);
+        sorted[rank.min(sorted.len()) - 1]
+    }
+
+    /// One line: attempts, queue wait p50/p95/total, model latency p50/p95.
+    pub fn line(&self) -> String {
+        let s = |d: std::time::Duration| format!("{:.2} s", d.as_secs_f64());
+        let total: std::time::Duration = self.waits.iter().sum();
+        format!(
+            "model requests {} | queue wait p50 {} p95 {} total {} | model latency p50 {} p95 {}",
+            self.attempts,
+            s(Self::quantile(&self.waits, 0.5)),
+            s(Self::quantile(&self.waits, 0.95)),
+            s(total),
+            s(Self::quantile(&self.held, 0.5)),
+            s(Self::quantile(&self.held, 0.95)),
+        )
+    }
+}
+
+/// A permit of a [`ConnectionLimit`]: given back, with the time it was held noted, when
+/// dropped.
+pub(crate) struct Held {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    since: tokio::time::Instant,
+    waited: std::time::Duration,
+    times: Arc<std::sync::Mutex<ConnectionTimes>>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // a poisoned lock only loses figures, never a permit
+        if let Ok(mut t) = self.times.lock() {
+            t.attempts += 1;
+            if t.waits.len() < MAX_TIMED {
+                t.waits.push(self.waited);
+                t.held.push(self.since.elapsed());
+            }
+        }
+    }
 }
 
 impl ConnectionLimit {
@@ -208,7 +279,7 @@ impl ConnectionLimit {
                 message: format!("from 1 to {MAX_CONNECTIONS}"),
             });
         }
-        Ok(Self { max, permits: Arc::new(tokio::sync::Semaphore::new(max)) })
+        Ok(Self { max, permits: Arc::new(tokio::sync::Semaphore::new(max)), times: Arc::default() })
     }
 
     /// The limit.
@@ -222,9 +293,17 @@ impl ConnectionLimit {
     }
 
     /// Waits for a permit (held until the returned guard drops).
-    pub(crate) async fn acquire(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    pub(crate) async fn acquire(&self) -> Option<Held> {
+        let asked = tokio::time::Instant::now();
         // the semaphore is never closed, so this is `Some`
-        self.permits.clone().acquire_owned().await.ok()
+        let permit = self.permits.clone().acquire_owned().await.ok()?;
+        let since = tokio::time::Instant::now();
+        Some(Held { _permit: permit, since, waited: since - asked, times: self.times.clone() })
+    }
+
+    /// The queue wait and time held of every attempt made so far under this limit.
+    pub fn times(&self) -> ConnectionTimes {
+        self.times.lock().map(|t| t.clone()).unwrap_or_default()
     }
 }
 

@@ -50,7 +50,9 @@ use tokio_util::sync::CancellationToken;
 use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
 use crate::BoxFuture;
 pub(crate) use config::ConfigError;
-pub use config::{ApiKey, ConnectionLimit, Endpoint, HttpConfig, HttpFlags, Jitter, RetryPolicy, Temperature};
+pub use config::{
+    ApiKey, ConnectionLimit, ConnectionTimes, Endpoint, HttpConfig, HttpFlags, Jitter, RetryPolicy, Temperature,
+};
 pub use config::{DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_TOKENS, MAX_CONNECTIONS, MAX_MAX_TOKENS, ToolChoice, ToolMode};
 pub use exchanges::{ExchangeAnswer, ExchangeLog, Exchanges};
 pub use record::{RecordMode, Recording};
