@@ -36,6 +36,10 @@ pub enum Reply {
     Hang,
     /// Answers as the fake model named in the request.
     Fake,
+    /// Answers as [`Reply::Fake`], with a usage block that differs on every request (the
+    /// output tokens count the requests so far): a server that does not answer the same
+    /// request the same way twice.
+    FakeVarying,
     /// Answers as the fake role (with these behaviours) whose prompt the request carries.
     Roles(Behaviours),
 }
@@ -159,6 +163,12 @@ async fn handle(State(shared): State<Shared>, uri: Uri, headers: HeaderMap, body
         }
         Some(Reply::Hang) => std::future::pending().await,
         Some(Reply::Fake) => ([("content-type", "application/json")], fake_answer(&body).to_string()).into_response(),
+        Some(Reply::FakeVarying) => {
+            let mut answer = fake_answer(&body);
+            let n = shared.inner.lock().unwrap().seen.len() as u64;
+            answer["usage"] = json!({"prompt_tokens": 100, "completion_tokens": n, "total_tokens": 100 + n});
+            ([("content-type", "application/json")], answer.to_string()).into_response()
+        }
         Some(Reply::Roles(b)) => {
             ([("content-type", "application/json")], role_answer(&body, b).to_string()).into_response()
         }

@@ -263,6 +263,19 @@ impl HttpClient {
         let recorded = match &ep.recording {
             Some(rec) => {
                 let key = record::key_of(&body, self.config.repetition)?;
+                // one ask of an exchange at a time: an identical ask waits for the first
+                // and is then answered from what it recorded (bounded by the deadline)
+                let flight = match (rec.mode(), self.deadline) {
+                    (RecordMode::Replay, _) => None,
+                    (RecordMode::Cache, Some(d)) => match tokio::time::timeout_at(d, rec.flight(&key)).await {
+                        Ok(guard) => Some(guard),
+                        Err(_) => {
+                            let why = "the run's time budget ends while an identical request is in flight";
+                            return Err(HttpFailure::new(HttpCode::TimeBudget, why.to_string()));
+                        }
+                    },
+                    (RecordMode::Cache, None) => Some(rec.flight(&key).await),
+                };
                 match rec.load(&key)? {
                     Some(answer) => {
                         let answer = kept(durable.as_ref(), self.config.repetition, answer).await?;
@@ -276,7 +289,7 @@ impl HttpClient {
                             format!("no recorded answer to this exact request in {}", rec.dir().display()),
                         ));
                     }
-                    None => Some((rec, key)),
+                    None => Some((rec, key, flight)),
                 }
             }
             None => None,
@@ -314,10 +327,13 @@ impl HttpClient {
                     return Err(past_deadline("during the call"));
                 }
                 Attempt::Answer(bytes) => {
+                    // the recording's answer is the one used: ours, or the one another
+                    // process kept first
+                    let bytes = match &recorded {
+                        Some((rec, key, _flight)) => rec.store(key, self.config.repetition, &body, bytes)?,
+                        None => bytes,
+                    };
                     let bytes = kept(durable.as_ref(), self.config.repetition, bytes).await?;
-                    if let Some((rec, key)) = &recorded {
-                        rec.store(key, self.config.repetition, &body, &bytes)?;
-                    }
                     return wire::read_reply_as(&bytes, &self.config.model, reading);
                 }
                 Attempt::Fail(f) => return Err(f),

@@ -11,23 +11,35 @@
 //! exchange, and no secret is ever written.
 //!
 //! A file is read strictly (unknown fields refused) and checked before use: its format,
-//! its key against its name, and the key recomputed from the request it holds. A file that
-//! fails any check is `bad_recording`, never a panic and never an answer. Only answers
-//! that were JSON are recorded (a server's HTML error page is not an exchange worth
-//! keeping); a truncated or refused answer is recorded like any other, so a replay ends
-//! the same way.
+//! its key against its name, the key recomputed from the request it holds, and the digest
+//! of the answer it holds (`response_sha256`, over the format, the key and the answer), so
+//! an edited answer is refused like an edited request. A file that fails any check is
+//! `bad_recording`, never a panic and never an answer. Only answers that were JSON are
+//! recorded (a server's HTML error page is not an exchange worth keeping); a truncated or
+//! refused answer is recorded like any other, so a replay ends the same way.
+//!
+//! **One answer per exchange.** A server need not answer the same request the same way
+//! twice (even at temperature 0 with a seed), so a recording keeps the first answer and
+//! every later ask of that exchange is given it: identical requests in flight at once in
+//! one process wait for the first (single flight, [`Recording::flight`]), and a file is
+//! written only where none exists (written beside with `create_new`, never through a link,
+//! then hard-linked into place), so a second process that asked the server too reads and
+//! uses the answer the first one kept. Every run of a recorded experiment therefore used
+//! the answers the recording holds, and a replay reproduces its results cell for cell.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::config::ConfigError;
 use super::{HttpCode, HttpFailure};
 
 /// The format name written into every file.
-pub(crate) const EXCHANGE_FORMAT: &str = "rolegate-exchange-1";
+pub(crate) const EXCHANGE_FORMAT: &str = "rolegate-exchange-2";
 
 /// Largest recorded file read, in bytes.
 const MAX_EXCHANGE_BYTES: u64 = 16 * 1024 * 1024;
@@ -41,12 +53,22 @@ pub enum RecordMode {
     Replay,
 }
 
-/// A directory of recorded exchanges and how it is used.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A directory of recorded exchanges and how it is used. Clones share the exchanges in
+/// flight (see [`Recording::flight`]).
+#[derive(Clone, Debug)]
 pub struct Recording {
     dir: PathBuf,
     mode: RecordMode,
+    flights: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
+
+impl PartialEq for Recording {
+    fn eq(&self, other: &Self) -> bool {
+        self.dir == other.dir && self.mode == other.mode
+    }
+}
+
+impl Eq for Recording {}
 
 /// One recorded exchange, as stored.
 #[derive(Debug, Serialize, Deserialize)]
@@ -62,6 +84,8 @@ struct Exchange {
     request: Value,
     /// The answer body as received.
     response: Value,
+    /// Hex SHA-256 of the format, the key and the answer: an edited answer does not match.
+    response_sha256: String,
 }
 
 impl Recording {
@@ -84,7 +108,19 @@ impl Recording {
             Err(_) if mode == RecordMode::Cache => {}
             Err(e) => return Err(ConfigError::BadSetting { name, message: format!("{}: {e}", dir.display()) }),
         }
-        Ok(Self { dir, mode })
+        Ok(Self { dir, mode, flights: Arc::default() })
+    }
+
+    /// Waits until no other ask of exchange `key` is in flight in this process and holds
+    /// the exchange until the returned guard drops: the first ask goes to the server and
+    /// records its answer, and every identical ask waiting here then reads that answer.
+    pub(crate) async fn flight(&self, key: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            // a poisoned map only loses sharing: a fresh lock still serialises nothing wrong
+            let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            flights.entry(key.to_string()).or_default().clone()
+        };
+        lock.lock_owned().await
     }
 
     /// The directory.
@@ -132,33 +168,87 @@ impl Recording {
         if key_of_value(&exchange.request, exchange.repetition) != key {
             return Err(bad("the request inside does not hash to the file's key".into()));
         }
+        if response_digest(key, &exchange.response) != exchange.response_sha256 {
+            return Err(bad("the answer inside does not match its digest (edited)".into()));
+        }
         serde_json::to_vec(&exchange.response).map(Some).map_err(|e| bad(e.to_string()))
     }
 
-    /// Records exchange `key`: the request `body` sent and the `answer` received. An
-    /// answer that is not JSON is not recorded. The file appears whole or not at all
-    /// (written beside, then renamed).
+    /// Records exchange `key`: the request `body` sent and the `answer` received, and
+    /// returns the answer the recording now holds for it: `answer`, or the one another
+    /// process recorded first (which the caller then uses instead). An answer that is not
+    /// JSON is not recorded (and is returned as it is). The file appears whole or not at all,
+    /// and never replaces one: it is written beside (a new file, never through a link) and
+    /// hard-linked into place.
     ///
     /// # Errors
-    /// `recording_failed` when the directory or the file cannot be written.
-    pub(crate) fn store(&self, key: &str, repetition: u32, body: &[u8], answer: &[u8]) -> Result<(), HttpFailure> {
-        let Ok(response) = serde_json::from_slice::<Value>(answer) else { return Ok(()) };
+    /// `recording_failed` when the directory or the file cannot be written;
+    /// `bad_recording` when the file another process recorded first does not read back.
+    pub(crate) fn store(
+        &self,
+        key: &str,
+        repetition: u32,
+        body: &[u8],
+        answer: Vec<u8>,
+    ) -> Result<Vec<u8>, HttpFailure> {
+        let Ok(response) = serde_json::from_slice::<Value>(&answer) else { return Ok(answer) };
         let failed = |e: &dyn std::fmt::Display| {
             HttpFailure::new(HttpCode::RecordingFailed, format!("{}: {e}", self.dir.display()))
         };
         let request: Value = serde_json::from_slice(body).map_err(|e| failed(&e))?;
-        let exchange = Exchange { format: EXCHANGE_FORMAT.into(), key: key.into(), repetition, request, response };
+        let response_sha256 = response_digest(key, &response);
+        let exchange = Exchange {
+            format: EXCHANGE_FORMAT.into(),
+            key: key.into(),
+            repetition,
+            request,
+            response,
+            response_sha256,
+        };
         let mut text = serde_json::to_vec_pretty(&exchange).map_err(|e| failed(&e))?;
         text.push(b'\n');
         std::fs::create_dir_all(&self.dir).map_err(|e| failed(&e))?;
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let tmp = self.dir.join(format!(".{key}.{}.{}.tmp", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
-        std::fs::write(&tmp, &text).map_err(|e| failed(&e))?;
-        std::fs::rename(&tmp, self.path(key)).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            failed(&e)
-        })
+        let written = write_new(&tmp, &text);
+        let linked = written.and_then(|()| std::fs::hard_link(&tmp, self.path(key)));
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(answer),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => match self.load(key)? {
+                Some(first) => Ok(first),
+                None => Err(failed(&"the recorded file vanished")),
+            },
+            Err(e) => Err(failed(&e)),
+        }
     }
+}
+
+/// Writes `text` to a new file at `path`: refused when anything (a file, a link) is there
+/// already, so a planted link never redirects the write.
+fn write_new(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW).mode(0o644);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(text)?;
+    file.sync_all()
+}
+
+/// Hex SHA-256 of the format, the key and `response` (serde_json's text of it).
+fn response_digest(key: &str, response: &Value) -> String {
+    let mut h = Sha256::new();
+    h.update(EXCHANGE_FORMAT.as_bytes());
+    h.update(b"\n");
+    h.update(key.as_bytes());
+    h.update(b"\n");
+    h.update(response.to_string().as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The key of a request body at `repetition`.
@@ -204,11 +294,43 @@ mod tests {
         assert_ne!(k0, key_of(br#"{"model":"m","messages":[],"max_tokens":6,"stream":false}"#, 0).unwrap());
         assert_eq!(k0, key_of(br#"{"stream":false, "max_tokens":5,"messages":[],"model":"m"}"#, 0).unwrap());
         assert_eq!(rec.load(&k0).unwrap(), None);
-        rec.store(&k0, 0, body, answer).unwrap();
+        assert_eq!(rec.store(&k0, 0, body, answer.to_vec()).unwrap(), answer.to_vec());
         let back: Value = serde_json::from_slice(&rec.load(&k0).unwrap().unwrap()).unwrap();
         assert_eq!(back, serde_json::from_slice::<Value>(answer).unwrap());
-        rec.store(&key_of(body, 2).unwrap(), 2, body, b"<html>502</html>").unwrap();
+        rec.store(&key_of(body, 2).unwrap(), 2, body, b"<html>502</html>".to_vec()).unwrap();
         assert_eq!(rec.load(&key_of(body, 2).unwrap()).unwrap(), None, "a non-JSON answer is not recorded");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_first_answer_recorded_is_the_one_every_later_ask_gets() {
+        let d = dir("first");
+        let rec = Recording::new(d.clone(), RecordMode::Cache).unwrap();
+        let body = br#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#;
+        let key = key_of(body, 0).unwrap();
+        let first = br#"{"choices":[{"message":{"content":"first"}}]}"#.to_vec();
+        let second = br#"{"choices":[{"message":{"content":"second"}}]}"#.to_vec();
+        assert_eq!(rec.store(&key, 0, body, first.clone()).unwrap(), first);
+        // another ask that reached the server too is handed the recorded answer, and the
+        // file is not replaced
+        let used: Value = serde_json::from_slice(&rec.store(&key, 0, body, second).unwrap()).unwrap();
+        assert_eq!(used["choices"][0]["message"]["content"], "first");
+        let kept: Value = serde_json::from_slice(&rec.load(&key).unwrap().unwrap()).unwrap();
+        assert_eq!(kept["choices"][0]["message"]["content"], "first");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_never_written_through() {
+        let d = dir("link");
+        std::fs::create_dir_all(&d).unwrap();
+        let victim = d.join("victim.txt");
+        std::fs::write(&victim, "keep me").unwrap();
+        let link = d.join("planted.tmp");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        assert!(write_new(&link, b"overwritten").is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -218,13 +340,15 @@ mod tests {
         let rec = Recording::new(d.clone(), RecordMode::Cache).unwrap();
         let body = br#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#;
         let key = key_of(body, 0).unwrap();
-        rec.store(&key, 0, body, br#"{"choices":[]}"#).unwrap();
+        rec.store(&key, 0, body, br#"{"choices":[]}"#.to_vec()).unwrap();
         let path = rec.path(&key);
         let good = std::fs::read_to_string(&path).unwrap();
         for bad in [
             good.replace("\"content\": \"x\"", "\"content\": \"y\""),
             good.replace("\"repetition\": 0", "\"repetition\": 1"),
             good.replace(EXCHANGE_FORMAT, "other-format"),
+            // the answer edited, its digest left: refused
+            good.replace("\"choices\": []", "\"choices\": [{\"message\": {\"content\": \"edited\"}}]"),
             good.replacen('{', "{\"extra\": 1, ", 1),
             "not json".to_string(),
             String::new(),
