@@ -39,6 +39,7 @@ mod store_outbox;
 mod store_quarantine;
 
 mod call_graph_labels;
+mod docs_examples;
 mod hardening_corpora;
 mod hardening_exit;
 mod hardening_faults;
