@@ -117,7 +117,10 @@ fn suite_matrix_takes_transforms_and_refuses_them_without_matrix() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("48 configurations x 1 tasks x (1 benign + 6 attacked)"), "{stdout}");
     for (args, says) in [
-        (vec!["suite", "--transforms", "base64"], "--tasks, --transforms and --templates are for --matrix"),
+        (
+            vec!["suite", "--transforms", "base64"],
+            "--tasks, --transforms, --templates and --time-budget are for --matrix",
+        ),
         (vec!["suite", "--matrix", "--transforms", "base65"], "--transforms: unknown transform \"base65\""),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate")).args(&args).output().unwrap();

@@ -37,6 +37,7 @@ mod store_concurrency;
 mod store_effects;
 mod store_outbox;
 mod store_quarantine;
+mod store_signed;
 
 mod call_graph_labels;
 mod docs_examples;

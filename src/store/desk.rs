@@ -272,7 +272,7 @@ pub(super) fn queue_from(
     for r in requests.good {
         queue.requests.insert(r.id.clone(), r);
     }
-    queue.audit = rows::approval_audit(c)?.good;
+    queue.audit = rows::approval_audit(c, key)?.good;
     Ok((queue, requests.bad))
 }
 
@@ -286,7 +286,32 @@ pub(super) fn save_queue(
         rows::put_request(c, r, key)?;
     }
     let new: &[AuditLine] = queue.audit.get(audit_before..).unwrap_or(&[]);
-    rows::push_approval_audit(c, new)
+    rows::push_approval_audit(c, new, key)
+}
+
+/// A row whose column says something its signed record does not.
+fn disagrees(table: &'static str, id: String, column: &str) -> BadRow {
+    let detail = format!("its {column} column is not what its signed record says: edited in the file");
+    BadRow { table, id, code: RowCode::BadSchema, detail }
+}
+
+/// The rows of a run-numbered table (`seq` counting 1, 2, … per run) whose number breaks
+/// the count: a number edited in the file (the rows are read in that order).
+fn gaps(table: &'static str, rows: Vec<(String, i64)>) -> Vec<BadRow> {
+    let mut bad = Vec::new();
+    let mut last: Option<(String, i64)> = None;
+    for (run_id, seq) in rows {
+        let expected = match &last {
+            Some((run, n)) if *run == run_id => n + 1,
+            _ => 1,
+        };
+        if seq != expected {
+            let detail = format!("numbered {seq} where the run's rows count {expected}: renumbered in the file");
+            bad.push(BadRow { table, id: format!("{run_id}#{seq}"), code: RowCode::BadSchema, detail });
+        }
+        last = Some((run_id, seq));
+    }
+    bad
 }
 
 /// A recorded decision row for `store check`: it reads back, its approver is registered,
@@ -389,7 +414,7 @@ impl Desk {
         rows::bind_key(&tx, key, true)?;
         let sent_before = rows::sent(&tx, key)?.good;
         let spec_json = serde_json::to_string(spec).map_err(|e| StoreError::Encode(e.to_string()))?;
-        let run_id = rows::new_run(&tx, &spec_json)?;
+        let run_id = rows::new_run(&tx, &spec_json, key)?;
         let mut lab = spec.lab_config()?.build(env);
         with_outbox(&mut lab, sent_before.clone());
         let sealed: Arc<Mutex<Vec<(u32, String, String)>>> = Arc::default();
@@ -422,7 +447,7 @@ impl Desk {
         for action in lab.agent.gate.pending().values() {
             rows::put_pending(&tx, action, key)?;
         }
-        rows::push_gate_audit(&tx, lab.agent.gate.audit())?;
+        rows::push_gate_audit(&tx, lab.agent.gate.audit(), key)?;
         save_queue(&tx, &queue, audit_before, key)?;
         rows::push_sent(&tx, &run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]), key)?;
         sinks_ok(sinks)?;
@@ -511,7 +536,7 @@ impl Desk {
         let tx = store.begin()?;
         rows::bind_key(&tx, key, true)?;
         let spec_json = serde_json::to_string(spec).map_err(|e| StoreError::Encode(e.to_string()))?;
-        let run_id = rows::new_run(&tx, &spec_json)?;
+        let run_id = rows::new_run(&tx, &spec_json, key)?;
         tx.commit().map_err(StoreError::from)?;
         Ok(run_id)
     }
@@ -572,7 +597,7 @@ impl Desk {
         for a in gate.pending().values().filter(|p| p.run_id == run_id) {
             rows::put_pending(&tx, a, key)?;
         }
-        rows::push_gate_audit(&tx, gate.audit())?;
+        rows::push_gate_audit(&tx, gate.audit(), key)?;
         let new_mail = gate.world().outbox.sent().get(sent_before..).unwrap_or(&[]).to_vec();
         rows::push_sent(&tx, &run_id, &new_mail, key)?;
         sinks_ok(sinks)?;
@@ -626,7 +651,7 @@ impl Desk {
             }
         };
         let actor = actor.as_str();
-        let spec: RunSpec = serde_json::from_str(&rows::run_spec(&tx, &req.run_id)?)
+        let spec: RunSpec = serde_json::from_str(&rows::run_spec(&tx, &req.run_id, key)?)
             .map_err(|e| StoreError::BadRow { what: format!("run {}", req.run_id), detail: e.to_string() })?;
         if spec.model.starts_with(POLICYPAL_MODEL) {
             return Err(DeskError::NotResumable(req.run_id.clone()));
@@ -691,7 +716,7 @@ impl Desk {
         for action in lab.agent.gate.pending().values() {
             rows::put_pending(&tx, action, key)?;
         }
-        rows::push_gate_audit(&tx, lab.agent.gate.audit())?;
+        rows::push_gate_audit(&tx, lab.agent.gate.audit(), key)?;
         let new_mail = lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]).to_vec();
         rows::push_sent(&tx, &req.run_id, &new_mail, key)?;
         sinks_ok(sinks)?;
@@ -745,7 +770,7 @@ impl Desk {
     /// [`DeskError::Store`].
     pub fn audit(&self) -> Result<Vec<AuditLine>, DeskError> {
         rows::bind_key(self.store.conn(), &self.key, false)?;
-        Ok(rows::approval_audit(self.store.conn())?.good)
+        Ok(rows::approval_audit(self.store.conn(), &self.key)?.good)
     }
 
     /// Every row of the store that fails its signature or its schema, table by table
@@ -758,20 +783,32 @@ impl Desk {
         let tx = self.store.conn().unchecked_transaction().map_err(StoreError::from)?;
         rows::bind_key(&tx, &self.key, false)?;
         let mut bad = Vec::new();
-        for (run_id, spec) in rows::all_runs(&tx)? {
-            if let Err(e) = serde_json::from_str::<RunSpec>(&spec) {
-                let detail = format!("the run spec does not read back: {e}");
-                bad.push(BadRow { table: "runs", id: run_id, code: RowCode::BadSchema, detail });
+        for (run_id, spec) in rows::all_runs(&tx, &self.key)? {
+            match spec.map(|spec| serde_json::from_str::<RunSpec>(&spec)) {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    let detail = format!("the run spec does not read back: {e}");
+                    bad.push(BadRow { table: "runs", id: run_id, code: RowCode::BadSchema, detail });
+                }
+                Err(b) => bad.push(b),
             }
         }
-        for (run_id, seq, text) in rows::all_checkpoints(&tx)? {
-            let id = format!("{run_id}#{seq}");
-            match Checkpoint::open(&text, &self.key) {
-                Ok(c) if c.state.run_id() == run_id => {}
-                Ok(c) => {
+        let checkpoints = rows::all_checkpoints(&tx)?;
+        bad.extend(gaps("checkpoints", rows::numbering(&tx, "checkpoints")?));
+        for row in checkpoints {
+            let id = format!("{}#{}", row.run_id, row.seq);
+            match Checkpoint::open(&row.sealed, &self.key) {
+                Ok(c) if c.state.run_id() != row.run_id => {
                     let detail = format!("the row holds a checkpoint of {}", c.state.run_id());
                     bad.push(BadRow { table: "checkpoints", id, code: RowCode::BadSchema, detail });
                 }
+                Ok(c) if i64::from(c.state.step()) != row.step => {
+                    bad.push(disagrees("checkpoints", id, "step"));
+                }
+                Ok(c) if c.state.status().name() != row.status => {
+                    bad.push(disagrees("checkpoints", id, "status"));
+                }
+                Ok(_) => {}
                 Err(e) => {
                     let code = match e.code() {
                         Some(CheckpointCode::BadSignature) => RowCode::BadSignature,
@@ -792,9 +829,10 @@ impl Desk {
         bad.extend(requests.bad);
         bad.extend(rows::pending_of(&tx, None, &self.key)?.bad);
         bad.extend(rows::sent(&tx, &self.key)?.bad);
-        bad.extend(rows::approval_audit(&tx)?.bad);
-        bad.extend(rows::gate_audit(&tx)?.bad);
+        bad.extend(rows::approval_audit(&tx, &self.key)?.bad);
+        bad.extend(rows::gate_audit(&tx, &self.key)?.bad);
         bad.extend(super::journal::steps_of(&tx, None, &self.key)?.bad);
+        bad.extend(gaps("steps", rows::numbering(&tx, "steps")?));
         bad.extend(super::exchanges::exchanges_of(&tx, None, &self.key)?.bad);
         tx.finish().map_err(StoreError::from)?;
         Ok(bad)

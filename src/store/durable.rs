@@ -211,7 +211,7 @@ impl Desk {
             let tx = self.store.begin()?;
             rows::bind_key(&tx, &self.key, true)?;
             let json = serde_json::to_string(spec).map_err(|e| StoreError::Encode(e.to_string()))?;
-            let id = rows::new_run(&tx, &json)?;
+            let id = rows::new_run(&tx, &json, &self.key)?;
             tx.commit().map_err(StoreError::from)?;
             id
         };
@@ -226,7 +226,7 @@ impl Desk {
     /// when a re-executed step differs from its durable record, others as [`DeskError`].
     pub async fn resume(&mut self, run_id: &str, writer: &Arc<StepWriter>) -> Result<DurableRun, DeskError> {
         rows::bind_key(self.store.conn(), &self.key, false)?;
-        let spec: RunSpec = serde_json::from_str(&rows::run_spec(self.store.conn(), run_id)?)
+        let spec: RunSpec = serde_json::from_str(&rows::run_spec(self.store.conn(), run_id, &self.key)?)
             .map_err(|e| StoreError::BadRow { what: format!("run {run_id}"), detail: e.to_string() })?;
         if spec.durable.is_none() {
             return Err(DeskError::NotDurable(run_id.to_string()));
@@ -402,7 +402,7 @@ impl Desk {
         for action in lab.agent.gate.pending().values() {
             rows::put_pending(&tx, action, key)?;
         }
-        rows::push_gate_audit(&tx, lab.agent.gate.audit().get(lab.agent.audit_flushed()..).unwrap_or_default())?;
+        rows::push_gate_audit(&tx, lab.agent.gate.audit().get(lab.agent.audit_flushed()..).unwrap_or_default(), key)?;
         save_queue(&tx, &queue, audit_before, key)?;
         rows::push_sent(&tx, run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]), key)?;
         let lines = if d.design == "single" {
@@ -518,8 +518,9 @@ impl Desk {
         let c = self.store.conn();
         rows::bind_key(c, &self.key, false)?;
         let mut out = Vec::new();
-        for (run_id, spec) in rows::all_runs(c)? {
-            let spec: Option<RunSpec> = serde_json::from_str(&spec).ok();
+        for (run_id, spec) in rows::all_runs(c, &self.key)? {
+            // a run whose row does not verify is listed as unreadable, never read
+            let spec: Option<RunSpec> = spec.ok().and_then(|s| serde_json::from_str(&s).ok());
             let (checkpoints, records, last) = run_summary(c, &run_id)?;
             let exchanges = exchange_count(c, &run_id)?;
             let durable = spec.as_ref().and_then(|s| s.durable.clone());

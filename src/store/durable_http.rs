@@ -152,7 +152,10 @@ impl HttpSpec {
     ) -> Result<Endpoint, RebuildError> {
         let bad = |e: &dyn std::fmt::Display| RebuildError::BadSetting(e.to_string());
         let mut ep = Endpoint::new(&self.base_url).map_err(|e| bad(&e))?;
-        ep.api_key = env(ENV_API_KEY).and_then(ApiKey::new);
+        // the key goes only where the run sent one: a run started without a key never
+        // gets one on resume, whatever the environment holds now (the endpoint itself is
+        // the one the run recorded, in its signed spec)
+        ep.api_key = if self.api_key { env(ENV_API_KEY).and_then(ApiKey::new) } else { None };
         if self.api_key && ep.api_key.is_none() {
             return Err(RebuildError::MissingApiKey);
         }

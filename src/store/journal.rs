@@ -128,9 +128,10 @@ impl StepWriter {
         let (tx, rx) = mpsc::channel::<Job>();
         let stats = Arc::new(WriterStats::default());
         let counters = stats.clone();
+        let signer = key.clone();
         let thread = std::thread::Builder::new()
             .name("rolegate-steps".into())
-            .spawn(move || write_loop(store, &rx, &counters))
+            .spawn(move || write_loop(store, &rx, &counters, &signer))
             .map_err(StoreError::from_io)?;
         Ok(Arc::new(Self {
             tx: std::sync::Mutex::new(Some(tx)),
@@ -228,7 +229,7 @@ fn crash_at(phase: &str, first: u64, last: u64) {
     }
 }
 
-fn write_loop(mut store: Store, rx: &mpsc::Receiver<Job>, stats: &WriterStats) {
+fn write_loop(mut store: Store, rx: &mpsc::Receiver<Job>, stats: &WriterStats, key: &SigningKey) {
     let mut written: u64 = 0;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -247,7 +248,7 @@ fn write_loop(mut store: Store, rx: &mpsc::Receiver<Job>, stats: &WriterStats) {
             continue;
         }
         let (first_no, last_no) = (written + 1, written + good.len() as u64);
-        let result = commit(&mut store, &good, first_no, last_no).map_err(|e| e.to_string());
+        let result = commit(&mut store, &good, (first_no, last_no), key).map_err(|e| e.to_string());
         if result.is_ok() {
             written = last_no;
             stats.commits.fetch_add(1, Ordering::Relaxed);
@@ -260,14 +261,14 @@ fn write_loop(mut store: Store, rx: &mpsc::Receiver<Job>, stats: &WriterStats) {
     }
 }
 
-fn commit(store: &mut Store, jobs: &[Job], first: u64, last: u64) -> Result<(), StoreError> {
+fn commit(store: &mut Store, jobs: &[Job], (first, last): (u64, u64), key: &SigningKey) -> Result<(), StoreError> {
     let tx = store.begin()?;
     for job in jobs {
         match &job.row {
             Ok(Row::Checkpoint { run_id, step, status, sealed, audit }) => {
                 rows::push_checkpoint(&tx, run_id, *step, status, sealed)?;
                 for (run, json) in audit {
-                    tx.execute("INSERT INTO gate_audit (run_id, json) VALUES (?1, ?2)", params![run, json])?;
+                    rows::insert_gate_audit(&tx, run, json, key)?;
                 }
             }
             Ok(Row::Step { run_id, kind, step, body, sig }) => push_step(&tx, run_id, kind, *step, body, sig)?,

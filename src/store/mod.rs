@@ -13,9 +13,12 @@
 //! deleted row never makes an id come round again.
 //!
 //! Every change of a command is one transaction. Rows are JSON read back with unknown
-//! fields rejected; checkpoints, approval requests (the approval records) and parked
-//! actions (the idempotency records) are signed and verified before they are used, so an
-//! edit of the file cannot forge an approval.
+//! fields rejected, and every row read back as fact is signed with the store key and
+//! verified before it is used: runs (their spec names the endpoint a resume talks to),
+//! checkpoints, approval requests, parked actions, the outbox, approvers, both audits, the
+//! journal's steps and a durable run's exchanges. A column that repeats part of a signed
+//! record must agree with it. An edit of the file forges nothing: the row is set aside and
+//! `store check` names it.
 //! [`Desk`] carries out the cross-process flows (park, decide, list) on top of it.
 
 pub(crate) mod check;
@@ -40,7 +43,7 @@ pub use durable::{Durability, DurableRun, DurableSpec, END_STEP, EndRecord, RunR
 pub use durable_http::{HttpSpec, RebuildError, RoleModel};
 pub use exchanges::EXCHANGE_DOMAIN;
 pub use journal::{STEP_DOMAIN, StepRecord, StepWriter, WriterStats};
-pub use rows::{OUTBOX_DOMAIN, PENDING_DOMAIN, REQUEST_DOMAIN};
+pub use rows::{APPROVAL_AUDIT_DOMAIN, GATE_AUDIT_DOMAIN, OUTBOX_DOMAIN, PENDING_DOMAIN, REQUEST_DOMAIN, RUN_DOMAIN};
 
 /// The default store file.
 pub const DEFAULT_STORE: &str = "rolegate.db";
@@ -62,16 +65,19 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL UNIQUE, spec TEXT NOT NULL);
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL UNIQUE, spec TEXT NOT NULL,
+    sig TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS checkpoints (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, status TEXT NOT NULL,
     sealed TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS requests (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, run_id TEXT NOT NULL,
     status TEXT NOT NULL, json TEXT NOT NULL, sig TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS approval_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS approval_audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT NOT NULL, sig TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS gate_audit (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, json TEXT NOT NULL);
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, json TEXT NOT NULL,
+    sig TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS pending (
     run_id TEXT NOT NULL, pending_id TEXT NOT NULL, status TEXT NOT NULL, json TEXT NOT NULL,
     sig TEXT NOT NULL, PRIMARY KEY (run_id, pending_id));
@@ -106,6 +112,12 @@ const TABLES: &[&str] = &[
     "steps",
     "exchanges",
 ];
+
+/// The tables whose rows gained a signature (`sig`) after stores of this format were
+/// first written: a store without the column gets it on its next writable open, its old
+/// rows with an empty signature, which `store check` names and every flow sets aside
+/// (nothing unsigned is read back as fact).
+const SIGNED_LATER: &[&str] = &["runs", "approval_audit", "gate_audit"];
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -257,10 +269,19 @@ fn shape(c: &Connection) -> Result<Shape, rusqlite::Error> {
     }
     let format: Option<String> =
         c.query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get(0)).optional()?;
+    let complete = TABLES.iter().all(|t| tables.iter().any(|have| have == t))
+        && SIGNED_LATER.iter().map(|t| has_column(c, t, "sig")).collect::<Result<Vec<_>, _>>()?.into_iter().all(|b| b);
     Ok(match format.as_deref() {
-        Some(STORE_FORMAT) => Shape::Ours(TABLES.iter().all(|t| tables.iter().any(|have| have == t))),
+        Some(STORE_FORMAT) => Shape::Ours(complete),
         other => Shape::Foreign(format!("format is {other:?}, expected {STORE_FORMAT:?}")),
     })
+}
+
+/// True when `table` has `column` (false for a missing table).
+fn has_column(c: &Connection, table: &str, column: &str) -> Result<bool, rusqlite::Error> {
+    let mut st = c.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    let names: Vec<String> = st.query_map(params![table], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    Ok(names.iter().any(|n| n == column))
 }
 
 impl Store {
@@ -460,6 +481,11 @@ impl Store {
             return Err(StoreError::NotAStore { path, detail });
         }
         tx.execute_batch(SCHEMA)?;
+        for table in SIGNED_LATER {
+            if !has_column(&tx, table, "sig")? {
+                tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN sig TEXT NOT NULL DEFAULT ''"))?;
+            }
+        }
         tx.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?1)", params![STORE_FORMAT])?;
         match shape(&tx)? {
             Shape::Ours(true) => {}
@@ -518,18 +544,50 @@ pub(crate) mod rows {
     pub const OUTBOX_DOMAIN: &str = "rolegate-outbox/1";
     /// The signing domain of the approver registry's rows.
     pub(crate) const APPROVER_DOMAIN: &str = "rolegate-approver/1";
+    /// The signing domain of a run's row: its sequence number, id and spec.
+    pub const RUN_DOMAIN: &str = "rolegate-run/1";
+    /// The signing domain of an approval audit line: its sequence number and the line.
+    pub const APPROVAL_AUDIT_DOMAIN: &str = "rolegate-approval-audit/1";
+    /// The signing domain of a gate audit event: its sequence number, run and the event.
+    pub const GATE_AUDIT_DOMAIN: &str = "rolegate-gate-audit/1";
+
+    /// The text a row's signature covers: its columns, each ended by a NUL.
+    fn row_text(columns: &[&str]) -> String {
+        let mut text = String::with_capacity(columns.iter().map(|c| c.len() + 1).sum());
+        for c in columns {
+            text.push_str(c);
+            text.push('\0');
+        }
+        text
+    }
+
+    /// A row whose columns say something its signed record does not.
+    fn disagrees(table: &'static str, id: &str, column: &str) -> BadRow {
+        BadRow {
+            table,
+            id: id.to_string(),
+            code: RowCode::BadSchema,
+            detail: format!("its {column} column is not what its signed record says: edited in the file"),
+        }
+    }
 
     /// The record of a signed row, or why it is set aside: signature first, then the
     /// schema.
+    /// `signed` is the text the signature covers and `json` the record in it (the same
+    /// text for a row signed over its record alone).
     fn verified<T: DeserializeOwned>(
         key: &SigningKey,
         domain: &str,
         (table, id): (&'static str, &str),
-        json: &str,
+        (signed, json): (&str, &str),
         sig: &str,
     ) -> Result<T, BadRow> {
-        if !key.verify_as(domain, json, sig) {
-            let detail = "the signature does not match: edited in the file".to_string();
+        if !key.verify_as(domain, signed, sig) {
+            let detail = if sig.is_empty() {
+                "unsigned (written before this table was signed): not read back as fact".to_string()
+            } else {
+                "the signature does not match: edited in the file".to_string()
+            };
             return Err(BadRow { table, id: id.to_string(), code: RowCode::BadSignature, detail });
         }
         parsed(table, id, json)
@@ -581,13 +639,27 @@ pub(crate) mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn new_run(c: &Connection, spec: &str) -> Result<String, StoreError> {
+    pub(crate) fn new_run(c: &Connection, spec: &str, key: &SigningKey) -> Result<String, StoreError> {
         // the empty id is a placeholder inside this transaction only
         c.execute("INSERT INTO runs (run_id, spec) VALUES ('', ?1)", params![spec])?;
         let seq = c.last_insert_rowid();
         let run_id = format!("run-{seq}");
-        c.execute("UPDATE runs SET run_id = ?1 WHERE seq = ?2", params![run_id, seq])?;
+        let sig = key.sign_as(RUN_DOMAIN, &row_text(&[&seq.to_string(), &run_id, spec]));
+        c.execute("UPDATE runs SET run_id = ?1, sig = ?3 WHERE seq = ?2", params![run_id, seq, sig])?;
         Ok(run_id)
+    }
+
+    /// A run's row checked: its signature covers its sequence number, id and spec.
+    fn run_row(key: &SigningKey, seq: i64, run_id: &str, spec: &str, sig: &str) -> Result<String, BadRow> {
+        if key.verify_as(RUN_DOMAIN, &row_text(&[&seq.to_string(), run_id, spec]), sig) {
+            return Ok(spec.to_string());
+        }
+        let detail = if sig.is_empty() {
+            "unsigned (written before runs were signed): its spec is not read back as fact".to_string()
+        } else {
+            "the signature does not match: edited in the file".to_string()
+        };
+        Err(BadRow { table: "runs", id: run_id.to_string(), code: RowCode::BadSignature, detail })
     }
 
     /// Reserves the id of a new request, `req-N`, N from the table's own `AUTOINCREMENT`
@@ -607,10 +679,15 @@ pub(crate) mod rows {
     ///
     /// # Errors
     /// [`StoreError::BadRow`] when the run is not in the store.
-    pub(crate) fn run_spec(c: &Connection, run_id: &str) -> Result<String, StoreError> {
-        c.query_row("SELECT spec FROM runs WHERE run_id = ?1", params![run_id], |r| r.get(0))
+    pub(crate) fn run_spec(c: &Connection, run_id: &str, key: &SigningKey) -> Result<String, StoreError> {
+        let (seq, spec, sig): (i64, String, String) = c
+            .query_row("SELECT seq, spec, sig FROM runs WHERE run_id = ?1", params![run_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
             .optional()?
-            .ok_or_else(|| StoreError::BadRow { what: format!("run {run_id}"), detail: "not in the store".into() })
+            .ok_or_else(|| StoreError::BadRow { what: format!("run {run_id}"), detail: "not in the store".into() })?;
+        run_row(key, seq, run_id, &spec, &sig)
+            .map_err(|b| StoreError::BadRow { what: format!("run {run_id}"), detail: format!("refused: {}", b.detail) })
     }
 
     /// Appends a sealed checkpoint of a run.
@@ -673,13 +750,24 @@ pub(crate) mod rows {
     /// # Errors
     /// [`StoreError::Sql`].
     pub(crate) fn requests(c: &Connection, key: &SigningKey) -> Result<Rows<ApprovalRequest>, StoreError> {
-        let mut st = c.prepare("SELECT id, json, sig FROM requests ORDER BY seq")?;
-        let raw: Vec<(String, String, String)> =
-            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+        let mut st = c.prepare("SELECT seq, id, run_id, status, json, sig FROM requests ORDER BY seq")?;
+        let raw: Vec<(i64, String, String, String, String, String)> = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+            .collect::<Result<_, _>>()?;
         let mut rows = Rows::default();
-        for (id, json, sig) in &raw {
-            let row = verified::<ApprovalRequest>(key, REQUEST_DOMAIN, ("requests", id), json, sig)
-                .and_then(|r| if &r.id == id { Ok(r) } else { Err(misfiled("requests", id, &r.id)) });
+        for (seq, id, run_id, status, json, sig) in &raw {
+            // a request's id is `req-N`, N its row's number: a renumbered row says otherwise
+            if *id != format!("req-{seq}") {
+                rows.push(Err(disagrees("requests", id, "seq")));
+                continue;
+            }
+            let row = verified::<ApprovalRequest>(key, REQUEST_DOMAIN, ("requests", id), (json, json), sig)
+                .and_then(|r| if &r.id == id { Ok(r) } else { Err(misfiled("requests", id, &r.id)) })
+                .and_then(|r| match (r.run_id == *run_id, r.status.as_str() == status) {
+                    (true, true) => Ok(r),
+                    (false, _) => Err(disagrees("requests", id, "run_id")),
+                    (true, false) => Err(disagrees("requests", id, "status")),
+                });
             rows.push(row);
         }
         Ok(rows)
@@ -689,51 +777,85 @@ pub(crate) mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn push_approval_audit(c: &Connection, lines: &[AuditLine]) -> Result<(), StoreError> {
+    pub(crate) fn push_approval_audit(c: &Connection, lines: &[AuditLine], key: &SigningKey) -> Result<(), StoreError> {
         for l in lines {
-            c.execute("INSERT INTO approval_audit (json) VALUES (?1)", params![to_json(l)?])?;
+            let json = to_json(l)?;
+            c.execute("INSERT INTO approval_audit (json) VALUES (?1)", params![json])?;
+            let seq = c.last_insert_rowid();
+            let sig = key.sign_as(APPROVAL_AUDIT_DOMAIN, &row_text(&[&seq.to_string(), &json]));
+            c.execute("UPDATE approval_audit SET sig = ?1 WHERE seq = ?2", params![sig, seq])?;
         }
         Ok(())
     }
 
-    /// The approval audit, in order; a line that does not read back is set aside.
+    /// The approval audit, in order, each line verified by its signature (over its
+    /// sequence number and the line); a line that does not verify or read back is set
+    /// aside.
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn approval_audit(c: &Connection) -> Result<Rows<AuditLine>, StoreError> {
-        unsigned(c, "approval_audit", "SELECT seq, json FROM approval_audit ORDER BY seq")
-    }
-
-    fn unsigned<T: DeserializeOwned>(c: &Connection, table: &'static str, sql: &str) -> Result<Rows<T>, StoreError> {
-        let mut st = c.prepare(sql)?;
-        let raw: Vec<(i64, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    pub(crate) fn approval_audit(c: &Connection, key: &SigningKey) -> Result<Rows<AuditLine>, StoreError> {
+        let mut st = c.prepare("SELECT seq, json, sig FROM approval_audit ORDER BY seq")?;
+        let raw: Vec<(i64, String, String)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
         let mut rows = Rows::default();
-        for (seq, json) in &raw {
-            rows.push(parsed(table, &seq.to_string(), json));
+        for (seq, json, sig) in &raw {
+            let id = seq.to_string();
+            let text = row_text(&[&id, json]);
+            rows.push(verified(key, APPROVAL_AUDIT_DOMAIN, ("approval_audit", &id), (&text, json), sig));
         }
         Ok(rows)
     }
 
-    /// Appends gate audit events of a run.
+    /// Appends gate audit events of a run, each signed over its sequence number, its run
+    /// and the event.
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn push_gate_audit(c: &Connection, events: &[AuditEvent]) -> Result<(), StoreError> {
+    pub(crate) fn push_gate_audit(c: &Connection, events: &[AuditEvent], key: &SigningKey) -> Result<(), StoreError> {
         for e in events {
-            c.execute(
-                "INSERT INTO gate_audit (run_id, json) VALUES (?1, ?2)",
-                params![e.run_id.as_str(), to_json(e)?],
-            )?;
+            insert_gate_audit(c, e.run_id.as_str(), &to_json(e)?, key)?;
         }
         Ok(())
     }
 
-    /// The gate audit, in order; a line that does not read back is set aside.
+    /// Appends one gate audit event of `run_id`, already written as `json`, signed.
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn gate_audit(c: &Connection) -> Result<Rows<AuditEvent>, StoreError> {
-        unsigned(c, "gate_audit", "SELECT seq, json FROM gate_audit ORDER BY seq")
+    pub(crate) fn insert_gate_audit(
+        c: &Connection,
+        run_id: &str,
+        json: &str,
+        key: &SigningKey,
+    ) -> Result<(), StoreError> {
+        c.execute("INSERT INTO gate_audit (run_id, json) VALUES (?1, ?2)", params![run_id, json])?;
+        let seq = c.last_insert_rowid();
+        let sig = key.sign_as(GATE_AUDIT_DOMAIN, &row_text(&[&seq.to_string(), run_id, json]));
+        c.execute("UPDATE gate_audit SET sig = ?1 WHERE seq = ?2", params![sig, seq])?;
+        Ok(())
+    }
+
+    /// The gate audit, in order, each event verified by its signature; an event that does
+    /// not verify, read back, or belong to its row's run is set aside.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub(crate) fn gate_audit(c: &Connection, key: &SigningKey) -> Result<Rows<AuditEvent>, StoreError> {
+        let mut st = c.prepare("SELECT seq, run_id, json, sig FROM gate_audit ORDER BY seq")?;
+        let raw: Vec<(i64, String, String, String)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<Result<_, _>>()?;
+        let mut rows = Rows::default();
+        for (seq, run_id, json, sig) in &raw {
+            let id = seq.to_string();
+            let text = row_text(&[&id, run_id, json]);
+            let row =
+                verified::<AuditEvent>(key, GATE_AUDIT_DOMAIN, ("gate_audit", &id), (&text, json), sig).and_then(|e| {
+                    if e.run_id.as_str() == run_id { Ok(e) } else { Err(disagrees("gate_audit", &id, "run_id")) }
+                });
+            rows.push(row);
+        }
+        Ok(rows)
     }
 
     /// Inserts or replaces a parked action (with its status and stored result).
@@ -762,21 +884,24 @@ pub(crate) mod rows {
         key: &SigningKey,
     ) -> Result<Rows<PendingAction>, StoreError> {
         let mut st = c.prepare(
-            "SELECT run_id, pending_id, json, sig FROM pending WHERE ?1 IS NULL OR run_id = ?1 ORDER BY rowid",
+            "SELECT run_id, pending_id, status, json, sig FROM pending WHERE ?1 IS NULL OR run_id = ?1 ORDER BY rowid",
         )?;
-        let raw: Vec<(String, String, String, String)> = st
-            .query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        let raw: Vec<(String, String, String, String, String)> = st
+            .query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
             .collect::<Result<_, _>>()?;
         let mut rows = Rows::default();
-        for (run, id, json, sig) in &raw {
+        for (run, id, status, json, sig) in &raw {
             let name = format!("{run}/{id}");
-            let row = verified::<PendingAction>(key, PENDING_DOMAIN, ("pending", &name), json, sig).and_then(|p| {
-                if &p.run_id == run && &p.id == id {
-                    Ok(p)
-                } else {
-                    Err(misfiled("pending", &name, &format!("{}/{}", p.run_id, p.id)))
-                }
-            });
+            let row =
+                verified::<PendingAction>(key, PENDING_DOMAIN, ("pending", &name), (json, json), sig).and_then(|p| {
+                    if &p.run_id != run || &p.id != id {
+                        Err(misfiled("pending", &name, &format!("{}/{}", p.run_id, p.id)))
+                    } else if p.status.as_str() != status {
+                        Err(disagrees("pending", &name, "status"))
+                    } else {
+                        Ok(p)
+                    }
+                });
             rows.push(row);
         }
         Ok(rows)
@@ -812,13 +937,17 @@ pub(crate) mod rows {
     /// [`StoreError::Sql`].
     pub(crate) fn sent(c: &Connection, key: &SigningKey) -> Result<Rows<SentEmail>, StoreError> {
         let actions = pending_of(c, None, key)?.good;
-        let mut st = c.prepare("SELECT seq, run_id, json, sig FROM outbox ORDER BY seq")?;
-        let raw: Vec<(i64, String, String, String)> =
-            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<Result<_, _>>()?;
+        let mut st = c.prepare("SELECT seq, idempotency_key, run_id, json, sig FROM outbox ORDER BY seq")?;
+        let raw: Vec<(i64, String, String, String, String)> = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
+            .collect::<Result<_, _>>()?;
         let mut rows = Rows::default();
-        for (seq, run_id, json, sig) in &raw {
+        for (seq, idempotency_key, run_id, json, sig) in &raw {
             let id = seq.to_string();
-            let row = verified::<SentEmail>(key, OUTBOX_DOMAIN, ("outbox", &id), json, sig).and_then(|e| {
+            let row = verified::<SentEmail>(key, OUTBOX_DOMAIN, ("outbox", &id), (json, json), sig).and_then(|e| {
+                if &e.idempotency_key != idempotency_key {
+                    return Err(disagrees("outbox", &id, "idempotency_key"));
+                }
                 let arg =
                     |a: &PendingAction, k: &str| a.call.arguments.get(k).and_then(|v| v.as_str()).map(String::from);
                 let bound = actions.iter().any(|a| {
@@ -869,7 +998,7 @@ pub(crate) mod rows {
             st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
         let mut rows = Rows::default();
         for (name, json, sig) in &raw {
-            let row = verified::<Approver>(key, APPROVER_DOMAIN, ("approvers", name), json, sig)
+            let row = verified::<Approver>(key, APPROVER_DOMAIN, ("approvers", name), (json, json), sig)
                 .and_then(|a| if &a.name == name { Ok(a) } else { Err(misfiled("approvers", name, &a.name)) });
             rows.push(row);
         }
@@ -913,17 +1042,64 @@ pub(crate) mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn all_runs(c: &Connection) -> Result<Vec<(String, String)>, StoreError> {
-        let mut st = c.prepare("SELECT run_id, spec FROM runs ORDER BY seq")?;
-        Ok(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?)
+    pub(crate) fn all_runs(
+        c: &Connection,
+        key: &SigningKey,
+    ) -> Result<Vec<RunOfStore>, StoreError> {
+        let mut st = c.prepare("SELECT seq, run_id, spec, sig FROM runs ORDER BY seq")?;
+        let raw: Vec<(i64, String, String, String)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<Result<_, _>>()?;
+        Ok(raw
+            .into_iter()
+            .map(|(seq, run_id, spec, sig)| {
+                let checked = run_row(key, seq, &run_id, &spec, &sig);
+                (run_id, checked)
+            })
+            .collect())
     }
 
     /// Every sealed checkpoint as `(run, seq, text)`, in order (for `store check`).
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn all_checkpoints(c: &Connection) -> Result<Vec<(String, i64, String)>, StoreError> {
-        let mut st = c.prepare("SELECT run_id, seq, sealed FROM checkpoints ORDER BY run_id, seq")?;
-        Ok(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?)
+    pub(crate) fn all_checkpoints(c: &Connection) -> Result<Vec<CheckpointRow>, StoreError> {
+        let mut st = c.prepare("SELECT run_id, seq, step, status, sealed FROM checkpoints ORDER BY run_id, seq")?;
+        Ok(st
+            .query_map([], |r| {
+                Ok(CheckpointRow {
+                    run_id: r.get(0)?,
+                    seq: r.get(1)?,
+                    step: r.get(2)?,
+                    status: r.get(3)?,
+                    sealed: r.get(4)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// The `(run, seq)` of every row of a run-numbered table (`checkpoints`, `steps`), in
+    /// order.
+    ///
+    /// # Errors
+    /// [`StoreError::Sql`].
+    pub(crate) fn numbering(c: &Connection, table: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let sql = match table {
+            "checkpoints" => "SELECT run_id, seq FROM checkpoints ORDER BY run_id, seq",
+            _ => "SELECT run_id, seq FROM steps ORDER BY run_id, seq",
+        };
+        let mut st = c.prepare(sql)?;
+        Ok(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?)
+    }
+
+    /// A run's id with its spec, or why its row was set aside.
+    pub(crate) type RunOfStore = (String, Result<String, BadRow>);
+
+    /// One row of `checkpoints` as stored (the seal still to be opened).
+    pub(crate) struct CheckpointRow {
+        pub(crate) run_id: String,
+        pub(crate) seq: i64,
+        pub(crate) step: i64,
+        pub(crate) status: String,
+        pub(crate) sealed: String,
     }
 }
