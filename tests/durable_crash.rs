@@ -217,3 +217,64 @@ fn a_run_sigkilled_after_each_durable_step_resumes_to_the_same_end() {
         assert!(k > 3, "{name}: killed after every one of its durable steps ({})", k - 1);
     }
 }
+
+/// Issue 32, defect 4: a run is its whole configuration. A stored run under a narrowing
+/// policy honours it (the e-mail it may not send does not park), and a three-role run
+/// under a call graph whose researcher-to-reviewer edge takes only trusted envelopes,
+/// killed after its first hand-off and resumed in a process given none of those flags,
+/// ends as the uninterrupted run did (`rejected_message`), in the policy and graph it
+/// recorded.
+#[test]
+fn a_stored_run_keeps_its_policy_and_call_graph_through_a_crash_and_a_resume() {
+    let dir = temp_dir("durable-config");
+    // the reply task without the e-mail tool
+    let mut policy: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/policy.json")).unwrap(),
+    )
+    .unwrap();
+    let reply = policy["tasks"]["reply"].as_array_mut().unwrap();
+    reply.retain(|t| t != "send_email_draft");
+    let narrow = dir.join("narrow.json");
+    std::fs::write(&narrow, policy.to_string()).unwrap();
+    let store = dir.join("policy.db");
+    let narrow_s = narrow.display().to_string();
+    let out = rolegate(&store, &["run", "--task", "reply", "--user", "kwame", "--policy", &narrow_s, REPLY_GOAL]);
+    let text = stdout(&out);
+    assert!(!text.contains("approval needed"), "the narrowed policy parks nothing: {text}");
+    assert!(text.contains("not_allowed"), "the e-mail is refused by the run's own policy: {text}");
+    let requests = counts(&store, ["SELECT count(*) FROM requests"]);
+    assert_eq!(requests, [0], "no request was filed");
+
+    // a call graph whose finding edge takes trusted envelopes only: a relayed finding
+    // (untrusted) is refused there
+    let graph = dir.join("trusted.json");
+    std::fs::write(
+        &graph,
+        r#"{"edges": [
+            {"from": "planner", "to": "researcher", "kinds": ["brief"], "fields": ["question"]},
+            {"from": "researcher", "to": "reviewer", "kinds": ["finding"], "fields": ["claim", "sources"], "labels": "trusted_only"},
+            {"from": "reviewer", "to": "coordinator", "kinds": ["verdict"], "fields": ["approve", "notes"]}
+        ]}"#,
+    )
+    .unwrap();
+    let graph_s = graph.display().to_string();
+    let goal = "Status of T-602 and our refund policy?";
+    let args =
+        ["run", "--design", "multi", "--claims", "free", "--researcher", "paraphrase", "--call-graph", &graph_s, goal];
+    let plain = dir.join("plain.db");
+    let uninterrupted = rolegate(&plain, &args);
+    assert!(
+        stdout(&uninterrupted).contains("rejected_message"),
+        "{}{}",
+        stdout(&uninterrupted),
+        stderr(&uninterrupted)
+    );
+    let killed = dir.join("killed.db");
+    let crashed = crashing(&killed, "durable:after_commit:2", &args);
+    assert_ne!(crashed.status.code(), Some(0), "killed after its second durable record");
+    // resumed with no --call-graph: the run's own graph is used
+    let resumed = rolegate(&killed, &["resume", "run-1"]);
+    assert_eq!(resumed.status.code(), uninterrupted.status.code(), "{}", stderr(&resumed));
+    assert!(stdout(&resumed).contains("rejected_message"), "{}{}", stdout(&resumed), stderr(&resumed));
+    assert_eq!(printed(&resumed, &killed), printed(&uninterrupted, &plain));
+}

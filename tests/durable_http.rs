@@ -305,3 +305,64 @@ async fn runs_list_shows_how_many_model_exchanges_each_run_recorded() {
     let shown: Vec<&str> = lines[1..].iter().map(|l| l[at]).collect();
     assert_eq!(shown, [kept.to_string(), asked.to_string(), "0".to_string()], "{table}");
 }
+
+/// Issue 32, defect 6: a durable run on a real model parked for an approval is decided by
+/// `approvals approve` (its model rebuilt from the run's recorded settings, not refused as
+/// an unknown model), runs the approved e-mail once and carries on asking its own server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_durable_run_on_a_real_model_is_decided_and_carries_on() {
+    use crate::http_server::{Server, tool_call};
+    let finish =
+        tool_call("finish", serde_json::json!({"answer": "Drafted the reply.", "sources": ["o1", "o2"]}), None);
+    let server = Server::start(
+        vec![
+            tool_call("get_ticket", serde_json::json!({"ticket_id": "T-601"}), None),
+            tool_call("lookup_document", serde_json::json!({"doc_id": "kc-returns-v3"}), None),
+            tool_call(
+                "send_email_draft",
+                serde_json::json!({"to": "kwame@example.com", "subject": "Your return", "body": "Draft based on o2", "idempotency_key": "rm-1"}),
+                None,
+            ),
+            finish.clone(),
+        ],
+        Some(finish),
+    )
+    .await;
+    let dir = crate::util::temp_dir("durable-http-approve");
+    let store = dir.join("rolegate.db");
+    const KEY: &str = "durable-http approve test key, not a real secret";
+    let (store2, base) = (store.clone(), server.base_url.clone());
+    let parked = tokio::task::spawn_blocking(move || {
+        let args = [
+            "run",
+            "--task",
+            "reply",
+            "--grant",
+            "send_email_draft",
+            "--user",
+            "kwame",
+            "--model",
+            "openai:fake-sensible",
+            "--zero-price",
+            "--base-url",
+            &base,
+            crate::util::REPLY_GOAL,
+        ];
+        crate::util::run_binary(&store2, KEY, &args)
+    })
+    .await
+    .unwrap();
+    let text = crate::util::stdout(&parked);
+    assert!(text.contains("approval needed: req-1"), "{text}{}", crate::util::stderr(&parked));
+    let asked = server.seen().len();
+    let store3 = store.clone();
+    let approved = tokio::task::spawn_blocking(move || {
+        crate::util::register_lena(&store3, KEY);
+        crate::util::run_binary(&store3, KEY, &["approvals", "approve", "req-1", "--key", "lena.key"])
+    })
+    .await
+    .unwrap();
+    assert_eq!(approved.status.code(), Some(0), "{}{}", crate::util::stdout(&approved), crate::util::stderr(&approved));
+    assert!(crate::util::stdout(&approved).contains("emails_sent=1"), "{}", crate::util::stdout(&approved));
+    assert!(server.seen().len() > asked, "the run carried on asking its server");
+}

@@ -246,6 +246,7 @@ async fn confirm_with_key(
         task: cfg.task.clone(),
         grants: cfg.grants.to_vec(),
         durable: None,
+        data: None,
     };
     let (run_id, sent) = match desk.reserve_run(&spec).and_then(|id| Ok((id, desk.outbox()?))) {
         Ok(r) => r,

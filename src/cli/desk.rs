@@ -51,12 +51,27 @@ pub(crate) fn open_existing(path: &std::path::Path) -> Result<Desk, String> {
     desk(path, Store::open_existing)
 }
 
+/// As [`open`], for a new run in `env` (the world, policy, prices, prompts and call graph of
+/// the flags): the run records them, and every later command on it uses them.
+pub(crate) fn open_for_run(path: &std::path::Path, env: Env) -> Result<Desk, String> {
+    desk_in(path, Store::open, env)
+}
+
 fn desk(
     path: &std::path::Path,
     open: fn(&std::path::Path) -> Result<Store, rolegate::store::StoreError>,
 ) -> Result<Desk, String> {
+    // a command on runs already recorded starts from the bundled data; each run's own
+    // record of what it ran on replaces it before anything of that run is done
+    desk_in(path, open, Env::bundled().map_err(|e| e.to_string())?)
+}
+
+fn desk_in(
+    path: &std::path::Path,
+    open: fn(&std::path::Path) -> Result<Store, rolegate::store::StoreError>,
+    env: Env,
+) -> Result<Desk, String> {
     let key = SigningKey::from_env().map_err(|e| e.to_string())?;
-    let env = Env::bundled().map_err(|e| e.to_string())?;
     let store = open(path).map_err(|e| e.to_string())?;
     Ok(Desk::new(store, key, env, Arc::new(SystemClock)).check_sinks_with(SinkCheck::new(super::flush_sinks)))
 }

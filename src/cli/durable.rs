@@ -7,7 +7,7 @@ use clap::{Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::desk::{ListFormat, StoreArg, open, open_existing, request_line};
+use super::desk::{ListFormat, StoreArg, open_existing, request_line};
 use super::format::OutputFormat;
 use super::{EXIT_USAGE, out};
 use rolegate::human::SigningKey;
@@ -74,8 +74,16 @@ fn print(run: &DurableRun, path: &Path) -> u8 {
 }
 
 /// Starts a durable run of `spec` in the store at `path`.
-pub(crate) async fn run(path: &Path, spec: &RunSpec) -> u8 {
-    let mut desk = match open(path) {
+pub(crate) async fn run(path: &Path, spec: &RunSpec, env: rolegate::agent::Env) -> u8 {
+    let spec = match spec.clone().with_data(&env) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let spec = &spec;
+    let mut desk = match super::desk::open_for_run(path, env) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("rolegate: {e}");

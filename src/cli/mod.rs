@@ -567,7 +567,15 @@ pub fn main() -> ExitCode {
                     role_models: &role_models,
                 };
                 match durable.spec(&goal, &model, &user, task.as_deref(), &grant, roles, claims) {
-                    Ok(Some((path, spec))) => return durable::run(&path, &spec).await,
+                    Ok(Some((path, spec))) => {
+                        return match model_args.stored_env() {
+                            Ok(env) => durable::run(&path, &spec, env).await,
+                            Err(e) => {
+                                eprintln!("rolegate: {e}");
+                                EXIT_USAGE
+                            }
+                        };
+                    }
                     Ok(None) => {}
                     Err(e) => {
                         eprintln!("rolegate: {e}");
@@ -596,10 +604,23 @@ pub fn main() -> ExitCode {
                 let task_name = task.clone().unwrap_or_else(|| "triage".to_string());
                 let spec = rolegate::store::RunSpec::new(&model, &user, &task_name, &grant);
                 match store {
-                    Some(path) => parked::run_stored(&path, &spec, &goal).await,
-                    None if !spec.grants.is_empty() => {
-                        parked::run_stored(std::path::Path::new(rolegate::store::DEFAULT_STORE), &spec, &goal).await
-                    }
+                    Some(path) => match model_args.stored_env() {
+                        Ok(env) => parked::run_stored(&path, &spec, &goal, env).await,
+                        Err(e) => {
+                            eprintln!("rolegate: {e}");
+                            EXIT_USAGE
+                        }
+                    },
+                    None if !spec.grants.is_empty() => match model_args.stored_env() {
+                        Ok(env) => {
+                            let path = std::path::Path::new(rolegate::store::DEFAULT_STORE);
+                            parked::run_stored(path, &spec, &goal, env).await
+                        }
+                        Err(e) => {
+                            eprintln!("rolegate: {e}");
+                            EXIT_USAGE
+                        }
+                    },
                     None => {
                         let args = design::RunArgs {
                             goal,

@@ -126,6 +126,21 @@ impl ModelArgs {
         Ok(Some(endpoint))
     }
 
+    /// The environment a stored run records and runs in: the data of the flags and the
+    /// `--prices` table (a real model priced at zero is recorded in its own settings).
+    ///
+    /// # Errors
+    /// A readable message for an unreadable file.
+    pub fn stored_env(&self) -> Result<Env, String> {
+        let mut env = self.data.env()?;
+        if let Some(path) = &self.prices {
+            let text = super::input::read_text(path, super::input::MAX_INPUT_BYTES)?;
+            let prices = PriceTable::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            env.prices = std::sync::Arc::new(prices);
+        }
+        Ok(env)
+    }
+
     /// The bundled environment with this price table; every `openai:` model of `models`
     /// must have a price, or `--zero-price` must be given.
     ///

@@ -1,13 +1,21 @@
 //! `rolegate run` on the store: used when `--store` is given or the run has a write tool
 //! granted (the reply task by default), so a parked run can be decided by another process.
 
-use super::desk::{open, request_line};
+use super::desk::request_line;
 use super::{EXIT_USAGE, out};
 use rolegate::store::RunSpec;
 
 /// Runs `goal` through the desk and prints the trace, the outcome and any request.
-pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &str) -> u8 {
-    let mut desk = match open(path) {
+pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &str, env: rolegate::agent::Env) -> u8 {
+    let spec = match spec.clone().with_data(&env) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rolegate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let spec = &spec;
+    let mut desk = match super::desk::open_for_run(path, env) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("rolegate: {e}");

@@ -73,6 +73,15 @@ pub enum DeskError {
         /// Which step and how.
         detail: String,
     },
+    /// A run whose recorded inputs (world, policy, prices, prompts, call graph) cannot be
+    /// rebuilt as they were: nothing ran.
+    #[error("{run_id}: {source}; nothing ran")]
+    InputsDiffer {
+        /// The run.
+        run_id: String,
+        /// What differs.
+        source: super::InputsDiffer,
+    },
     /// A run spec that names no known model.
     #[error("model {0:?}: use auto, scripted:research or fake:<kind>")]
     UnknownModel(String),
@@ -105,6 +114,11 @@ pub struct RunSpec {
     /// stores written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub durable: Option<super::durable::DurableSpec>,
+    /// What the run ran on (world, policy, prices, prompts, call graph): every command
+    /// that touches the run later rebuilds its environment from this. Absent in runs
+    /// recorded before it, which get the bundled data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<super::RunData>,
 }
 
 impl RunSpec {
@@ -122,7 +136,56 @@ impl RunSpec {
             "auto" => "fake:sensible",
             other => other,
         };
-        Self { model: model.into(), user: user.into(), task: task.into(), grants, durable: None }
+        Self { model: model.into(), user: user.into(), task: task.into(), grants, durable: None, data: None }
+    }
+
+    /// This spec with the record of what a run in `env` runs on (see [`super::RunData`]).
+    ///
+    /// # Errors
+    /// A message when the bundled data does not load.
+    pub fn with_data(mut self, env: &Env) -> Result<Self, String> {
+        self.data = Some(super::RunData::of(env)?);
+        Ok(self)
+    }
+
+    /// The environment a run of this spec ran in, built from its record over `bundled`
+    /// (the bundled data for a spec recorded before runs kept theirs).
+    ///
+    /// # Errors
+    /// [`DeskError::InputsDiffer`] naming what cannot be rebuilt as it was.
+    pub(crate) fn env_over(&self, run_id: &str, bundled: &Env) -> Result<Env, DeskError> {
+        match &self.data {
+            Some(d) => d.env(bundled).map_err(|source| DeskError::InputsDiffer { run_id: run_id.to_string(), source }),
+            None => Ok(bundled.clone()),
+        }
+    }
+
+    /// The lab a decision continues a parked run of this spec in: its own model, a real
+    /// one rebuilt from the durable settings it recorded (the key read again from this
+    /// process's environment, sent only where the run sent it); `env` becomes the
+    /// environment that model is priced in.
+    ///
+    /// # Errors
+    /// [`DeskError::Rebuild`] when the real model cannot be rebuilt; as
+    /// [`RunSpec::lab_config`] otherwise.
+    pub(crate) fn decided_config(&self, run_id: &str, env: &mut Env) -> Result<LabConfig, DeskError> {
+        let http = self.durable.as_ref().and_then(|d| d.http.as_ref().filter(|_| d.design == "single"));
+        let Some(http) = http.filter(|_| self.model.starts_with("openai:")) else { return self.lab_config() };
+        let rebuild = |source| DeskError::Rebuild { run_id: run_id.to_string(), source };
+        let endpoint = http.endpoint(&|k| std::env::var(k).ok(), None).map_err(rebuild)?;
+        let models = super::durable_http::Rebuilt::new(http, &endpoint, crate::multi::Behaviours::default(), env)
+            .map_err(rebuild)?;
+        let Some(model) = models.model else {
+            return Err(rebuild(super::RebuildError::NoSettings(self.model.clone())));
+        };
+        *env = models.env;
+        Ok(LabConfig {
+            decider: DeciderSpec::Http(model),
+            user: self.user.clone(),
+            task: self.task.clone(),
+            grants: self.grants.clone(),
+            ..LabConfig::default()
+        })
     }
 
     /// The lab this spec describes.
@@ -656,10 +719,13 @@ impl Desk {
         if spec.model.starts_with(POLICYPAL_MODEL) {
             return Err(DeskError::NotResumable(req.run_id.clone()));
         }
+        // the run continues in the world, policy, prices, prompts and call graph it ran in
+        *env = spec.env_over(&req.run_id, env)?;
         let checkpoint = Checkpoint::open(&rows::latest_checkpoint(&tx, &req.run_id)?, key)
             .map_err(|source| DeskError::Checkpoint { run_id: req.run_id.clone(), source })?;
         let sent_before = rows::sent(&tx, key)?.good;
-        let mut lab = spec.lab_config()?.build(env);
+        let config = spec.decided_config(&req.run_id, env)?;
+        let mut lab = config.build(env);
         with_outbox(&mut lab, sent_before.clone());
         let pending = rows::pending_of(&tx, Some(&req.run_id), key)?;
         if let Some(bad) = pending.bad.into_iter().next() {

@@ -234,6 +234,8 @@ impl Desk {
         if let Some(end) = self.end_of(run_id)? {
             return Ok(DurableRun { run_id: run_id.to_string(), end, request: None, already_ended: true });
         }
+        // the run goes on in the world, policy, prices, prompts and call graph it ran in
+        self.env = spec.env_over(run_id, &self.env)?;
         self.carry(run_id, &spec, writer).await
     }
 
@@ -305,7 +307,8 @@ impl Desk {
             Err(Ok(bad)) => return Err(DeskError::Quarantined(bad)),
             Err(Err(e)) => return Err(e.into()),
         };
-        let endpoint = http.endpoint(&|k| std::env::var(k).ok(), Exchanges::to(Arc::new(log))).map_err(rebuild)?;
+        let endpoint =
+            http.endpoint(&|k| std::env::var(k).ok(), Some(Exchanges::to(Arc::new(log)))).map_err(rebuild)?;
         Rebuilt::new(http, &endpoint, d.roles, &self.env).map(Some).map_err(rebuild)
     }
 

@@ -141,14 +141,16 @@ impl HttpSpec {
     }
 
     /// The endpoint again, its key read through `env` (the binary passes the process's
-    /// environment), every call going through `exchanges`.
+    /// environment), every call going through `exchanges` when given (a resume: the run's
+    /// exchange log; a decision continuing a parked run in a process without the journal's
+    /// writer asks the server directly).
     ///
     /// # Errors
     /// [`RebuildError`].
     pub(crate) fn endpoint(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
-        exchanges: Exchanges,
+        exchanges: Option<Exchanges>,
     ) -> Result<Endpoint, RebuildError> {
         let bad = |e: &dyn std::fmt::Display| RebuildError::BadSetting(e.to_string());
         let mut ep = Endpoint::new(&self.base_url).map_err(|e| bad(&e))?;
@@ -172,7 +174,7 @@ impl HttpSpec {
         ep.connections = ConnectionLimit::new(self.max_connections).map_err(|e| bad(&e))?;
         ep.temperature = self.temperature.map(Temperature::new).transpose().map_err(|e| bad(&e))?;
         ep.seed = self.seed;
-        ep.exchanges = Some(exchanges);
+        ep.exchanges = exchanges;
         Ok(ep)
     }
 }
@@ -252,7 +254,7 @@ mod tests {
             }
         }
         let log = Exchanges::to(Arc::new(Never));
-        let again = spec.endpoint(&|_| Some("sk-durable-unit-test".to_string()), log.clone()).unwrap();
+        let again = spec.endpoint(&|_| Some("sk-durable-unit-test".to_string()), Some(log.clone())).unwrap();
         assert_eq!(
             (again.base_url.clone(), again.tool_mode, again.tool_choice, again.timeout, again.retry.max_retries),
             (ep.base_url.clone(), ep.tool_mode, ep.tool_choice, ep.timeout, ep.retry.max_retries)
@@ -261,9 +263,9 @@ mod tests {
             (again.temperature, again.seed, again.api_key.clone()),
             (ep.temperature, ep.seed, ep.api_key.clone())
         );
-        assert_eq!(spec.endpoint(&|_| None, log.clone()).unwrap_err(), RebuildError::MissingApiKey);
+        assert_eq!(spec.endpoint(&|_| None, Some(log.clone())).unwrap_err(), RebuildError::MissingApiKey);
         let edited = HttpSpec { base_url: "ftp://x/".into(), ..spec.clone() };
-        assert!(matches!(edited.endpoint(&|_| Some("k".to_string()), log), Err(RebuildError::BadSetting(_))));
+        assert!(matches!(edited.endpoint(&|_| Some("k".to_string()), Some(log)), Err(RebuildError::BadSetting(_))));
         ep.recording = Some(
             crate::model::http::Recording::new(std::env::temp_dir(), crate::model::http::RecordMode::Cache).unwrap(),
         );

@@ -27,6 +27,7 @@ pub(crate) mod durable;
 pub(crate) mod durable_http;
 pub(crate) mod exchanges;
 pub(crate) mod journal;
+pub(crate) mod run_data;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::Serialize;
@@ -44,6 +45,7 @@ pub use durable_http::{HttpSpec, RebuildError, RoleModel};
 pub use exchanges::EXCHANGE_DOMAIN;
 pub use journal::{STEP_DOMAIN, StepRecord, StepWriter, WriterStats};
 pub use rows::{APPROVAL_AUDIT_DOMAIN, GATE_AUDIT_DOMAIN, OUTBOX_DOMAIN, PENDING_DOMAIN, REQUEST_DOMAIN, RUN_DOMAIN};
+pub use run_data::{InputsDiffer, RunData, input_digests};
 
 /// The default store file.
 pub const DEFAULT_STORE: &str = "rolegate.db";
@@ -1042,10 +1044,7 @@ pub(crate) mod rows {
     ///
     /// # Errors
     /// [`StoreError::Sql`].
-    pub(crate) fn all_runs(
-        c: &Connection,
-        key: &SigningKey,
-    ) -> Result<Vec<RunOfStore>, StoreError> {
+    pub(crate) fn all_runs(c: &Connection, key: &SigningKey) -> Result<Vec<RunOfStore>, StoreError> {
         let mut st = c.prepare("SELECT seq, run_id, spec, sig FROM runs ORDER BY seq")?;
         let raw: Vec<(i64, String, String, String)> =
             st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<Result<_, _>>()?;
