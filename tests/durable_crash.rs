@@ -278,3 +278,32 @@ fn a_stored_run_keeps_its_policy_and_call_graph_through_a_crash_and_a_resume() {
     assert!(stdout(&resumed).contains("rejected_message"), "{}{}", stdout(&resumed), stderr(&resumed));
     assert_eq!(printed(&resumed, &killed), printed(&uninterrupted, &plain));
 }
+
+/// Issue 32, defect 5: a run being driven shows as running with its owner, a second resume
+/// of it is refused as a conflict (exit 1) before it does anything, and once the driver is
+/// gone (killed) the run is interrupted and resumes to its end.
+#[test]
+fn a_run_being_driven_is_listed_running_and_a_second_resume_is_a_conflict() {
+    use std::io::BufRead;
+    let store = temp_dir("durable-lease").join("rolegate.db");
+    let args = ["run", "--design", "multi", "Status of T-601 and our refund policy?"];
+    let mut c = crash_at(&store, "durable:hold_after_commit:2", &args);
+    let mut child = c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("rolegate-test: held"), "{line}");
+    let before = counts(&store, ["SELECT count(*) FROM steps"]);
+    // the live run: listed running by its process, and a second driver is refused
+    assert_eq!(status(&store), format!("running (pid {})", child.id()));
+    let second = rolegate(&store, &["resume", "run-1"]);
+    assert_eq!(second.status.code(), Some(1), "a conflict: {}", stderr(&second));
+    assert!(stderr(&second).contains(&format!("being driven by process {}", child.id())), "{}", stderr(&second));
+    assert_eq!(counts(&store, ["SELECT count(*) FROM steps"]), before, "the refused resume wrote nothing");
+    // the driver killed: the run is interrupted, and resumes to its end
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(status(&store), "interrupted");
+    let resumed = rolegate(&store, &["resume", "run-1"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(status(&store), "done");
+}

@@ -131,6 +131,11 @@ pub(crate) async fn resume(run_id: &str, store: &StoreArg) -> u8 {
             super::committed(format!("{} stored", run.run_id));
             print(&run, &path)
         }
+        // another live process driving the run is a conflict, not unusable input
+        Err(e @ rolegate::store::DeskError::Running { .. }) => {
+            eprintln!("rolegate: resume {run_id}: {e}");
+            super::EXIT_MISMATCH
+        }
         Err(e) => {
             eprintln!("rolegate: resume {run_id}: {e}");
             EXIT_USAGE

@@ -73,6 +73,20 @@ pub enum DeskError {
         /// Which step and how.
         detail: String,
     },
+    /// A run another live process is driving now: nothing ran (try again once it ends).
+    #[error(
+        "{run_id} is being driven by process {pid} on {host} since {since}: a second driver would pay for its exchanges again; nothing ran"
+    )]
+    Running {
+        /// The run.
+        run_id: String,
+        /// The process holding it.
+        pid: u32,
+        /// Its host.
+        host: String,
+        /// Since when (seconds since the Unix epoch).
+        since: String,
+    },
     /// A run whose recorded inputs (world, policy, prices, prompts, call graph) cannot be
     /// rebuilt as they were: nothing ran.
     #[error("{run_id}: {source}; nothing ran")]

@@ -212,10 +212,44 @@ impl Desk {
             rows::bind_key(&tx, &self.key, true)?;
             let json = serde_json::to_string(spec).map_err(|e| StoreError::Encode(e.to_string()))?;
             let id = rows::new_run(&tx, &json, &self.key)?;
+            // a new run is this process's from its first step
+            let _ = super::lease::take(&tx, &id)?;
             tx.commit().map_err(StoreError::from)?;
             id
         };
-        self.carry(&run_id, spec, writer).await
+        self.leased(&run_id, spec, writer).await
+    }
+
+    /// Carries a run whose lease this process holds, and gives the lease back however the
+    /// run ends (a process that dies leaves it to be taken over).
+    async fn leased(
+        &mut self,
+        run_id: &str,
+        spec: &RunSpec,
+        writer: &Arc<StepWriter>,
+    ) -> Result<DurableRun, DeskError> {
+        let carried = self.carry(run_id, spec, writer).await;
+        if let Ok(tx) = self.store.begin() {
+            if super::lease::give_back(&tx, run_id).is_ok() {
+                let _ = tx.commit();
+            }
+        }
+        carried
+    }
+
+    /// Takes `run_id`'s lease for this process.
+    ///
+    /// # Errors
+    /// [`DeskError::Running`] when a live process holds it.
+    fn take_lease(&mut self, run_id: &str) -> Result<(), DeskError> {
+        let tx = self.store.begin()?;
+        match super::lease::take(&tx, run_id)? {
+            Ok(()) => {
+                tx.commit().map_err(StoreError::from)?;
+                Ok(())
+            }
+            Err(h) => Err(DeskError::Running { run_id: run_id.to_string(), pid: h.pid, host: h.host, since: h.since }),
+        }
     }
 
     /// Continues durable run `run_id` from its last durable step (see the module's notes);
@@ -236,7 +270,9 @@ impl Desk {
         }
         // the run goes on in the world, policy, prices, prompts and call graph it ran in
         self.env = spec.env_over(run_id, &self.env)?;
-        self.carry(run_id, &spec, writer).await
+        // one driver at a time: a live one makes this a conflict, before any model is asked
+        self.take_lease(run_id)?;
+        self.leased(run_id, &spec, writer).await
     }
 
     /// The `end` record of a run, when it has one.
@@ -533,9 +569,13 @@ impl Desk {
                 (None, Some(_)) => "single".into(),
                 (None, None) => "unreadable".into(),
             };
+            let driver = super::lease::holder(c, &run_id)?;
             let status = match (&durable, self.end_of(&run_id)) {
                 (_, Ok(Some(end))) => end.code,
                 (_, Err(DeskError::Quarantined(_))) => "refused (see store check)".into(),
+                (Some(_), _) if driver.is_some() => {
+                    format!("running (pid {})", driver.map_or(0, |h| h.pid))
+                }
                 (Some(_), _) => "interrupted".into(),
                 (None, _) => last.as_ref().map_or_else(|| "no checkpoint".into(), |(_, s)| s.clone()),
             };

@@ -27,6 +27,7 @@ pub(crate) mod durable;
 pub(crate) mod durable_http;
 pub(crate) mod exchanges;
 pub(crate) mod journal;
+pub(crate) mod lease;
 pub(crate) mod run_data;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -92,6 +93,8 @@ CREATE TABLE IF NOT EXISTS decisions (request_id TEXT PRIMARY KEY, json TEXT NOT
 CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, step INTEGER NOT NULL,
     body TEXT NOT NULL, sig TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS leases (
+    run_id TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, since TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS exchanges (
     run_id TEXT NOT NULL, key TEXT NOT NULL, occurrence INTEGER NOT NULL, repetition INTEGER NOT NULL,
     answer TEXT NOT NULL, sig TEXT NOT NULL, PRIMARY KEY (run_id, key, occurrence));
@@ -113,6 +116,7 @@ const TABLES: &[&str] = &[
     "outbox",
     "steps",
     "exchanges",
+    "leases",
 ];
 
 /// The tables whose rows gained a signature (`sig`) after stores of this format were
