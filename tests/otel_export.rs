@@ -354,3 +354,51 @@ async fn an_unreachable_or_silent_collector_is_a_warning_within_a_bounded_time()
         assert!(took < Duration::from_secs(40), "{url}: took {took:?}");
     }
 }
+
+/// Issue 31, item 4: a collector that answers 200 with an endless body is read up to a
+/// bound (64 KiB), never into the command's memory: the run succeeds, the export fails
+/// with a warning, and the command ends within the export's bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_answering_an_endless_body_is_read_up_to_a_bound_and_the_run_succeeds() {
+    let rows = rows_file("endless");
+    let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = sent.clone();
+    let app = Router::new().route(
+        "/v1/traces",
+        post(move |_body: Bytes| {
+            let count = count.clone();
+            async move {
+                // 1 MiB chunks for ever: the reply never ends
+                let chunks = futures_stream(count);
+                let body = axum::body::Body::from_stream(chunks);
+                (StatusCode::OK, [(header::CONTENT_TYPE, "application/x-protobuf")], body)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let started = Instant::now();
+    let args = vec!["--otlp".to_string(), url.clone(), "suite".to_string(), rows.to_str().unwrap().to_string()];
+    let out = rolegate(args, vec![]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("warning: spans not exported to"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(40), "took {:?}", started.elapsed());
+    // the reply was not read to the end: at most a few chunks went out before the client
+    // stopped reading and dropped the connection
+    let chunks = sent.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(chunks < 1024, "{chunks} MiB sent: the reply was read without a bound");
+}
+
+/// An endless stream of 1 MiB chunks, counting those taken.
+fn futures_stream(
+    count: Arc<std::sync::atomic::AtomicU64>,
+) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
+    futures_util::stream::unfold(count, |count| async move {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Some((Ok(vec![b'x'; 1 << 20]), count))
+    })
+}

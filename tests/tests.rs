@@ -76,3 +76,4 @@ mod suite_rows;
 mod suite_templates;
 mod suite_transforms;
 mod template_results;
+mod terminal_output;

@@ -2,6 +2,21 @@
 //! are 0 (all as expected), 1 (a row or check did not match; for `run`: the run stopped
 //! for any reason but `done` or a parked approval) and 2 (unusable input).
 
+/// Every line the binary prints goes through [`rolegate::security::terminal_safe`]: these
+/// shadow the standard macros for this module and every module below it (declared after
+/// them), so no untrusted text (a model's answer, a results file's lines, a file quoted in
+/// an error) reaches a terminal with its escape sequences or hidden characters live.
+macro_rules! println {
+    () => { std::println!() };
+    ($($arg:tt)*) => { std::println!("{}", rolegate::security::terminal_safe(&format!($($arg)*))) };
+}
+
+/// As [`println!`], on standard error.
+macro_rules! eprintln {
+    () => { std::eprintln!() };
+    ($($arg:tt)*) => { std::eprintln!("{}", rolegate::security::terminal_safe(&format!($($arg)*))) };
+}
+
 mod approvals;
 mod approvers;
 mod bench;
@@ -367,6 +382,7 @@ fn otlp_endpoint(flag: Option<&str>) -> Option<String> {
 /// (the API key, the signing key) is replaced whatever line it is in.
 pub(crate) fn out(line: &str) -> bool {
     let line = rolegate::security::hide_secrets(line);
+    let line = rolegate::security::terminal_safe(&line);
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{line}").is_ok()
 }

@@ -11,7 +11,7 @@
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::{Array, KeyValue, StringValue, Value};
-use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter};
@@ -147,6 +147,52 @@ pub(crate) type OtlpLayer<S> = Filtered<
     S,
 >;
 
+/// Most bytes of a collector's reply that are read (an OTLP reply is a few bytes; the rest
+/// is never read, and the export fails by name).
+pub(crate) const MAX_REPLY_BYTES: u64 = 64 * 1024;
+
+/// The exporter's HTTP client: reqwest's blocking one, with the whole exchange bounded by
+/// [`EXPORT_TIMEOUT`] and the reply read up to [`MAX_REPLY_BYTES`], so that a collector that
+/// answers with an endless body, or stalls, can neither hold a command past its bound nor
+/// exhaust its memory.
+#[derive(Debug)]
+struct Bounded(reqwest::blocking::Client);
+
+impl Bounded {
+    fn new() -> Result<Self, String> {
+        // the blocking client runs its own runtime: built on a thread of its own, outside
+        // the command's tokio runtime
+        let built = std::thread::spawn(|| reqwest::blocking::Client::builder().timeout(EXPORT_TIMEOUT).build());
+        match built.join() {
+            Ok(Ok(client)) => Ok(Self(client)),
+            Ok(Err(e)) => Err(format!("--otlp: the HTTP client cannot be built: {e}")),
+            Err(_) => Err("--otlp: the HTTP client cannot be built".into()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for Bounded {
+    async fn send_bytes(
+        &self,
+        request: http::Request<bytes::Bytes>,
+    ) -> Result<http::Response<bytes::Bytes>, opentelemetry_http::HttpError> {
+        use std::io::Read;
+        let request: reqwest::blocking::Request = request.try_into()?;
+        let mut response = self.0.execute(request)?.error_for_status()?;
+        let headers = std::mem::take(response.headers_mut());
+        let status = response.status();
+        let mut body = Vec::new();
+        response.by_ref().take(MAX_REPLY_BYTES + 1).read_to_end(&mut body)?;
+        if body.len() as u64 > MAX_REPLY_BYTES {
+            return Err(format!("the collector's reply is longer than {MAX_REPLY_BYTES} bytes").into());
+        }
+        let mut reply = http::Response::builder().status(status).body(bytes::Bytes::from(body))?;
+        *reply.headers_mut() = headers;
+        Ok(reply)
+    }
+}
+
 impl Otlp {
     /// Builds the exporter for `endpoint` and the layer that feeds it. Nothing is sent
     /// before the first batch of spans ends.
@@ -159,6 +205,7 @@ impl Otlp {
     {
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
+            .with_http_client(Bounded::new()?)
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(endpoint)
             .with_timeout(EXPORT_TIMEOUT)

@@ -15,12 +15,14 @@ mod fold;
 #[cfg(test)]
 mod reference;
 mod secrets;
+mod terminal;
 
 pub use fold::{fold, has_hidden, is_hidden, reveal_hidden, strip_hidden};
 pub use secrets::{
     MAX_SECRETS, MIN_SECRET_CHARS, SECRET_PLACEHOLDER, hide_secrets, holds_registered, register_secret,
     register_secret_bytes,
 };
+pub use terminal::terminal_safe;
 
 use cached::{CachedSet, ThreadCache};
 use regex::Regex;
