@@ -239,3 +239,34 @@ fn a_mismatch_quoting_the_rows_expectation_is_redacted_in_every_format() {
         assert!(!stdout.contains("kwame@gmail.com") && stdout.contains("[email]"), "{format}: {stdout}");
     }
 }
+
+/// Issue 31, item 7: deliverable spellings of an address are hidden wherever redaction
+/// runs (stdout, `--trace-json`, spans, reports all print through `redact`): an invisible
+/// joiner inside it, a quoted local part, ideographic or fullwidth full stops in the
+/// domain, a host without a top-level domain or an address literal, and an `@` written
+/// percent- or entity-encoded.
+#[test]
+fn deliverable_address_spellings_are_hidden() {
+    for text in [
+        "mail kwa\u{34F}me@example.com now",
+        "mail kwa\u{2060}me@example.com now",
+        "mail \"kwame\"@example.com now",
+        "mail kwame@example\u{3002}com now",
+        "mail kwame@example\u{FF0E}com now",
+        "mail kwame@example\u{FF61}com now",
+        "mail kwame@localhost now",
+        "mail kwame@[127.0.0.1] now",
+        "mail kwame@[IPv6:::1] now",
+        "mail kwame%40example.com now",
+        "mail kwame&#64;example.com now",
+        "mail kwame&#x40;example.com now",
+        "mail kwame&commat;example.com now",
+    ] {
+        assert_eq!(redact(text), "mail [email] now", "{text:?}");
+        assert!(has_personal_data(text), "{text:?}");
+    }
+    // what is not an address stays
+    for benign in ["50%40 of tickets", "see local host docs", "the [127.0.0.1] loopback", "a \"quoted\" word"] {
+        assert_eq!(redact(benign), benign, "{benign}");
+    }
+}

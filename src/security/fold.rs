@@ -4,10 +4,12 @@
 //! Folding is Unicode compatibility normalisation (NFKC: a fullwidth `ｉｇｎｏｒｅ`, a
 //! ligature, a circled or superscript digit become their plain forms; a fullwidth `＠`
 //! becomes `@`) after dropping the characters that render as nothing or only steer the
-//! display: zero-width spaces and joiners, the word joiner and invisible operators, the
-//! byte-order mark, the soft hyphen, the Mongolian vowel separator, bidirectional controls
-//! (embeddings, overrides, isolates, marks), variation selectors and Unicode tag
-//! characters. The folded text is only ever judged: what is stored and shown stays the
+//! display (Unicode's default-ignorable code points): zero-width spaces and joiners, the
+//! word joiner and invisible operators, the combining grapheme joiner, the byte-order mark,
+//! the soft hyphen, Mongolian free variation selectors and vowel separator, Hangul fillers,
+//! Khmer inherent vowels, shorthand format controls, musical formatting controls,
+//! bidirectional controls (embeddings, overrides, isolates, marks), variation selectors and
+//! Unicode tag characters. The folded text is only ever judged: what is stored and shown stays the
 //! original (a redacted text, which hides something anyway, is shown folded).
 
 use std::borrow::Cow;
@@ -18,16 +20,22 @@ pub fn is_hidden(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'
+            | '\u{034F}'
             | '\u{061C}'
-            | '\u{180E}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
             | '\u{200B}'..='\u{200F}'
             | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
             | '\u{FE00}'..='\u{FE0F}'
             | '\u{FEFF}'
-            | '\u{E0000}'..='\u{E007F}'
-            | '\u{E0100}'..='\u{E01EF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
     )
 }
 

@@ -158,9 +158,16 @@ const KEY_AFTER_WORD_PATTERN: &str = concat!(
     r"(?i)\b(?:api[\s_-]?keys?|keys?|tokens?|secrets?|passw(?:or)?ds?|passphrases?|credentials?)\b",
     r"(?:\s+(?:is|was|are))?\s*[:=]?\s*[\x22'`]?([A-Za-z0-9_./+=~-]{16,})"
 );
-/// An e-mail address, internationalised too (letters and digits of any script in the
-/// local part and the domain).
-const EMAIL_PATTERN: &str = r"(?i)\b[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(\.[\p{L}\p{N}-]+)*\.\p{L}{2,}\b";
+/// An e-mail address as a mail server would deliver it, internationalised too (letters and
+/// digits of any script in the local part and the domain): the local part plain or quoted;
+/// the `@` as itself or percent- or entity-encoded (`%40`, `&#64;`, `&#x40;`, `&commat;`);
+/// the domain with dots or ideographic full stops (a fullwidth or halfwidth one folds to
+/// those), `localhost`, or an address literal (`[127.0.0.1]`, `[IPv6:…]`). It is judged
+/// folded, so a hidden joiner inside it is gone.
+const EMAIL_PATTERN: &str = concat!(
+    r#"(?i)(?:\b[\p{L}\p{N}._%+-]+|"[^"\s@]{1,64}")(?:@|%40|&#0*64;|&#x0*40;|&commat;)"#,
+    r"(?:\[(?:ipv6:)?[0-9a-f:.]{2,45}\]|localhost\b|[\p{L}\p{N}-]+(?:[.\x{3002}][\p{L}\p{N}-]+)*[.\x{3002}]\p{L}{2,}\b)"
+);
 /// An e-mail address spelled out in words: `kwame at gmail dot com`, `kwame (at) mail
 /// [dot] example [dot] org`. It must end in `dot` and a common top-level domain, so
 /// `meet at the office` is not one.
