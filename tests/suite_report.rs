@@ -98,3 +98,81 @@ async fn text_from_a_run_is_escaped_in_the_diagram() {
     assert!(doc.descendants().any(|n| n.text().is_some_and(|t| t.contains(hostile))), "the text survives, escaped");
     assert!(doc.descendants().any(|n| n.text().is_some_and(|t| t.ends_with(" m3 verdict"))));
 }
+
+/// Issue 32, defect 9: `report` reads results files (`suite --out`, shards given together)
+/// and shows the models, configurations and figures they hold: the same tables `merge`
+/// prints, the same page for shards as for one run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn report_shows_a_results_file_and_its_shards_with_models_and_figures() {
+    use crate::http_server::{Reply, Server};
+    let server = Server::start(Vec::new(), Some(Reply::Fake)).await;
+    let dir = crate::util::temp_dir("report-results");
+    let task = r#"{"id": "b1", "user": "kwame", "goal": "What is the status of T-601?", "into": "T-601", "needs": ["get_ticket"]}"#;
+    std::fs::write(dir.join("tasks.jsonl"), task).unwrap();
+    let attacks = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/attacks.jsonl")).unwrap();
+    let first = attacks.lines().find(|l| l.starts_with('{')).unwrap();
+    std::fs::write(dir.join("attacks.jsonl"), first).unwrap();
+    let base = server.base_url.clone();
+    let d = dir.clone();
+    let outs = tokio::task::spawn_blocking(move || {
+        let run = |extra: &[&str]| {
+            let mut a = vec![
+                "suite",
+                "--matrix",
+                "--repeat",
+                "2",
+                "--tasks",
+                "tasks.jsonl",
+                "--attacks",
+                "attacks.jsonl",
+                "--model",
+                "openai:fake-sensible",
+                "--zero-price",
+                "--base-url",
+                &base,
+            ];
+            a.extend_from_slice(extra);
+            std::process::Command::new(env!("CARGO_BIN_EXE_rolegate")).current_dir(&d).args(&a).output().unwrap()
+        };
+        [
+            run(&["--out", "one.jsonl"]),
+            run(&["--out", "s0.jsonl", "--shard", "0/2"]),
+            run(&["--out", "s1.jsonl", "--shard", "1/2"]),
+        ]
+    })
+    .await
+    .unwrap();
+    for o in &outs {
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let report = |files: &[&str], page: &str| {
+        let mut a = vec!["report", "--out", page];
+        a.extend_from_slice(files);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate")).current_dir(&dir).args(&a).output().unwrap();
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(dir.join(page)).unwrap()
+    };
+    let one = report(&["one.jsonl"], "one.html");
+    assert!(one.contains("openai:fake-sensible"), "the model is shown");
+    assert!(one.contains("multi filter=on claims=strict scopes=narrow approval=on"), "the configurations are shown");
+    // the figures are the ones merge prints
+    let merged = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
+        .current_dir(&dir)
+        .args(["merge", "one.jsonl"])
+        .output()
+        .unwrap();
+    let first_row = String::from_utf8_lossy(&merged.stdout).lines().nth(1).unwrap().to_string();
+    assert!(one.contains(&first_row.replace('&', "&amp;")), "{first_row}");
+    // the shards given together: the same page
+    let shards = report(&["s0.jsonl", "s1.jsonl"], "shards.html");
+    let strip = |p: &str| p.lines().filter(|l| !l.contains("ms ")).collect::<Vec<_>>().join("\n");
+    assert_eq!(strip(&shards).len(), strip(&one).len());
+    // shards of another experiment are refused by name, as merge refuses them
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
+        .current_dir(&dir)
+        .args(["report", "--out", "bad.html", "s0.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "a lone shard misses cells: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing_cells"), "{}", String::from_utf8_lossy(&o.stderr));
+}
