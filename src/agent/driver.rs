@@ -444,8 +444,15 @@ impl Agent {
                     progress.trace.add_known(step, TraceKind::Model, "cancelled", &["model call abandoned"]);
                     return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
                 }
-                Some(Err(ModelError::Failed { code, message })) => {
+                Some(Err(ModelError::Failed { code, message, answered })) => {
                     crate::spans::failed(&chat, code);
+                    // an answer the server gave is paid whatever became of it
+                    if let Some(a) = answered.as_deref()
+                        && !self.decider.is_free()
+                    {
+                        let (input, output) = a.tokens(input_tokens);
+                        progress.ledger.add(self.priced(request, input, output, state.run_id())?);
+                    }
                     progress.trace.add(step, TraceKind::Model, code, &message);
                     let reason = if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError };
                     return Ok(Step::End(state.into_stopped(reason)?));
@@ -661,6 +668,11 @@ impl Agent {
         run_id: &str,
     ) -> Result<UsageRecord, AgentError> {
         let (input, output) = response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
+        self.priced(request, input, output, run_id)
+    }
+
+    /// The usage record of a call of `request` that used `input` and `output` tokens.
+    fn priced(&self, request: &LlmRequest, input: u64, output: u64, run_id: &str) -> Result<UsageRecord, AgentError> {
         let price = self.prices.price(&request.model)?;
         Ok(UsageRecord::priced(run_id, request.model.clone(), price, input, output))
     }

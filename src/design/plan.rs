@@ -222,7 +222,12 @@ pub async fn plan_then_execute(
     // the plan is a message: the reply's own text, or the `answer` of a `finish` call
     let response = match planner.complete_message(&request).await {
         Ok(r) => r,
-        Err(ModelError::Failed { code, message }) => {
+        Err(ModelError::Failed { code, message, answered }) => {
+            // an answer the server gave is paid whatever became of it
+            if let Some(a) = answered.as_deref() {
+                let (input, output) = a.tokens(request.estimated_input_tokens());
+                ledger.add(UsageRecord::priced(run_id, request.model.clone(), price, input, output));
+            }
             trace.add(0, TraceKind::Model, code, &message);
             let problems = vec![PlanProblem { step: None, code: PlanCode::ModelError }];
             return Ok(PlanOutcome { plan: None, problems, ledger, trace, run: None });
@@ -264,3 +269,4 @@ pub async fn plan_then_execute(
     let run = agent.run(goal, run_id).await?;
     Ok(PlanOutcome { plan: Some(plan), problems, ledger, trace, run: Some(run) })
 }
+

@@ -475,9 +475,15 @@ impl CallRole {
                 reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
                 return reply;
             }
-            Some(Err(ModelError::Failed { code, message })) => {
+            Some(Err(ModelError::Failed { code, message, answered })) => {
                 self.trace.add(step, TraceKind::Model, code, &message);
                 reply.calls = 1;
+                // an answer the server gave is paid whatever became of it
+                if let Some(a) = answered.as_deref() {
+                    let (input, output) = a.tokens(input_tokens);
+                    reply.cost = price.cost(input, output);
+                    reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };
+                }
                 reply.stop = Some(if code == "time_budget" {
                     RoleStop::Budget(MultiReason::TimeBudget)
                 } else {
