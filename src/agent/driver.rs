@@ -183,6 +183,9 @@ pub struct Agent {
     pub(crate) system_prompt: Cow<'static, str>,
     /// The role this agent plays in a multi-agent run; its trace lines carry it.
     pub(crate) trace_role: Option<String>,
+    /// The code and whole message (redacted) of the model failure that ended its last run,
+    /// if one did: what a role reports as the cause of its stop (the trace line is clipped).
+    pub(crate) model_failure: Option<(&'static str, String)>,
 }
 
 /// How an agent runs, beyond what it acts on: everything has a default (the default
@@ -260,6 +263,7 @@ impl Agent {
             audit_flushed: 0,
             system_prompt,
             trace_role: role,
+            model_failure: None,
         }
     }
 
@@ -368,6 +372,7 @@ impl Agent {
             return Err(StateError::BadTransition { from: state.status().name(), to: "running (drive)".into() }.into());
         }
         self.gate.restore_counts(state.run_id(), &progress.tool_counts);
+        self.model_failure = None;
         // the notes the model will be handed join its context's label
         self.absorb_notes();
         let started = self.clock.now();
@@ -454,6 +459,7 @@ impl Agent {
                         progress.ledger.add(self.priced(request, input, output, state.run_id())?);
                     }
                     progress.trace.add(step, TraceKind::Model, code, &message);
+                    self.model_failure = Some((code, crate::security::redact(&message).into_owned()));
                     let reason = if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError };
                     return Ok(Step::End(state.into_stopped(reason)?));
                 }
