@@ -229,6 +229,7 @@ pub async fn plan_then_execute(
                 ledger.add(UsageRecord::priced(run_id, request.model.clone(), price, input, output));
             }
             trace.add(0, TraceKind::Model, code, &message);
+            rejected(&mut trace);
             let problems = vec![PlanProblem { step: None, code: PlanCode::ModelError }];
             return Ok(PlanOutcome { plan: None, problems, ledger, trace, run: None });
         }
@@ -240,6 +241,7 @@ pub async fn plan_then_execute(
         Ok(p) => p,
         Err(code) => {
             trace.add(0, TraceKind::Model, code.as_str(), &response.text);
+            rejected(&mut trace);
             return Ok(PlanOutcome {
                 plan: None,
                 problems: vec![PlanProblem { step: None, code }],
@@ -256,6 +258,7 @@ pub async fn plan_then_execute(
         trace.add(0, TraceKind::Plan, code, &format!("step {} {}: {}", i + 1, step.tool, step.reason));
     }
     if !problems.is_empty() {
+        rejected(&mut trace);
         return Ok(PlanOutcome { plan: Some(plan), problems, ledger, trace, run: None });
     }
     if agent.durable().is_on() {
@@ -270,3 +273,7 @@ pub async fn plan_then_execute(
     Ok(PlanOutcome { plan: Some(plan), problems, ledger, trace, run: Some(run) })
 }
 
+/// The closing line of a rejected plan's trace: every run's trace ends with a `stop` line.
+fn rejected(trace: &mut Trace) {
+    trace.add_known(0, TraceKind::Stop, "plan_rejected", &["nothing ran"]);
+}
