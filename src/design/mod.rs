@@ -317,8 +317,12 @@ impl DesignOutcome {
     }
 
     /// The lines `run` prints for it (and a durable run keeps as its end): the trace, any
-    /// problems, the usage line, the answer, then the one-line summary.
+    /// problems, the usage line, the answer, then the one-line summary; for the three
+    /// roles, their log and `outcome:` line ([`multi_lines`]).
     pub fn lines(&self) -> Vec<String> {
+        if let Some(run) = &self.multi {
+            return multi_lines(run);
+        }
         let mut lines: Vec<String> = vec![TRACE_HEADER.to_string()];
         lines.extend(self.trace.lines());
         lines.push(TRACE_LEGEND.to_string());
