@@ -91,7 +91,7 @@ impl LlmClient for Down {
     }
 
     fn complete<'a>(&'a mut self, _r: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(Err(ModelError::Failed { code: "server_error", message: "503".into() })))
+        Box::pin(std::future::ready(Err(ModelError::failed("server_error", "503"))))
     }
 }
 

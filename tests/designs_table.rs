@@ -77,7 +77,7 @@ async fn a_task_no_role_scope_can_serve_gets_out_of_scope_and_runs_nothing() {
             ("p3", DesignCode::OutOfScope, 0, false, 0), // needs send_email_draft: no role may hold it
         ]
     );
-    assert_eq!(rows[0].table_line(), "p1   multi     out_of_scope       0      0       0 no      no");
+    assert_eq!(rows[0].table_line(), "p1   multi     out_of_scope         0      0       0 no      no");
 }
 
 #[test]
@@ -127,6 +127,9 @@ async fn the_compare_report_holds_every_section_including_three_roles() {
     );
     let lines = report.table_lines();
     assert_eq!(lines[0], "== single versus three roles");
-    assert!(lines.contains(&"t3   fixed     no_route           0      0       0 no      no".to_string()), "{lines:#?}");
+    assert!(
+        lines.contains(&"t3   fixed     no_route             0      0       0 no      no".to_string()),
+        "{lines:#?}"
+    );
     assert!(lines.contains(&rolegate::eval::DESIGN_ROW_HEADER.to_string()), "a header row over the design rows");
 }

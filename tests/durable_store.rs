@@ -106,3 +106,25 @@ fn an_edited_journal_record_is_set_aside_by_store_check() {
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert_eq!((bad[0].table, bad[0].id.as_str(), bad[0].code.as_str()), ("steps", "run-1#2", "bad_signature"));
 }
+
+#[test]
+fn a_durable_three_role_run_prints_its_outcome_line_as_the_run_without_a_store_does() {
+    let store = temp_dir("durable-multi-outcome").join("rolegate.db");
+    let args = ["run", "--design", "multi", GOAL];
+    let durable = crate::util::run_binary(&store, "durable-multi test key, not a real secret", &args);
+    let text = crate::util::stdout(&durable);
+    assert_eq!(durable.status.code(), Some(0), "{text}");
+    let plain = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate")).args(args).output().unwrap();
+    let plain = crate::util::stdout(&plain);
+    let outcome = |t: &str| t.lines().find(|l| l.starts_with("outcome: ")).map(str::to_string);
+    assert_eq!(
+        outcome(&text).as_deref(),
+        Some(
+            "outcome: done | messages 3 | rejected 0 | denied 0 | role calls 5 | rounds 1 | tools planner [], \
+             researcher [get_ticket, lookup_document], reviewer [lookup_document] | e-mails 0"
+        ),
+        "{text}"
+    );
+    assert_eq!(outcome(&text), outcome(&plain), "the same outcome line as without a store:\n{text}\n{plain}");
+    assert!(text.lines().any(|l| l.starts_with("usage    researcher: calls 3 |")), "{text}");
+}

@@ -84,35 +84,42 @@ fn stopped_with(run: &Run, code: &str) {
     assert_eq!(run.trace().codes(TraceKind::Stop), ["model_error"]);
     assert_eq!(run.state.step(), 1, "{code}: stopped within the first step");
     assert!(run.calls().is_empty(), "{code}: no tool ran");
-    assert_eq!(run.ledger().summary().calls, 0, "{code}: a failed call is not billed");
+}
+
+/// The run's paid calls: one for an answer a model worked on (a chat-completions answer
+/// with a choice or a usage block, however unusable), none for a failure without one.
+fn billed(run: &Run, code: HttpCode, paid: u64) {
+    assert_eq!(run.ledger().summary().calls, paid, "{code}: billed only when the server answered");
 }
 
 #[tokio::test]
 async fn every_server_failure_stops_the_run_cleanly_with_its_code() {
     let bad_args = r#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_ticket","arguments":"{\"ticket_id\": \"T-60"}}]}}]}"#;
-    let cases: Vec<(Vec<Reply>, HttpCode)> = vec![
-        (vec![Reply::Status(500, "boom", None); 3], HttpCode::ServerError),
-        (vec![Reply::Raw("<html>Bad gateway</html>")], HttpCode::MalformedJson),
-        (vec![Reply::Raw(r#"{"object":"chat.completion","choices":[]}"#)], HttpCode::MalformedJson),
-        (vec![Reply::Raw(r#"{"error":{"message":"model is loading"}}"#)], HttpCode::MalformedJson),
-        (vec![text("", Some((10, 0)))], HttpCode::EmptyReply),
+    let cases: Vec<(Vec<Reply>, HttpCode, u64)> = vec![
+        (vec![Reply::Status(500, "boom", None); 3], HttpCode::ServerError, 0),
+        (vec![Reply::Raw("<html>Bad gateway</html>")], HttpCode::MalformedJson, 0),
+        (vec![Reply::Raw(r#"{"object":"chat.completion","choices":[]}"#)], HttpCode::MalformedJson, 0),
+        (vec![Reply::Raw(r#"{"error":{"message":"model is loading"}}"#)], HttpCode::MalformedJson, 0),
+        (vec![text("", Some((10, 0)))], HttpCode::EmptyReply, 1),
         (
             vec![Reply::Raw(r#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[]}}]}"#)],
             HttpCode::EmptyReply,
+            1,
         ),
-        (vec![Reply::Raw(bad_args)], HttpCode::InvalidToolArguments),
-        (vec![tool_call("get_ticket", json!(["T-601"]), None)], HttpCode::InvalidToolArguments),
-        (vec![Reply::Status(401, "{\"error\":\"invalid api key\"}", None)], HttpCode::Unauthorized),
-        (vec![Reply::Status(404, "{\"error\":\"model not found\"}", None)], HttpCode::NotFound),
-        (vec![Reply::Status(400, "{\"error\":\"bad request\"}", None)], HttpCode::ClientError),
+        (vec![Reply::Raw(bad_args)], HttpCode::InvalidToolArguments, 1),
+        (vec![tool_call("get_ticket", json!(["T-601"]), None)], HttpCode::InvalidToolArguments, 1),
+        (vec![Reply::Status(401, "{\"error\":\"invalid api key\"}", None)], HttpCode::Unauthorized, 0),
+        (vec![Reply::Status(404, "{\"error\":\"model not found\"}", None)], HttpCode::NotFound, 0),
+        (vec![Reply::Status(400, "{\"error\":\"bad request\"}", None)], HttpCode::ClientError, 0),
     ];
-    for (script, code) in cases {
+    for (script, code, paid) in cases {
         let attempts = script.len();
         let server = Server::start(script, None).await;
         let waits = Recorder::default();
         let mut lab = lab_with_client(HttpClient::new(cfg(&server)).with_sleeper(Arc::new(waits.clone())));
         let run = lab.agent.run("What is the status of T-601?", "run-1").await.unwrap();
         stopped_with(&run, code.as_str());
+        billed(&run, code, paid);
         assert_eq!(server.seen().len(), attempts, "{code}");
         let expected_waits = if code == HttpCode::ServerError {
             vec![Duration::from_millis(500), Duration::from_secs(1)]
@@ -131,6 +138,7 @@ async fn connection_refused_is_named_and_not_retried() {
         lab_with_client(HttpClient::new(ep.config("local-model").unwrap()).with_sleeper(Arc::new(waits.clone())));
     let run = lab.agent.run("What is the status of T-601?", "run-1").await.unwrap();
     stopped_with(&run, "connection_refused");
+    billed(&run, HttpCode::ConnectionRefused, 0);
     assert!(waits.waits().is_empty());
 }
 
@@ -143,6 +151,7 @@ async fn a_server_that_never_answers_times_out_with_its_code() {
     let mut lab = lab_with_client(HttpClient::new(c).with_sleeper(Arc::new(Recorder::default())));
     let run = lab.agent.run("What is the status of T-601?", "run-1").await.unwrap();
     stopped_with(&run, "timeout");
+    billed(&run, HttpCode::Timeout, 0);
     assert_eq!(server.seen().len(), 1, "a timeout is not retried");
 }
 
@@ -175,7 +184,7 @@ async fn a_429_is_retried_after_the_wait_the_server_asks_for() {
     let waits = Recorder::default();
     let mut client = HttpClient::new(cfg(&server)).with_sleeper(Arc::new(waits.clone()));
     match client.complete(&request()).await {
-        Err(ModelError::Failed { code, message }) => {
+        Err(ModelError::Failed { code, message, .. }) => {
             assert_eq!(code, "rate_limited");
             assert!(message.contains("Retry-After 600s"), "{message}");
         }
@@ -188,7 +197,7 @@ async fn a_429_is_retried_after_the_wait_the_server_asks_for() {
     let waits = Recorder::default();
     let mut client = HttpClient::new(cfg(&server)).with_sleeper(Arc::new(waits.clone()));
     match client.complete(&request()).await {
-        Err(ModelError::Failed { code, message }) => {
+        Err(ModelError::Failed { code, message, .. }) => {
             assert_eq!(code, "rate_limited");
             assert!(message.contains("after 2 retries"), "{message}");
         }

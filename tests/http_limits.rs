@@ -93,7 +93,7 @@ async fn the_wait_for_a_connection_ends_at_the_run_deadline_and_sends_nothing() 
     second.set_deadline(Some(tokio::time::Instant::now() + Duration::from_millis(300)));
     let started = tokio::time::Instant::now();
     match second.complete(&request()).await {
-        Err(ModelError::Failed { code, message }) => {
+        Err(ModelError::Failed { code, message, .. }) => {
             assert_eq!(code, "time_budget");
             assert!(message.contains("waiting for a connection"), "{message}");
         }

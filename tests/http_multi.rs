@@ -228,7 +228,7 @@ async fn cancelling_a_run_abandons_a_roles_request_in_flight_and_a_bound_client_
     server.arrived(6).await;
     token.cancel();
     let err = call.await.unwrap().unwrap_err();
-    assert_eq!(err, ModelError::Failed { code: "cancelled", message: "model call abandoned".into() });
+    assert_eq!(err, ModelError::failed("cancelled", "model call abandoned"));
 }
 
 /// Runs the binary with `args`, `ROLEGATE_BASE_URL` pointing at `base`.

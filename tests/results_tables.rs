@@ -73,8 +73,8 @@ fn compare_prints_the_experiment_table_with_a_header_row_and_a_legend_for_every_
     for gone in ["guard=", "covered=", "reply=", "model_calls=", "input_tokens="] {
         assert!(!text.contains(gone), "{gone} is a column now: {text}");
     }
-    assert!(text.contains("task model      guard ended          calls tok_in covered reply"), "{text}");
-    assert!(text.contains("task design    ended          calls tok_in tok_out covered answer"), "{text}");
+    assert!(text.contains("task model      guard ended            calls tok_in covered reply"), "{text}");
+    assert!(text.contains("task design    ended            calls tok_in tok_out covered answer"), "{text}");
     // the fixed design reads the ticket but its answer says nothing about it: covered, not useful
     let fixed = text.lines().find(|l| l.starts_with("fixed ")).unwrap_or_default();
     assert!(fixed.contains("0/4 (0.0%)"), "graded utility of the fixed design: {fixed}");

@@ -183,6 +183,9 @@ pub struct Agent {
     pub(crate) system_prompt: Cow<'static, str>,
     /// The role this agent plays in a multi-agent run; its trace lines carry it.
     pub(crate) trace_role: Option<String>,
+    /// The code and whole message (redacted) of the model failure that ended its last run,
+    /// if one did: what a role reports as the cause of its stop (the trace line is clipped).
+    pub(crate) model_failure: Option<(&'static str, String)>,
 }
 
 /// How an agent runs, beyond what it acts on: everything has a default (the default
@@ -260,6 +263,7 @@ impl Agent {
             audit_flushed: 0,
             system_prompt,
             trace_role: role,
+            model_failure: None,
         }
     }
 
@@ -368,6 +372,7 @@ impl Agent {
             return Err(StateError::BadTransition { from: state.status().name(), to: "running (drive)".into() }.into());
         }
         self.gate.restore_counts(state.run_id(), &progress.tool_counts);
+        self.model_failure = None;
         // the notes the model will be handed join its context's label
         self.absorb_notes();
         let started = self.clock.now();
@@ -444,9 +449,17 @@ impl Agent {
                     progress.trace.add_known(step, TraceKind::Model, "cancelled", &["model call abandoned"]);
                     return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
                 }
-                Some(Err(ModelError::Failed { code, message })) => {
+                Some(Err(ModelError::Failed { code, message, answered })) => {
                     crate::spans::failed(&chat, code);
+                    // an answer the server gave is paid whatever became of it
+                    if let Some(a) = answered.as_deref()
+                        && !self.decider.is_free()
+                    {
+                        let (input, output) = a.tokens(input_tokens);
+                        progress.ledger.add(self.priced(request, input, output, state.run_id())?);
+                    }
                     progress.trace.add(step, TraceKind::Model, code, &message);
+                    self.model_failure = Some((code, crate::security::redact(&message).into_owned()));
                     let reason = if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError };
                     return Ok(Step::End(state.into_stopped(reason)?));
                 }
@@ -661,6 +674,11 @@ impl Agent {
         run_id: &str,
     ) -> Result<UsageRecord, AgentError> {
         let (input, output) = response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
+        self.priced(request, input, output, run_id)
+    }
+
+    /// The usage record of a call of `request` that used `input` and `output` tokens.
+    fn priced(&self, request: &LlmRequest, input: u64, output: u64, run_id: &str) -> Result<UsageRecord, AgentError> {
         let price = self.prices.price(&request.model)?;
         Ok(UsageRecord::priced(run_id, request.model.clone(), price, input, output))
     }

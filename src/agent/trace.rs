@@ -354,7 +354,7 @@ mod tests {
         use crate::agent::{Proposal, Status, StopReason};
         use crate::multi::{Kind, Role};
         let mut out: Vec<String> =
-            ["", "remember", "model call abandoned", "the worst case of the call is over budget"]
+            ["", "remember", "model call abandoned", "the worst case of the call is over budget", "nothing ran"]
                 .map(String::from)
                 .into();
         let mut proposals = vec![Proposal::Finish { answer: "a".into(), sources: vec!["o1".into()] }];

@@ -258,6 +258,53 @@ pub fn answer_line(answer: &str) -> String {
     format!("answer (agent output, shown as data): {}", crate::security::redact(answer))
 }
 
+/// The lines a three-role run prints: the coordinator's log in its order (every accepted
+/// envelope, every refusal, the stop), the refused tool calls, the `outcome:` line, each
+/// role's usage, the answer, then the role that failed or stopped the run and why.
+pub fn multi_lines(run: &MultiRun) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut accepted = run.messages.iter();
+    if let Some(coordinator) = run.traces.first() {
+        for l in &coordinator.lines {
+            if l.code == "ok" && l.kind == crate::agent::TraceKind::Message {
+                if let Some(env) = accepted.next() {
+                    lines.push(format!("accepted {}", env.log_line()));
+                    continue;
+                }
+            }
+            lines.push(format!("{:<8} {} {}", l.kind.as_str(), l.code, l.detail).trim_end().to_string());
+        }
+    }
+    for d in &run.denied {
+        lines.push(format!("denied   {d}"));
+    }
+    let tools: Vec<String> = run.tools.iter().map(|(r, t)| format!("{r} [{}]", t.join(", "))).collect();
+    lines.push(format!(
+        "outcome: {} | messages {} | rejected {} | denied {} | role calls {} | rounds {} | tools {} | e-mails {}",
+        run.reason,
+        run.messages.len(),
+        run.rejected.len(),
+        run.denied.len(),
+        run.role_calls,
+        run.rounds,
+        tools.join(", "),
+        run.emails
+    ));
+    for (role, u) in &run.usage {
+        lines.push(usage_line(&role.to_string(), u));
+    }
+    if let Some(answer) = &run.answer {
+        lines.push(answer_line(answer));
+    }
+    if let Some(f) = &run.failed {
+        lines.push(format!("failed role: {} ({})", f.role, f.detail));
+    }
+    if let Some(s) = &run.stopped {
+        lines.push(format!("stopped role: {s}"));
+    }
+    lines
+}
+
 impl DesignOutcome {
     /// What the design's model calls paid, summed.
     pub fn usage(&self) -> Summary {
@@ -270,8 +317,12 @@ impl DesignOutcome {
     }
 
     /// The lines `run` prints for it (and a durable run keeps as its end): the trace, any
-    /// problems, the usage line, the answer, then the one-line summary.
+    /// problems, the usage line, the answer, then the one-line summary; for the three
+    /// roles, their log and `outcome:` line ([`multi_lines`]).
     pub fn lines(&self) -> Vec<String> {
+        if let Some(run) = &self.multi {
+            return multi_lines(run);
+        }
         let mut lines: Vec<String> = vec![TRACE_HEADER.to_string()];
         lines.extend(self.trace.lines());
         lines.push(TRACE_LEGEND.to_string());

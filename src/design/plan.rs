@@ -222,8 +222,14 @@ pub async fn plan_then_execute(
     // the plan is a message: the reply's own text, or the `answer` of a `finish` call
     let response = match planner.complete_message(&request).await {
         Ok(r) => r,
-        Err(ModelError::Failed { code, message }) => {
+        Err(ModelError::Failed { code, message, answered }) => {
+            // an answer the server gave is paid whatever became of it
+            if let Some(a) = answered.as_deref() {
+                let (input, output) = a.tokens(request.estimated_input_tokens());
+                ledger.add(UsageRecord::priced(run_id, request.model.clone(), price, input, output));
+            }
             trace.add(0, TraceKind::Model, code, &message);
+            rejected(&mut trace);
             let problems = vec![PlanProblem { step: None, code: PlanCode::ModelError }];
             return Ok(PlanOutcome { plan: None, problems, ledger, trace, run: None });
         }
@@ -235,6 +241,7 @@ pub async fn plan_then_execute(
         Ok(p) => p,
         Err(code) => {
             trace.add(0, TraceKind::Model, code.as_str(), &response.text);
+            rejected(&mut trace);
             return Ok(PlanOutcome {
                 plan: None,
                 problems: vec![PlanProblem { step: None, code }],
@@ -251,6 +258,7 @@ pub async fn plan_then_execute(
         trace.add(0, TraceKind::Plan, code, &format!("step {} {}: {}", i + 1, step.tool, step.reason));
     }
     if !problems.is_empty() {
+        rejected(&mut trace);
         return Ok(PlanOutcome { plan: Some(plan), problems, ledger, trace, run: None });
     }
     if agent.durable().is_on() {
@@ -263,4 +271,9 @@ pub async fn plan_then_execute(
     agent.decider = Box::new(FixedPlan::new(calls));
     let run = agent.run(goal, run_id).await?;
     Ok(PlanOutcome { plan: Some(plan), problems, ledger, trace, run: Some(run) })
+}
+
+/// The closing line of a rejected plan's trace: every run's trace ends with a `stop` line.
+fn rejected(trace: &mut Trace) {
+    trace.add_known(0, TraceKind::Stop, "plan_rejected", &["nothing ran"]);
 }

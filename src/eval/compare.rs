@@ -107,8 +107,12 @@ pub struct DesignRow {
     pub calls: Vec<String>,
 }
 
+/// The width of the `ended` column of the design and PolicyPal tables: the longest code a
+/// run may end with (`rejected_message`), so every row's columns stay under the header.
+const ENDED_WIDTH: usize = 16;
+
 /// The header row of [`DesignRow::table_line`].
-pub const DESIGN_ROW_HEADER: &str = "task design    ended          calls tok_in tok_out covered answer";
+pub const DESIGN_ROW_HEADER: &str = "task design    ended            calls tok_in tok_out covered answer";
 
 /// What the columns of [`DESIGN_ROW_HEADER`] say.
 pub const DESIGN_ROW_LEGEND: [&str; 5] = [
@@ -124,7 +128,7 @@ impl DesignRow {
     pub fn table_line(&self) -> String {
         let yes = |b: bool| if b { "yes" } else { "no" };
         format!(
-            "{:<4} {:<9} {:<14} {:>5} {:>6} {:>7} {:<7} {}",
+            "{:<4} {:<9} {:<ended$} {:>5} {:>6} {:>7} {:<7} {}",
             self.task,
             self.design,
             self.code,
@@ -132,7 +136,8 @@ impl DesignRow {
             self.input_tokens,
             self.output_tokens,
             yes(self.covered),
-            yes(self.answer_ok)
+            yes(self.answer_ok),
+            ended = ENDED_WIDTH
         )
     }
 
@@ -256,7 +261,7 @@ pub struct PalRow {
 }
 
 /// The header row of [`PalRow::table_line`].
-pub const PAL_ROW_HEADER: &str = "task model      guard ended          calls tok_in covered reply";
+pub const PAL_ROW_HEADER: &str = "task model      guard ended            calls tok_in covered reply";
 
 /// What the columns of [`PAL_ROW_HEADER`] say.
 pub const PAL_ROW_LEGEND: [&str; 5] = [
@@ -273,8 +278,16 @@ impl PalRow {
         let on = if self.guard { "on" } else { "off" };
         let covered = if self.covered { "yes" } else { "no" };
         format!(
-            "{:<4} {:<10} {:<5} {:<14} {:>5} {:>6} {:<7} {}",
-            self.task, self.model, on, self.code, self.model_calls, self.input_tokens, covered, self.reply
+            "{:<4} {:<10} {:<5} {:<ended$} {:>5} {:>6} {:<7} {}",
+            self.task,
+            self.model,
+            on,
+            self.code,
+            self.model_calls,
+            self.input_tokens,
+            covered,
+            self.reply,
+            ended = ENDED_WIDTH
         )
     }
 

@@ -166,6 +166,29 @@ impl LlmResponse {
     }
 }
 
+/// A call the server answered whose answer could not be used (cut off at `max_tokens`,
+/// withheld, unreadable): the server did the work, so the call is counted and priced as
+/// any answered call is, whatever became of its answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answered {
+    /// The model that answered (as [`LlmResponse::model`]).
+    pub model: Cow<'static, str>,
+    /// Usage as the server reported it; `None` means "estimate".
+    pub usage: Option<Usage>,
+    /// The estimated output tokens of what the answer held, for a server that reported no
+    /// usage.
+    pub output_estimate: u64,
+}
+
+impl Answered {
+    /// Input and output tokens of the call: as the server reported them, or
+    /// `input_estimate` and [`Answered::output_estimate`] when it reported none (as
+    /// [`LlmResponse::tokens`]).
+    pub fn tokens(&self, input_estimate: u64) -> (u64, u64) {
+        self.usage.map_or((input_estimate, self.output_estimate), |u| (u.input_tokens, u.output_tokens))
+    }
+}
+
 /// Why a model call produced no response.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -180,7 +203,26 @@ pub enum ModelError {
         code: &'static str,
         /// Details.
         message: String,
+        /// Set when the server answered and the answer was unusable (`truncated`,
+        /// `refused_by_server`, `malformed_json`, …): what the call cost. Every caller
+        /// that records the usage of an answer records this one too.
+        answered: Option<Box<Answered>>,
     },
+}
+
+impl ModelError {
+    /// A failure with a named code, where no answer came back.
+    pub fn failed(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Failed { code, message: message.into(), answered: None }
+    }
+
+    /// What the server reported for a call it answered although the answer was unusable.
+    pub fn answered(&self) -> Option<&Answered> {
+        match self {
+            Self::Failed { answered, .. } => answered.as_deref(),
+            Self::Crashed(_) => None,
+        }
+    }
 }
 
 /// Anything that answers chat requests: fake models, scripted models, HTTP clients.

@@ -26,7 +26,7 @@ use super::roles::{
 };
 use super::routes::{Scopes, next_hop};
 use super::support::{ClaimMode, Evidence, check_support};
-use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure};
+use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure, RoleStopped};
 use crate::agent::Decider;
 use crate::agent::Env;
 use crate::agent::{Agent, AgentConfig, CheckMode, RunBudget, Session, Trace, TraceKind};
@@ -578,6 +578,8 @@ struct Coordinator {
     /// Paid calls, tokens and credits per role (planner, researcher, reviewer).
     usage: [Summary; 3],
     failed: Option<RoleFailure>,
+    /// The role whose own loop stopped the run, and why.
+    stopped: Option<RoleStopped>,
     answer: Option<String>,
     /// The run's root span, handed to each role with its work.
     span: tracing::Span,
@@ -661,6 +663,7 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
         tools: Default::default(),
         usage: Default::default(),
         failed: None,
+        stopped: None,
         answer: None,
         span,
     }
@@ -756,13 +759,9 @@ impl Coordinator {
             if let Some(stop) = stop {
                 return Err(match stop {
                     RoleStop::Budget(reason) => reason,
-                    RoleStop::Own(reason) => {
-                        self.intake.trace.add_known(
-                            round,
-                            TraceKind::Stop,
-                            "role_stopped",
-                            &[role.as_str(), ": ", reason.as_str()],
-                        );
+                    RoleStop::Own { reason, cause } => {
+                        // the run's closing `stop` line names the role and its reason
+                        self.stopped = Some(RoleStopped { role, reason, cause });
                         MultiReason::RoleStopped
                     }
                     RoleStop::Failed(detail) => {
@@ -864,7 +863,17 @@ impl Coordinator {
     /// the role tasks and collects their traces and audits.
     async fn finish(mut self, reason: MultiReason) -> MultiRun {
         self.token.cancel();
-        self.intake.trace.add_known(self.used.rounds, TraceKind::Stop, reason.as_str(), &[]);
+        // one closing `stop` line: the reason, and for `role_stopped` the role and its own
+        // reason (`researcher: model_error`)
+        match &self.stopped {
+            Some(s) if reason == MultiReason::RoleStopped => self.intake.trace.add_known(
+                self.used.rounds,
+                TraceKind::Stop,
+                reason.as_str(),
+                &[s.role.as_str(), ": ", s.reason.as_str()],
+            ),
+            _ => self.intake.trace.add_known(self.used.rounds, TraceKind::Stop, reason.as_str(), &[]),
+        }
         self.roles = None;
         let mut traces = vec![];
         let mut audit = Vec::new();
@@ -922,6 +931,7 @@ impl Coordinator {
             usage,
             answer: self.answer,
             failed: self.failed,
+            stopped: self.stopped,
             emails: self.world.outbox.len(),
             traces,
             audit,

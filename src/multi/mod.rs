@@ -170,6 +170,31 @@ impl Serialize for Denial {
     }
 }
 
+/// A role whose own loop ended the run (`role_stopped`), and why: its loop's reason and,
+/// for a failed model call, the call's code and message (redacted), which the coordinator's
+/// trace line leaves out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RoleStopped {
+    /// The role.
+    pub role: Role,
+    /// Its loop's reason (`model_error`, `stuck`, …).
+    pub reason: crate::agent::StopReason,
+    /// `code: message` of the failed model call behind a `model_error`
+    /// (`truncated: the server stopped the reply at max_tokens …`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+}
+
+impl fmt::Display for RoleStopped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.role, self.reason.as_str())?;
+        match &self.cause {
+            Some(cause) => write!(f, " ({cause})"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A role that failed, and how.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RoleFailure {
@@ -257,6 +282,9 @@ pub struct MultiRun {
     pub answer: Option<String>,
     /// The role that failed, for `role_failed`.
     pub failed: Option<RoleFailure>,
+    /// The role whose own loop stopped the run, for `role_stopped`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<RoleStopped>,
     /// E-mails that left the outbox during the run.
     pub emails: usize,
     /// The coordinator's trace, then each role's (planner, researcher, reviewer).

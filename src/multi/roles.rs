@@ -85,8 +85,14 @@ pub(crate) struct Work {
 pub(crate) enum RoleStop {
     /// A run budget (or cancellation) stopped it before or during its work.
     Budget(MultiReason),
-    /// Its own loop ended for a reason of its own.
-    Own(StopReason),
+    /// Its own loop ended for a reason of its own; `cause` is the failure behind it when
+    /// there is one (`truncated: the server stopped the reply …`, redacted).
+    Own {
+        /// The loop's reason.
+        reason: StopReason,
+        /// The code and message of a failed model call (`code: message`).
+        cause: Option<String>,
+    },
     /// It could not work at all (a crashed model, an unpriced model).
     Failed(String),
 }
@@ -475,13 +481,20 @@ impl CallRole {
                 reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
                 return reply;
             }
-            Some(Err(ModelError::Failed { code, message })) => {
+            Some(Err(ModelError::Failed { code, message, answered })) => {
                 self.trace.add(step, TraceKind::Model, code, &message);
                 reply.calls = 1;
+                // an answer the server gave is paid whatever became of it
+                if let Some(a) = answered.as_deref() {
+                    let (input, output) = a.tokens(input_tokens);
+                    reply.cost = price.cost(input, output);
+                    reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };
+                }
                 reply.stop = Some(if code == "time_budget" {
                     RoleStop::Budget(MultiReason::TimeBudget)
                 } else {
-                    RoleStop::Own(StopReason::ModelError)
+                    let cause = format!("{code}: {}", crate::security::redact(&message));
+                    RoleStop::Own { reason: StopReason::ModelError, cause: Some(cause) }
                 });
                 return reply;
             }
@@ -720,7 +733,13 @@ impl ResearchRole {
             StopReason::TimeBudget => reply.stop = Some(RoleStop::Budget(MultiReason::TimeBudget)),
             StopReason::CostBudget => reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget)),
             StopReason::Cancelled => reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled)),
-            other => reply.stop = Some(RoleStop::Own(other)),
+            other => {
+                let cause = match (other, self.agent.model_failure.take()) {
+                    (StopReason::ModelError, Some((code, message))) => Some(format!("{code}: {message}")),
+                    _ => None,
+                };
+                reply.stop = Some(RoleStop::Own { reason: other, cause });
+            }
         }
         reply
     }

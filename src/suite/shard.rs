@@ -32,11 +32,19 @@ pub enum ShardError {
     /// Both engines' index variables are set, with different values.
     #[error("--shard env/N: JOB_COMPLETION_INDEX ({0}) and SLURM_ARRAY_TASK_ID ({1}) disagree")]
     TwoIndexes(String, String),
-    /// The index is out of range or not a number.
+    /// The index is not a number.
     #[error("shard index {index:?} is not a number in 0..{count}")]
     Index {
         /// What was given.
         index: String,
+        /// The shard count.
+        count: u32,
+    },
+    /// The index is a number, but no shard of `count` has it (shards are numbered from 0).
+    #[error("shard {index} of {count} does not exist: shards are numbered 0 to {}", .count.saturating_sub(1))]
+    NoSuchShard {
+        /// What was given.
+        index: u32,
         /// The shard count.
         count: u32,
     },
@@ -66,7 +74,8 @@ impl Shard {
         };
         match index.trim().parse::<u32>() {
             Ok(i) if i < count => Ok(Self { index: i, count }),
-            _ => Err(ShardError::Index { index, count }),
+            Ok(i) => Err(ShardError::NoSuchShard { index: i, count }),
+            Err(_) => Err(ShardError::Index { index, count }),
         }
     }
 
@@ -102,7 +111,7 @@ mod tests {
     #[test]
     fn the_forms_parse_and_bad_ones_are_named() {
         assert_eq!(Shard::parse("2/4", &none), Ok(Shard { index: 2, count: 4 }));
-        assert!(matches!(Shard::parse("4/4", &none), Err(ShardError::Index { .. })));
+        assert!(matches!(Shard::parse("4/4", &none), Err(ShardError::NoSuchShard { index: 4, count: 4 })));
         for bad in ["", "1", "1/0", "a/b", "1/99999", "-1/4"] {
             assert!(Shard::parse(bad, &none).is_err(), "{bad}");
         }
@@ -113,7 +122,26 @@ mod tests {
         assert_eq!(Shard::parse("env/2", &none), Err(ShardError::NoIndex));
         let both = |k: &str| Some(if k == "JOB_COMPLETION_INDEX" { "0" } else { "1" }.to_string());
         assert!(matches!(Shard::parse("env/2", &both), Err(ShardError::TwoIndexes(..))));
-        assert!(matches!(Shard::parse("env/2", &k8s), Err(ShardError::Index { .. })));
+        assert!(matches!(Shard::parse("env/2", &k8s), Err(ShardError::NoSuchShard { index: 3, count: 2 })));
+    }
+
+    #[test]
+    fn a_shard_past_the_last_says_shards_are_numbered_from_zero() {
+        assert_eq!(
+            Shard::parse("2/2", &none).unwrap_err().to_string(),
+            "shard 2 of 2 does not exist: shards are numbered 0 to 1"
+        );
+        assert_eq!(
+            Shard::parse("1/1", &none).unwrap_err().to_string(),
+            "shard 1 of 1 does not exist: shards are numbered 0 to 0"
+        );
+        let k8s = |k: &str| (k == "JOB_COMPLETION_INDEX").then(|| "3".to_string());
+        assert_eq!(
+            Shard::parse("env/2", &k8s).unwrap_err().to_string(),
+            "shard 3 of 2 does not exist: shards are numbered 0 to 1"
+        );
+        // not a number at all keeps its own message
+        assert_eq!(Shard::parse("x/2", &none).unwrap_err().to_string(), "shard index \"x\" is not a number in 0..2");
     }
 
     #[test]

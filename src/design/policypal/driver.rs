@@ -225,7 +225,12 @@ impl Pal {
                     return self.give_up(state, progress, turns, StopReason::Cancelled);
                 }
                 Some(Ok(r)) => r,
-                Some(Err(ModelError::Failed { code, message })) => {
+                Some(Err(ModelError::Failed { code, message, answered })) => {
+                    // an answer the server gave is paid whatever became of it
+                    if let Some(a) = answered.as_deref() {
+                        let (input, output) = a.tokens(request.estimated_input_tokens());
+                        progress.ledger.add(self.priced(&request, input, output, &run_id)?);
+                    }
                     progress.trace.add(step, TraceKind::Model, code, &message);
                     let reason = if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError };
                     return self.give_up(state, progress, turns, reason);
@@ -502,6 +507,11 @@ impl Pal {
             let calls = serde_json::to_string(&response.tool_calls).unwrap_or_default();
             (request.estimated_input_tokens(), estimate_tokens(&response.text) + estimate_tokens(&calls))
         });
+        self.priced(request, input, output, run_id)
+    }
+
+    /// The usage record of a call of `request` that used `input` and `output` tokens.
+    fn priced(&self, request: &LlmRequest, input: u64, output: u64, run_id: &str) -> Result<UsageRecord, AgentError> {
         let price = self.prices.price(&request.model)?;
         Ok(UsageRecord::priced(run_id, request.model.clone(), price, input, output))
     }

@@ -31,7 +31,10 @@
 //!   (the agent loop races every call against the run's token); a client given a token
 //!   with [`HttpClient::with_cancel`] (or [`LlmClient::bind_cancel`], which a role actor
 //!   calls with its child token) also stops by itself with `cancelled`.
-//! - Every failure is a [`ModelError::Failed`] with an [`HttpCode`], never a panic.
+//! - Every failure is a [`ModelError::Failed`] with an [`HttpCode`], never a panic. A
+//!   failure of an answer the server gave (`truncated`, `refused_by_server`,
+//!   `malformed_json`, …) carries what the call cost ([`ModelError::answered`]): the
+//!   server did the work, so the callers count and price it.
 
 pub(crate) mod config;
 pub(crate) mod exchanges;
@@ -47,7 +50,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
+use super::{Answered, LlmClient, LlmRequest, LlmResponse, ModelError};
 use crate::BoxFuture;
 pub(crate) use config::ConfigError;
 pub use config::{
@@ -125,18 +128,20 @@ pub(crate) struct HttpFailure {
     pub code: HttpCode,
     /// Details.
     pub message: String,
+    /// What the call cost when the server answered and the answer was unusable.
+    pub answered: Option<Box<Answered>>,
 }
 
 impl HttpFailure {
     /// A failure.
     pub(crate) fn new(code: HttpCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self { code, message: message.into(), answered: None }
     }
 }
 
 impl From<HttpFailure> for ModelError {
     fn from(f: HttpFailure) -> Self {
-        ModelError::Failed { code: f.code.as_str(), message: f.message }
+        ModelError::Failed { code: f.code.as_str(), message: f.message, answered: f.answered }
     }
 }
 
@@ -576,7 +581,7 @@ mod tests {
             assert!(code.as_str().bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
         }
         let e: ModelError = HttpFailure::new(HttpCode::Timeout, "slow").into();
-        assert_eq!(e, ModelError::Failed { code: "timeout", message: "slow".into() });
+        assert_eq!(e, ModelError::failed("timeout", "slow"));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //!   `refused_by_server`, whatever the reply holds;
 //! - neither: `empty_reply`. Arguments that are not a JSON object:
 //!   `invalid_tool_arguments`. A body without `choices[0].message`: `malformed_json`.
+//!   Each of these failures carries what the answered call cost (its `usage`).
 //!
 //! The server's answer may carry fields this module does not know (servers add many);
 //! only what is needed is read. Our own proposal format stays strict: the loop rejects
@@ -23,7 +24,8 @@ use serde_json::{Map, Value, json};
 use super::HttpCode;
 use super::HttpFailure;
 use super::config::{Endpoint, ToolMode};
-use crate::model::{LlmRequest, LlmResponse, MessageRole, RequestedCall, Usage};
+use crate::cost::estimate_tokens;
+use crate::model::{Answered, LlmRequest, LlmResponse, MessageRole, RequestedCall, Usage};
 
 /// The name of the function a model calls to finish (native tool calling).
 pub(crate) const FINISH_TOOL: &str = "finish";
@@ -214,7 +216,37 @@ pub(crate) enum Reading {
 ///
 /// # Errors
 /// `malformed_json`, `empty_reply` or `invalid_tool_arguments`.
+/// A failure of an answer the server gave (cut off, withheld, unreadable) carries what the
+/// call cost ([`Answered`]): the usage the body reports, if any can be read from it.
 pub(crate) fn read_reply_as(body: &[u8], default_model: &str, reading: Reading) -> Result<LlmResponse, HttpFailure> {
+    read_reply(body, default_model, reading).map_err(|mut f| {
+        f.answered = answered_of(body, default_model).map(Box::new);
+        f
+    })
+}
+
+/// What an answer whose reading failed cost, when the body is a chat-completions answer a
+/// model worked on (JSON with a `usage` object or at least one choice): its `usage` and
+/// `model`, and the estimated tokens of its first choice's text and tool calls for a
+/// server that reported no usage. `None` for a body that is no such answer (a proxy's
+/// error page, an `{"error": …}` object, no choice and no usage): no model is known to
+/// have worked on it.
+fn answered_of(body: &[u8], default_model: &str) -> Option<Answered> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let chose = value.get("choices").and_then(Value::as_array).is_some_and(|c| !c.is_empty());
+    if !chose && !value.get("usage").is_some_and(Value::is_object) {
+        return None;
+    }
+    let usage = value.get("usage").and_then(read_usage);
+    let model = value.get("model").and_then(Value::as_str).filter(|m| !m.is_empty()).unwrap_or(default_model);
+    let message = value.pointer("/choices/0/message");
+    let content = message.and_then(|m| m.get("content")).and_then(Value::as_str).unwrap_or_default();
+    let calls = message.and_then(|m| m.get("tool_calls")).map(Value::to_string).unwrap_or_default();
+    let output_estimate = estimate_tokens(content) + estimate_tokens(&calls);
+    Some(Answered { model: model.to_string().into(), usage, output_estimate })
+}
+
+fn read_reply(body: &[u8], default_model: &str, reading: Reading) -> Result<LlmResponse, HttpFailure> {
     let reply: ChatResponse = serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
     let Some(choice) = reply.choices.into_iter().next() else {
         return Err(malformed("no choices in the answer"));
