@@ -74,3 +74,4 @@ mod suite_rows;
 mod suite_templates;
 mod suite_transforms;
 mod template_results;
+mod usage_answered;
