@@ -77,3 +77,4 @@ mod suite_templates;
 mod suite_transforms;
 mod template_results;
 mod terminal_output;
+mod usage_answered;
