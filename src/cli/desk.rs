@@ -51,10 +51,16 @@ pub(crate) fn open_existing(path: &std::path::Path) -> Result<Desk, String> {
     desk(path, Store::open_existing)
 }
 
-/// As [`open`], for a new run in `env` (the world, policy, prices, prompts and call graph of
-/// the flags): the run records them, and every later command on it uses them.
-pub(crate) fn open_for_run(path: &std::path::Path, env: Env) -> Result<Desk, String> {
-    desk_in(path, Store::open, env)
+/// As [`open`], for a new run of `spec` in `env` (the world, policy, prices, prompts and
+/// call graph of the flags): returns the desk and the spec recording them, so that every
+/// later command on the run uses them.
+pub(crate) fn open_for_run(
+    path: &std::path::Path,
+    spec: &rolegate::store::RunSpec,
+    env: Env,
+) -> Result<(Desk, rolegate::store::RunSpec), String> {
+    let spec = spec.clone().with_data(&env)?;
+    Ok((desk_in(path, Store::open, env)?, spec))
 }
 
 fn desk(

@@ -75,15 +75,7 @@ fn print(run: &DurableRun, path: &Path) -> u8 {
 
 /// Starts a durable run of `spec` in the store at `path`.
 pub(crate) async fn run(path: &Path, spec: &RunSpec, env: rolegate::agent::Env) -> u8 {
-    let spec = match spec.clone().with_data(&env) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("rolegate: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let spec = &spec;
-    let mut desk = match super::desk::open_for_run(path, env) {
+    let (mut desk, spec) = match super::desk::open_for_run(path, spec, env) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("rolegate: {e}");
@@ -97,7 +89,7 @@ pub(crate) async fn run(path: &Path, spec: &RunSpec, env: rolegate::agent::Env) 
             return EXIT_USAGE;
         }
     };
-    match desk.start_durable(spec, &writer).await {
+    match desk.start_durable(&spec, &writer).await {
         Ok(run) => {
             super::committed(format!("{} stored", run.run_id));
             print(&run, path)

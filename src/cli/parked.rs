@@ -7,22 +7,14 @@ use rolegate::store::RunSpec;
 
 /// Runs `goal` through the desk and prints the trace, the outcome and any request.
 pub(crate) async fn run_stored(path: &std::path::Path, spec: &RunSpec, goal: &str, env: rolegate::agent::Env) -> u8 {
-    let spec = match spec.clone().with_data(&env) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("rolegate: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let spec = &spec;
-    let mut desk = match super::desk::open_for_run(path, env) {
+    let (mut desk, spec) = match super::desk::open_for_run(path, spec, env) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("rolegate: {e}");
             return EXIT_USAGE;
         }
     };
-    match desk.start(spec, goal).await {
+    match desk.start(&spec, goal).await {
         Ok(started) => {
             let run = &started.run;
             let filed = started.request.as_ref().map_or(String::new(), |r| format!(", request {} filed", r.id));
