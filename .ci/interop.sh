@@ -201,11 +201,11 @@ killed() { # STORE K ARGS...: runs the binary held after durable record K, then 
   wait "$pid" 2>/dev/null || true
 }
 echo "-- durable runs, killed and resumed"
-case_ "durable three roles (fakellm), uninterrupted" 0 "multi done" -- run --design multi "$MULTI_GOAL" "${COMMON[@]}" --base-url "$FAKE" --store "$WORK/durable-plain.db"
+case_ "durable three roles (fakellm), uninterrupted" 0 "outcome: done" -- run --design multi "$MULTI_GOAL" "${COMMON[@]}" --base-url "$FAKE" --store "$WORK/durable-plain.db"
 cp "$WORK/out" "$WORK/durable-plain"
 killed "$WORK/durable-multi.db" 6 run --design multi "$MULTI_GOAL" "${COMMON[@]}" --base-url "$FAKE"
 case_ "durable three roles (fakellm), interrupted" 0 "interrupted" -- runs list --store "$WORK/durable-multi.db"
-case_ "durable three roles (fakellm), resumed" 0 "multi done" -- resume run-1 --store "$WORK/durable-multi.db"
+case_ "durable three roles (fakellm), resumed" 0 "outcome: done" -- resume run-1 --store "$WORK/durable-multi.db"
 if cmp -s "$WORK/out" "$WORK/durable-plain"; then
   PASSED=$((PASSED + 1)); echo "ok   the resumed run printed the uninterrupted run byte for byte"
 else
