@@ -21,6 +21,11 @@ const KEY: &str = "store-signed test signing key, not a real secret";
 /// or take over; the run's records stay signed).
 const EXEMPT: &[(&str, &str)] = &[("sqlite_sequence", "*"), ("outbox", "seq"), ("leases", "*")];
 
+/// The arguments of a durable single run on the real model served at `base`.
+fn real_run(base: &str) -> [&str; 7] {
+    ["run", "What is the status of T-601?", "--model", "openai:fake-sensible", "--zero-price", "--base-url", base]
+}
+
 /// A store with at least one row in every table.
 async fn full_store() -> PathBuf {
     let server = Server::start(Vec::new(), Some(Reply::Fake)).await;
@@ -46,16 +51,7 @@ async fn full_store() -> PathBuf {
     let approved = run(s(&["approvals", "approve", "req-1", "--key", "lena.key"])).await;
     assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
     let base = server.base_url.clone();
-    let durable = run(s(&[
-        "run",
-        "What is the status of T-601?",
-        "--model",
-        "openai:fake-sensible",
-        "--zero-price",
-        "--base-url",
-        &base,
-    ]))
-    .await;
+    let durable = run(s(&real_run(&base))).await;
     assert!(matches!(durable.status.code(), Some(0 | 1)), "{}", stderr(&durable));
     store
 }
@@ -197,19 +193,7 @@ async fn resume_never_sends_the_key_elsewhere_or_to_a_run_that_had_none() {
     let (store2, base) = (store.clone(), recorded.base_url.clone());
     // a durable run held after its first record and killed, started without a key
     let held = tokio::task::spawn_blocking(move || {
-        let mut c = crate::util::on_store(
-            &store2,
-            KEY,
-            &[
-                "run",
-                "What is the status of T-601?",
-                "--model",
-                "openai:fake-sensible",
-                "--zero-price",
-                "--base-url",
-                &base,
-            ],
-        );
+        let mut c = crate::util::on_store(&store2, KEY, &real_run(&base));
         c.env("ROLEGATE_TEST_CRASH_AT", "durable:after_commit:2").env_remove("ROLEGATE_API_KEY");
         c.output().unwrap()
     })
