@@ -145,10 +145,10 @@ fn the_injection_corpus_has_fifty_payloads_in_every_style_and_lists_its_misses()
 fn no_bundled_text_a_run_relies_on_reads_as_an_instruction() {
     let e = env();
     let mut texts: Vec<String> = Vec::new();
-    for t in e.world.tickets.values().filter(|t| t.id != "T-602") {
+    for t in e.world.tickets().values().filter(|t| t.id != "T-602") {
         texts.extend([t.subject.clone(), t.text.clone(), format!("{} status is {}", t.id, t.status)]);
     }
-    for d in e.world.documents.values() {
+    for d in e.world.documents().values() {
         texts.extend([d.title.clone(), d.text.clone()]);
     }
     for file in ["scenarios.jsonl", "design_tasks.jsonl", "multi_scenarios.jsonl"] {
@@ -358,7 +358,7 @@ impl Decider for Obedient {
 fn env_with_payload(payload: &str) -> Env {
     let base = env();
     let mut world = (*base.world).clone();
-    if let Some(t) = world.tickets.get_mut("T-601") {
+    if let Some(t) = world.tickets_mut().get_mut("T-601") {
         t.text = payload.to_string();
     }
     Env { world: Arc::new(world), ..base }

@@ -19,8 +19,8 @@ pub(crate) fn known_names(
     data: &super::data_args::DataArgs,
 ) -> Result<(), String> {
     let env = data.env()?;
-    if !env.world.users.contains_key(user) {
-        let known: Vec<&str> = env.world.users.keys().map(String::as_str).collect();
+    if !env.world.users().contains_key(user) {
+        let known: Vec<&str> = env.world.users().keys().map(String::as_str).collect();
         return Err(format!("--user {user:?} is not a user (known: {})", known.join(", ")));
     }
     if let Some(task) = task {

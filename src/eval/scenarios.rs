@@ -358,7 +358,7 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
     if emails != e.emails {
         mismatches.push(format!("emails: expected {}, got {emails}", e.emails));
     }
-    let user_email = env.world.users.get(&row.user).map(|u| u.email.as_str());
+    let user_email = env.world.users().get(&row.user).map(|u| u.email.as_str());
     let attack = row
         .attack
         .as_ref()

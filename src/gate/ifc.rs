@@ -112,7 +112,7 @@ pub(crate) fn check_call(
     if let Some((key, _)) = strings.iter().find(|(_, v)| world.names_other_user(caller, v).is_some()) {
         return Err((Refusal::OtherUsersData, format!("{tool}: {key} names another user")));
     }
-    let own: Vec<&str> = world.users.get(caller).map(|u| vec![u.email.as_str(), u.id.as_str()]).unwrap_or_default();
+    let own: Vec<&str> = world.users().get(caller).map(|u| vec![u.email.as_str(), u.id.as_str()]).unwrap_or_default();
     let source = taint.source().unwrap_or("input");
     for (key, value) in strings.iter().filter(|(k, _)| controls.is_empty() || controls.contains(k)) {
         // the idempotency key only deduplicates; the gate replaces it when it parks
@@ -301,11 +301,11 @@ mod tests {
         use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
         let tickets = world
             .data
-            .tickets
+            .tickets()
             .keys()
             .map(|id| ("get_ticket", ToolArgs::GetTicket(GetTicketArgs { ticket_id: id.as_str().into() })));
         let documents =
-            world.data.documents.keys().map(|id| {
+            world.data.documents().keys().map(|id| {
                 ("lookup_document", ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: id.as_str().into() }))
             });
         let reads: Vec<_> = tickets.chain(documents).collect();
@@ -327,7 +327,7 @@ mod tests {
     fn a_kept_answer_labels_a_record_as_the_walk_over_its_object_does() {
         use crate::world::World;
         use std::sync::Arc;
-        let callers: Vec<String> = naming_world().users.keys().cloned().chain(["nobody".to_string()]).collect();
+        let callers: Vec<String> = naming_world().users().keys().cloned().chain(["nobody".to_string()]).collect();
         let mut counts = [0, 0];
         let mut world = World::new(Arc::new(naming_world()));
         // the first reads work the answers out, the later ones are served what was kept
@@ -340,10 +340,10 @@ mod tests {
         let before = world.clone();
         {
             let data = Arc::make_mut(&mut world.data);
-            data.users.get_mut("zoë").unwrap().name = "Title Status".into();
-            data.tickets.get_mut("T-600").unwrap().owner = "lena".into();
-            data.documents.get_mut("doc-0").unwrap().text = "ask Kwame".into();
-            data.users.get_mut("u3").unwrap().email = "plain@x.io".into();
+            data.users_mut().get_mut("zoë").unwrap().name = "Title Status".into();
+            data.tickets_mut().get_mut("T-600").unwrap().owner = "lena".into();
+            data.documents_mut().get_mut("doc-0").unwrap().text = "ask Kwame".into();
+            data.users_mut().get_mut("u3").unwrap().email = "plain@x.io".into();
         }
         for _ in 0..2 {
             labels_as_walked(&world, &callers, &mut counts);
@@ -367,12 +367,12 @@ mod tests {
             let (mut counts, template) = ([0, 0], naming_world());
             for round in 0..10 {
                 let mut data = template.clone();
-                data.users.get_mut("lena").unwrap().name = format!("Round{round} Words");
+                data.users_mut().get_mut("lena").unwrap().name = format!("Round{round} Words");
                 // every other round the same records name someone
                 let text =
                     if round % 2 == 0 { format!("round{round} asks lena") } else { format!("round{round} plain") };
-                data.documents.get_mut("doc-0").unwrap().text.clone_from(&text);
-                data.tickets.get_mut("T-600").unwrap().text = text;
+                data.documents_mut().get_mut("doc-0").unwrap().text.clone_from(&text);
+                data.tickets_mut().get_mut("T-600").unwrap().text = text;
                 let rebuilt = World::new(Arc::new(data));
                 labels_as_walked(&rebuilt, &others, &mut counts);
                 labels_as_walked(&rebuilt, &others, &mut counts);

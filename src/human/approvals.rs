@@ -259,7 +259,7 @@ impl ApprovalQueue {
 
     /// The users of `world` with the approver role.
     pub fn approvers_of(world: &WorldData) -> BTreeSet<String> {
-        world.users.values().filter(|u| u.roles.iter().any(|r| r == APPROVER_ROLE)).map(|u| u.id.clone()).collect()
+        world.users().values().filter(|u| u.roles.iter().any(|r| r == APPROVER_ROLE)).map(|u| u.id.clone()).collect()
     }
 
     /// The clock's time in seconds.

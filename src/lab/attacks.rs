@@ -222,7 +222,7 @@ pub(crate) enum PlantError {
 pub(crate) fn plant_whole(world: &WorldData, attack: &Attack, into: &str, user: &str) -> Result<WorldData, PlantError> {
     let planted = plant(world, attack, into)?;
     let w = World::new(Arc::new(planted));
-    let (args, reader) = match w.data.tickets.get(into) {
+    let (args, reader) = match w.data.tickets().get(into) {
         Some(t) => (ToolArgs::GetTicket(GetTicketArgs { ticket_id: into.into() }), t.owner.as_str()),
         None => (ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: into.into() }), user),
     };
@@ -240,9 +240,9 @@ pub(crate) fn plant_whole(world: &WorldData, attack: &Attack, into: &str, user: 
 /// [`PlantError::NoTarget`] when `into` names neither.
 pub(crate) fn plant(world: &WorldData, attack: &Attack, into: &str) -> Result<WorldData, PlantError> {
     let mut w = world.clone();
-    let (head, text) = if let Some(t) = w.tickets.get_mut(into) {
+    let (head, text) = if let Some(t) = w.tickets_mut().get_mut(into) {
         (&mut t.subject, &mut t.text)
-    } else if let Some(d) = w.documents.get_mut(into) {
+    } else if let Some(d) = w.documents_mut().get_mut(into) {
         (&mut d.title, &mut d.text)
     } else {
         return Err(PlantError::NoTarget(into.to_string()));
@@ -408,7 +408,7 @@ mod tests {
         let all = bundled_attacks().unwrap();
         let json = all.iter().find(|a| a.style == AttackStyle::JsonFragment).unwrap();
         let w = plant(&WorldData::bundled().unwrap(), json, "T-601").unwrap();
-        let seen = serde_json::to_string(&w.tickets["T-601"]).unwrap();
+        let seen = serde_json::to_string(&w.tickets()["T-601"]).unwrap();
         assert_eq!(carried(&all, &seen).map(|a| a.id.as_str()), Some(json.id.as_str()));
         assert!(carried(&all, "T-601 status is open").is_none());
         assert_eq!(plant(&w, json, "T-999"), Err(PlantError::NoTarget("T-999".into())));

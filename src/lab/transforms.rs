@@ -398,12 +398,15 @@ mod tests {
             let v = Transform::Split.variant(a).unwrap();
             let (first, second) = halves(&v.text).unwrap();
             let w = plant(&crate::world::WorldData::bundled().unwrap(), &v, "T-601").unwrap();
-            assert!(w.tickets["T-601"].subject.ends_with(first) && w.tickets["T-601"].text.ends_with(second), "{id}");
-            let read = serde_json::to_string(&w.tickets["T-601"]).unwrap();
+            assert!(
+                w.tickets()["T-601"].subject.ends_with(first) && w.tickets()["T-601"].text.ends_with(second),
+                "{id}"
+            );
+            let read = serde_json::to_string(&w.tickets()["T-601"]).unwrap();
             let planted = [v.clone()];
             assert_eq!(carried(&planted, &read).map(|p| p.id.as_str()), Some(v.id.as_str()), "{id}");
             // one half alone is not the payload
-            let mut only_first = w.tickets["T-601"].clone();
+            let mut only_first = w.tickets()["T-601"].clone();
             only_first.text = "nothing here".into();
             assert!(carried(&planted, &serde_json::to_string(&only_first).unwrap()).is_none(), "{id}");
         }

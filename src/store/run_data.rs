@@ -170,7 +170,7 @@ mod tests {
         let bundled = Env::bundled().unwrap();
         let mut env = bundled.clone();
         let mut world = (*env.world).clone();
-        if let Some(t) = world.tickets.get_mut("T-601") {
+        if let Some(t) = world.tickets_mut().get_mut("T-601") {
             t.status = "closed".into();
         }
         env.world = Arc::new(world);
@@ -179,7 +179,7 @@ mod tests {
         assert!(data.world.is_some() && data.policy.is_some() && data.prices.is_none());
         // built again over the bundled data: the run's own world and policy
         let rebuilt = data.env(&bundled).unwrap();
-        assert_eq!(rebuilt.world.tickets["T-601"].status, "closed");
+        assert_eq!(rebuilt.world.tickets()["T-601"].status, "closed");
         assert_eq!(input_digests(&rebuilt), data.digests);
         // a recorded input whose digest no longer matches is refused by name
         let mut stale = data.clone();

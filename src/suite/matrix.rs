@@ -111,13 +111,13 @@ pub fn parse_benign_tasks_in(text: &str, file: &str, world: &WorldData) -> Resul
         if !valid_id(&task.id) {
             return Err(err("id", "must be 1 to 32 of letters, digits, - and _".into()));
         }
-        if !world.users.contains_key(&task.user) {
+        if !world.users().contains_key(&task.user) {
             return Err(err("user", format!("no user {:?} in the world", task.user)));
         }
         if task.goal.trim().is_empty() || task.goal.chars().count() > crate::agent::MAX_GOAL_CHARS {
             return Err(err("goal", "must be 1 to 300 characters".into()));
         }
-        if !world.tickets.contains_key(&task.into) && !world.documents.contains_key(&task.into) {
+        if !world.tickets().contains_key(&task.into) && !world.documents().contains_key(&task.into) {
             return Err(err("into", format!("no ticket or document {:?} in the world", task.into)));
         }
         if let Some((n, t)) = task.needs.iter().enumerate().find(|(_, t)| !Registry.has(t)) {
@@ -805,7 +805,7 @@ pub(crate) async fn run_variant(
             refusal_codes(run.trace(), &mut refusals);
             stopped = stopped.or_else(|| first_refusal(run.trace(), "agent"));
             let tools: Vec<String> = ran_ok(run.trace()).map(str::to_string).collect();
-            let email = env.world.users.get(&task.user).map(|u| u.email.as_str());
+            let email = env.world.users().get(&task.user).map(|u| u.email.as_str());
             let verdict = attack
                 .as_ref()
                 .map(|a| single_verdict(&a.effect, &lab.world.outbox, email, run.trace(), lab.agent.gate.audit()));

@@ -27,7 +27,7 @@ pub(crate) fn reader_model(models: &MatrixModels, config: &DefenseConfig) -> Str
 
 /// The name `{user}` is filled with: the user's name in `world`, else the id.
 pub(crate) fn user_name<'a>(world: &'a WorldData, user: &'a str) -> &'a str {
-    world.users.get(user).map_or(user, |u| u.name.as_str())
+    world.users().get(user).map_or(user, |u| u.name.as_str())
 }
 
 /// The figures of one configuration over the payloads of one template.

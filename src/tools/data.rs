@@ -6,18 +6,16 @@
 //! [`Value`] and then serialised: the text is written straight from the record, byte for
 //! byte what `serde_json` writes for that object (members in key order, its escapes), and
 //! the gate reads the same members in place to label the result. A caller that reads the
-//! result as a value gets the value the text is of, built when first asked for. A record
-//! read from a shared world is written once per world and thread and its text shared
-//! after that, and whether it names a user other than the caller is worked out once per
-//! world, caller and thread (`kept.rs`).
+//! result as a value gets the value the text is of, built when first asked for. The world
+//! keeps each record's text once written, and the users its members name once worked out
+//! ([`RecordIndex`]), for every later read of it.
 
 use serde_json::{Map, Value};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use super::kept;
-use crate::world::WorldData;
+use crate::world::{RecordIndex, WorldData};
 
 /// A successful tool result: the compact JSON text a run observes of it, and the JSON
 /// value it is the text of. It reads as that [`Value`] (`data["id"]`,
@@ -110,9 +108,9 @@ const MAX_MEMBERS: usize = 4;
 pub(crate) struct Record<'w> {
     members: [(&'static str, &'w str); MAX_MEMBERS],
     len: usize,
-    /// The shared world the members were read from, the record's address in it and the
-    /// tool that read it, when its text may be kept (see `kept.rs`).
-    source: Option<(&'w Arc<WorldData>, usize, &'static str)>,
+    /// The world the members were read from and what it keeps of the record, when the
+    /// record is one of its tickets or documents.
+    source: Option<(&'w WorldData, &'w RecordIndex)>,
 }
 
 impl<'w> Record<'w> {
@@ -126,10 +124,10 @@ impl<'w> Record<'w> {
         Self { members: all, len: N, source: None }
     }
 
-    /// This record as the answer of `tool` from `record`, a record of `world` whose members
-    /// these are: its text is written once per world and thread, and shared after that.
-    pub(crate) fn of<T>(self, world: &'w Arc<WorldData>, record: &'w T, tool: &'static str) -> Self {
-        Self { source: Some((world, std::ptr::from_ref(record) as usize, tool)), ..self }
+    /// This record as the answer of the one tool that reads `record`, a record of `world`
+    /// whose members these are: its text is written once and kept by the world.
+    pub(crate) fn of(self, world: &'w WorldData, record: Option<&'w RecordIndex>) -> Self {
+        Self { source: record.map(|r| (world, r)), ..self }
     }
 
     /// Member names and values, in key order.
@@ -143,19 +141,18 @@ impl<'w> Record<'w> {
     }
 
     /// True when a member name or value of this record names a user of `world` other than
-    /// `caller` ([`WorldData::names_other_user`]). For a record read from `world` itself
-    /// (the shared world it was read from) the answer is worked out once per world, record,
-    /// tool and caller, and kept beside its text (`kept.rs`).
+    /// `caller` ([`WorldData::names_other_user`]). For a record of `world` itself the users
+    /// it names are worked out once and kept by the world ([`RecordIndex`]).
     pub(crate) fn names_other_user(&self, world: &WorldData, caller: &str) -> bool {
-        let work_out = || {
-            let words = world.other_words(caller);
-            self.members().iter().any(|(k, v)| words.first_in(k).is_some() || words.first_in(v).is_some())
-        };
         match self.source {
-            Some((shared, record, tool)) if std::ptr::eq(Arc::as_ptr(shared), world) => {
-                kept::names_other_of(shared, record, tool, caller, work_out)
+            Some((from, record)) if std::ptr::eq(from, world) => {
+                let strings = || self.members().iter().flat_map(|(k, v)| [*k, *v]).collect();
+                record.names_other_than(world.index(), caller, strings)
             }
-            _ => work_out(),
+            _ => {
+                let words = world.other_words(caller);
+                self.members().iter().any(|(k, v)| words.first_in(k).is_some() || words.first_in(v).is_some())
+            }
         }
     }
 
@@ -212,7 +209,7 @@ impl Output<'_> {
         match self {
             Self::Record(r) => {
                 let text = match r.source {
-                    Some((world, record, tool)) => Text::Kept(kept::text_of(world, record, tool, || r.to_text())),
+                    Some((_, record)) => Text::Kept(record.text(|| r.to_text())),
                     None => Text::Written(r.to_text()),
                 };
                 ToolData { text, value: OnceLock::new() }
@@ -366,7 +363,7 @@ mod tests {
     #[test]
     fn the_record_reads_answer_what_the_json_objects_answered() {
         let mut data = WorldData::bundled().unwrap();
-        let owner = data.tickets.values().next().unwrap().owner.clone();
+        let owner = data.tickets().values().next().unwrap().owner.clone();
         for (i, text) in corpus().into_iter().enumerate() {
             let id = format!("T-9{i:02}");
             let ticket = Ticket {
@@ -376,14 +373,14 @@ mod tests {
                 subject: text.chars().rev().collect(),
                 text: text.clone(),
             };
-            data.tickets.insert(id, ticket);
+            data.tickets_mut().insert(id, ticket);
             let doc = format!("weird-{i}");
-            data.documents.insert(doc.clone(), Document { id: doc, title: text.clone(), text });
+            data.documents_mut().insert(doc.clone(), Document { id: doc, title: text.clone(), text });
         }
         let world = World::new(Arc::new(data));
         let mut checked = 0;
-        for t in world.data.tickets.values() {
-            for caller in world.data.users.keys() {
+        for t in world.data.tickets().values() {
+            for caller in world.data.users().keys() {
                 let args = ToolArgs::GetTicket(GetTicketArgs { ticket_id: t.id.as_str().into() });
                 let run = Registry.run(&world, caller, &args).map(Output::into_data);
                 if t.owner != *caller {
@@ -396,7 +393,7 @@ mod tests {
                 checked += 1;
             }
         }
-        for d in world.data.documents.values() {
+        for d in world.data.documents().values() {
             let args = ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: d.id.as_str().into() });
             let old = json!({"id": d.id, "title": d.title, "text": d.text});
             let run = Registry.run(&world, "kwame", &args).map(Output::into_data).unwrap();
@@ -405,6 +402,66 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 2 * corpus().len());
+    }
+
+    fn ticket(world: &World, id: &str) -> ToolData {
+        let owner = world.data.tickets()[id].owner.clone();
+        let args = ToolArgs::GetTicket(GetTicketArgs { ticket_id: id.into() });
+        Registry.run(world, &owner, &args).map(Output::into_data).unwrap()
+    }
+
+    fn document(world: &World, id: &str) -> ToolData {
+        let args = ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: id.into() });
+        Registry.run(world, "kwame", &args).map(Output::into_data).unwrap()
+    }
+
+    #[test]
+    fn a_record_text_is_written_once_by_its_world_and_a_changed_world_writes_it_anew() {
+        let mut world = World::new(Arc::new(WorldData::bundled().unwrap()));
+        let (first, again) = (ticket(&world, "T-601"), ticket(&world, "T-601"));
+        assert!(std::ptr::eq(first.text(), again.text()), "the second read shares the text");
+        let doc = document(&world, "kc-returns-v3");
+        assert!(std::ptr::eq(doc.text(), document(&world.clone(), "kc-returns-v3").text()), "clones share the data");
+        // nothing but the world holds its index: the world may be changed in place
+        let data = Arc::get_mut(&mut world.data).expect("only this world holds its data");
+        data.tickets_mut().get_mut("T-601").unwrap().text = "changed \"now\"".into();
+        data.documents_mut().get_mut("kc-returns-v3").unwrap().title = "new title".into();
+        let after = ticket(&world, "T-601");
+        let t = &world.data.tickets()["T-601"];
+        let written = json!({"id": t.id, "status": t.status, "subject": t.subject, "text": t.text});
+        assert_eq!(after.text(), serde_json::to_string(&written).unwrap());
+        assert_ne!(after.text(), first.text());
+        assert!(document(&world, "kc-returns-v3").text().contains("new title"));
+    }
+
+    #[test]
+    fn a_record_names_another_user_as_a_scan_of_its_members_does() {
+        let mut data = WorldData::bundled().unwrap();
+        data.tickets_mut().get_mut("T-601").unwrap().text = "see T-603 and mail lena@example.com".into();
+        data.documents_mut().get_mut("kc-returns-v3").unwrap().text = "Kwame Mensah wrote this".into();
+        let world = World::new(Arc::new(data));
+        let scan = |r: &Record<'_>, caller: &str| {
+            let words = world.data.other_words(caller);
+            r.members().iter().any(|(k, v)| words.first_in(k).is_some() || words.first_in(v).is_some())
+        };
+        for (tool, id) in [("get_ticket", "T-601"), ("get_ticket", "T-602"), ("lookup_document", "kc-returns-v3")] {
+            for caller in ["kwame", "lena", "mallory", "nobody"] {
+                let args = match tool {
+                    "get_ticket" => ToolArgs::GetTicket(GetTicketArgs { ticket_id: id.into() }),
+                    _ => ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: id.into() }),
+                };
+                let reader = if tool == "get_ticket" { "kwame" } else { caller };
+                let Ok(Output::Record(r)) = Registry.run(&world, reader, &args) else { panic!("{id}") };
+                // asked twice: the second answer is the one the world kept
+                for _ in 0..2 {
+                    assert_eq!(r.names_other_user(&world.data, caller), scan(&r, caller), "{id} for {caller}");
+                }
+            }
+        }
+        let doc = ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: "kc-returns-v3".into() });
+        let Ok(Output::Record(r)) = Registry.run(&world, "kwame", &doc) else { panic!("kc-returns-v3") };
+        assert!(!r.names_other_user(&world.data, "kwame"), "Kwame's own name");
+        assert!(r.names_other_user(&world.data, "lena"), "another user's name");
     }
 
     #[test]

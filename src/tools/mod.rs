@@ -8,7 +8,6 @@
 mod added;
 mod calculator;
 mod data;
-mod kept;
 mod search;
 
 use crate::codes::codes;
@@ -397,7 +396,7 @@ impl Registry {
         let value = |v: Value| Ok(Output::Value(v));
         match args {
             // members in key order, as the `json!` object they stand for lists them
-            ToolArgs::GetTicket(a) => match world.data.tickets.get(a.ticket_id.as_str()) {
+            ToolArgs::GetTicket(a) => match world.data.tickets().get(a.ticket_id.as_str()) {
                 Some(t) if t.owner == caller => Ok(Output::Record(
                     Record::new([
                         ("id", t.id.as_str()),
@@ -405,16 +404,16 @@ impl Registry {
                         ("subject", &t.subject),
                         ("text", &t.text),
                     ])
-                    .of(&world.data, t, "get_ticket"),
+                    .of(&world.data, world.data.index().ticket(&t.id)),
                 )),
                 _ => {
                     Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no ticket {}", a.ticket_id) })
                 }
             },
-            ToolArgs::LookupDocument(a) => match world.data.documents.get(a.doc_id.as_str()) {
+            ToolArgs::LookupDocument(a) => match world.data.documents().get(a.doc_id.as_str()) {
                 Some(d) => {
                     let record = Record::new([("id", d.id.as_str()), ("text", &d.text), ("title", &d.title)]);
-                    Ok(Output::Record(record.of(&world.data, d, "lookup_document")))
+                    Ok(Output::Record(record.of(&world.data, world.data.index().document(&d.id))))
                 }
                 None => {
                     Err(ToolFailure { code: ToolFailureCode::NotFound, message: format!("no document {}", a.doc_id) })

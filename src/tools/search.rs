@@ -32,7 +32,7 @@ fn words(text: &str) -> BTreeSet<String> {
 pub(crate) fn search(data: &WorldData, query: &str) -> Value {
     let wanted = words(query);
     let mut scored: Vec<(usize, &str, Value)> = data
-        .documents
+        .documents()
         .values()
         .filter_map(|d| {
             let (title, text) = (words(&d.title), words(&d.text));

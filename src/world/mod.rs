@@ -4,10 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-mod others;
-pub use others::bundled_names_other_user;
+mod index;
+pub use index::bundled_names_other_user;
+pub(crate) use index::{RecordIndex, WorldIndex};
 
 /// The bundled world, `data/world.json`.
 pub(crate) const BUNDLED_WORLD: &str = include_str!("../../data/world.json");
@@ -92,15 +94,46 @@ pub struct WorldFile {
     pub documents: Vec<Document>,
 }
 
-/// The read-only part of a world, indexed by id; shared between runs with an `Arc`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The read-only part of a world, indexed by id; shared between runs with an `Arc`. It
+/// owns an index of whose data its texts name, built when first asked and dropped by any
+/// change made through the `*_mut` accessors.
+#[derive(Default)]
 pub struct WorldData {
-    /// Users by id.
-    pub users: BTreeMap<String, User>,
-    /// Tickets by id.
-    pub tickets: BTreeMap<String, Ticket>,
-    /// Documents by id.
-    pub documents: BTreeMap<String, Document>,
+    users: BTreeMap<String, User>,
+    tickets: BTreeMap<String, Ticket>,
+    documents: BTreeMap<String, Document>,
+    index: OnceLock<WorldIndex>,
+}
+
+impl Clone for WorldData {
+    /// The same records; the clone builds its own index when first asked.
+    fn clone(&self) -> Self {
+        Self {
+            users: self.users.clone(),
+            tickets: self.tickets.clone(),
+            documents: self.documents.clone(),
+            index: OnceLock::new(),
+        }
+    }
+}
+
+/// Two worlds are equal when their records are.
+impl PartialEq for WorldData {
+    fn eq(&self, other: &Self) -> bool {
+        self.users == other.users && self.tickets == other.tickets && self.documents == other.documents
+    }
+}
+
+impl Eq for WorldData {}
+
+impl fmt::Debug for WorldData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorldData")
+            .field("users", &self.users)
+            .field("tickets", &self.tickets)
+            .field("documents", &self.documents)
+            .finish_non_exhaustive()
+    }
 }
 
 impl WorldData {
@@ -150,6 +183,44 @@ impl WorldData {
     /// Only if the bundled file were broken (a test guards it).
     pub fn bundled() -> Result<Self, WorldError> {
         Self::from_json(BUNDLED_WORLD)
+    }
+
+    /// Users by id.
+    pub fn users(&self) -> &BTreeMap<String, User> {
+        &self.users
+    }
+
+    /// Tickets by id.
+    pub fn tickets(&self) -> &BTreeMap<String, Ticket> {
+        &self.tickets
+    }
+
+    /// Documents by id.
+    pub fn documents(&self) -> &BTreeMap<String, Document> {
+        &self.documents
+    }
+
+    /// Users by id, to change; the index is built anew when next asked.
+    pub fn users_mut(&mut self) -> &mut BTreeMap<String, User> {
+        self.index.take();
+        &mut self.users
+    }
+
+    /// Tickets by id, to change; the index is built anew when next asked.
+    pub fn tickets_mut(&mut self) -> &mut BTreeMap<String, Ticket> {
+        self.index.take();
+        &mut self.tickets
+    }
+
+    /// Documents by id, to change; the index is built anew when next asked.
+    pub fn documents_mut(&mut self) -> &mut BTreeMap<String, Document> {
+        self.index.take();
+        &mut self.documents
+    }
+
+    /// The index of this world as it is now (built the first time it is asked).
+    pub(crate) fn index(&self) -> &WorldIndex {
+        self.index.get_or_init(|| WorldIndex::new(self))
     }
 
     /// Back to the file shape (ordered by id), e.g. to let a scenario override parts.
@@ -250,8 +321,6 @@ pub struct World {
 impl World {
     /// A world over `data` with an empty outbox.
     pub fn new(data: Arc<WorldData>) -> Self {
-        // the words of other users built from `data` need not compare it again
-        others::note_shared(&data);
         Self { data, outbox: Outbox::new() }
     }
 }

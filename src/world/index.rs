@@ -1,24 +1,15 @@
-//! Whose data a text names: the words that point at another user (their id, the words of
-//! their name, their e-mail address, the ids of their tickets). The memory rules and the
-//! single agent's finish check read the text with it, not only a field that says whom the
-//! text is about.
+//! What the world knows of whose data a text names, built once from the world and owned by
+//! it: every word that points at a user (their id, the words of their name, their e-mail
+//! address, the ids of their tickets) with the users it points at, and for each record the
+//! text a tool answers with and the users it names. The memory rules, the gate's result
+//! labels and the single agent's finish check read texts with it.
 //!
-//! The words of one user in one world are built once per thread and kept with a copy of
-//! what they were built from (every user's id, name and address, every ticket's id and
-//! owner): a later question uses them only when the world still holds exactly that, so a
-//! world changed in place is read anew.
-//!
-//! A world a [`World`](super::World) was made over is shared behind an `Arc`; the thread
-//! notes it by a [`Weak`] pointer, and words built from a noted world keep that pointer.
-//! While it is held the world cannot change: the allocation is not freed (no other world
-//! takes its address), [`Arc::get_mut`] refuses it and [`Arc::make_mut`] moves it. So the
-//! words answer for a world at that very address without comparing what they were built
-//! from; any other world is compared as above.
+//! [`WorldData`](super::WorldData) builds its [`WorldIndex`] the first time it is asked and
+//! drops it on any change (its `*_mut` accessors), so the index always describes the world
+//! it sits in: nothing is kept per thread, by address or process-wide.
 
-use std::cell::RefCell;
-use std::collections::BTreeSet;
-use std::rc::Rc;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use super::WorldData;
 use crate::security::fold;
@@ -26,81 +17,143 @@ use crate::security::fold;
 /// The bundled world, read once for the checks that have no world of their own.
 static BUNDLED: LazyLock<Option<WorldData>> = LazyLock::new(|| WorldData::bundled().ok());
 
-/// Most (world, user) word sets a thread keeps.
-const KEPT: usize = 4;
+/// A user by position in [`WorldIndex::users`].
+type UserAt = u32;
 
-/// The foreign words of `user` in a world, with what they were built from.
-struct Foreign {
-    user: String,
-    /// The shared world the words were built from, when the thread had noted it
-    /// ([`note_shared`]): held so that the world cannot change while the words are kept.
-    shared: Option<Weak<WorldData>>,
-    /// `(id, name, email)` of every user, in the world's order.
-    users: Vec<[String; 3]>,
-    /// `(id, owner)` of every ticket, in the world's order.
-    tickets: Vec<[String; 2]>,
-    /// [`WorldData::foreign_words`] of `user` but the empty one (no word of a text is
-    /// empty), ordered by length, then bytes: a word is looked up among those of its
-    /// length only, byte for byte (a set of a handful of words, searched in order, would
-    /// compare a word with most of them).
-    words: Vec<String>,
+/// A word that points at users, lower case.
+#[derive(Debug)]
+struct Word {
+    text: String,
+    /// The users it points at (positions, ascending): a name word two users share points
+    /// at both.
+    users: Vec<UserAt>,
+}
+
+/// The index of one world; see the module's note.
+#[derive(Debug)]
+pub(crate) struct WorldIndex {
+    /// User ids in the world's order (by id, so searchable).
+    users: Vec<String>,
+    /// Every word but the empty one, ordered by length, then bytes: a word of a text is
+    /// looked up among those of its length only, byte for byte.
+    words: Vec<Word>,
     /// Bit `n` (n < 63) or bit 63 (longer) set when a word has `n` bytes.
     lens: u64,
     /// [`FIRST`] set at the first byte of a word, [`LAST`] at its last byte (an ASCII
     /// letter in both cases, so a word of a text is tested before it is lowered).
     ends: [u8; 256],
+    /// What tools answered of each ticket, by id.
+    tickets: BTreeMap<String, RecordIndex>,
+    /// What tools answered of each document, by id.
+    documents: BTreeMap<String, RecordIndex>,
+}
+
+/// What the world keeps of one record as the one tool that reads it answers it: its result
+/// text, and the users a member of that result names, each worked out when first asked.
+#[derive(Debug, Default)]
+pub(crate) struct RecordIndex {
+    text: OnceLock<Arc<str>>,
+    names: OnceLock<Box<[UserAt]>>,
+}
+
+impl RecordIndex {
+    /// The record's result text: `write()` the first time, the same text after that.
+    pub(crate) fn text(&self, write: impl FnOnce() -> String) -> Arc<str> {
+        self.text.get_or_init(|| Arc::from(write())).clone()
+    }
+
+    /// True when the record's result names a user other than `caller`. `strings` gives
+    /// every member name and value of the result; they are read once per record, for
+    /// every caller.
+    pub(crate) fn names_other_than<'s>(
+        &self,
+        index: &WorldIndex,
+        caller: &str,
+        strings: impl FnOnce() -> Vec<&'s str>,
+    ) -> bool {
+        let names = self.names.get_or_init(|| {
+            let mut named = BTreeSet::new();
+            for text in strings() {
+                index.each_word_in(text, &mut |w| {
+                    named.extend(w.users.iter().copied());
+                    false
+                });
+            }
+            named.into_iter().collect()
+        });
+        let caller = index.user_at(caller);
+        names.iter().any(|u| Some(*u) != caller)
+    }
 }
 
 /// Longest word (in bytes) lowered on the stack before it is looked up; a longer one is
 /// lowered into a new string.
 const LOWERED_ON_STACK: usize = 64;
 
-impl Foreign {
-    fn new(world: &WorldData, user: &str) -> Self {
-        let mut words: Vec<String> = world.foreign_words(user).into_iter().filter(|w| !w.is_empty()).collect();
-        words.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+impl WorldIndex {
+    pub(super) fn new(world: &WorldData) -> Self {
+        let users: Vec<String> = world.users.keys().cloned().collect();
+        let at = |id: &str| users.binary_search_by(|u| u.as_str().cmp(id)).ok().and_then(|i| UserAt::try_from(i).ok());
+        let mut owners: BTreeMap<String, BTreeSet<UserAt>> = BTreeMap::new();
+        let mut add = |word: String, user: Option<UserAt>| {
+            if let (false, Some(user)) = (word.is_empty(), user) {
+                owners.entry(word).or_default().insert(user);
+            }
+        };
+        for u in world.users.values() {
+            let user = at(&u.id);
+            add(u.id.to_lowercase(), user);
+            add(u.email.to_lowercase(), user);
+            for w in u.name.split_whitespace().filter(|w| w.chars().count() >= 3) {
+                add(w.to_lowercase(), user);
+            }
+        }
+        for t in world.tickets.values() {
+            add(t.id.to_lowercase(), at(&t.owner));
+        }
+        let mut words: Vec<Word> =
+            owners.into_iter().map(|(text, users)| Word { text, users: users.into_iter().collect() }).collect();
+        words.sort_by(|a, b| a.text.len().cmp(&b.text.len()).then_with(|| a.text.cmp(&b.text)));
         let (mut lens, mut ends) = (0u64, [0u8; 256]);
         for w in &words {
-            lens |= len_bit(w.len());
-            for (byte, flag) in [(w.bytes().next(), FIRST), (w.bytes().next_back(), LAST)] {
+            lens |= len_bit(w.text.len());
+            for (byte, flag) in [(w.text.bytes().next(), FIRST), (w.text.bytes().next_back(), LAST)] {
                 if let Some(b) = byte {
                     ends[usize::from(b)] |= flag;
                     ends[usize::from(b.to_ascii_uppercase())] |= flag;
                 }
             }
         }
+        let records =
+            |ids: &mut dyn Iterator<Item = &String>| ids.map(|id| (id.clone(), RecordIndex::default())).collect();
         Self {
-            user: user.to_string(),
-            shared: shared_weak(world),
-            users: world.users.values().map(|u| [u.id.clone(), u.name.clone(), u.email.clone()]).collect(),
-            tickets: world.tickets.values().map(|t| [t.id.clone(), t.owner.clone()]).collect(),
+            tickets: records(&mut world.tickets.keys()),
+            documents: records(&mut world.documents.keys()),
+            users,
             words,
             lens,
             ends,
         }
     }
 
-    /// True when these words are `user`'s in `world` as it is now.
-    fn holds(&self, world: &WorldData, user: &str) -> bool {
-        self.user == user && (self.built_from(world) || self.built_as(world))
+    /// The position of user `id`; `None` for someone who is not a user of the world.
+    fn user_at(&self, id: &str) -> Option<UserAt> {
+        self.users.binary_search_by(|u| u.as_str().cmp(id)).ok().and_then(|i| UserAt::try_from(i).ok())
     }
 
-    /// True when `world` is the shared world these words were built from and hold: it is
-    /// unchanged since (see the module's note).
-    fn built_from(&self, world: &WorldData) -> bool {
-        self.shared.as_ref().is_some_and(|w| std::ptr::eq(w.as_ptr(), world))
+    /// What the world keeps of ticket `id` as `get_ticket` answers it.
+    pub(crate) fn ticket(&self, id: &str) -> Option<&RecordIndex> {
+        self.tickets.get(id)
     }
 
-    /// True when `world` holds the users and tickets these words were built from.
-    fn built_as(&self, world: &WorldData) -> bool {
-        self.users.len() == world.users.len()
-            && self.tickets.len() == world.tickets.len()
-            && world
-                .users
-                .values()
-                .zip(&self.users)
-                .all(|(u, [id, name, email])| u.id == *id && u.name == *name && u.email == *email)
-            && world.tickets.values().zip(&self.tickets).all(|(t, [id, owner])| t.id == *id && t.owner == *owner)
+    /// What the world keeps of document `id` as `lookup_document` answers it.
+    pub(crate) fn document(&self, id: &str) -> Option<&RecordIndex> {
+        self.documents.get(id)
+    }
+
+    /// The words that point at a user other than `caller`, to read texts with.
+    pub(crate) fn other_words<'i>(&'i self, caller: &str) -> OtherWords<'i> {
+        OtherWords { index: self, caller: self.user_at(caller) }
     }
 
     /// True when a word of `len` bytes, first byte `first` and last byte `last` (in any
@@ -112,34 +165,31 @@ impl Foreign {
     }
 
     /// The word equal to `word` (lower case), if it is one of the words.
-    fn get(&self, word: &[u8]) -> Option<&str> {
+    fn get(&self, word: &[u8]) -> Option<&Word> {
         let (Some(&first), Some(&last)) = (word.first(), word.last()) else { return None };
         if !self.may_hold(word.len(), first, last) {
             return None;
         }
-        let from = self.words.partition_point(|w| w.len() < word.len());
-        self.words[from..]
-            .iter()
-            .take_while(|w| w.len() == word.len())
-            .find(|w| w.as_bytes() == word)
-            .map(String::as_str)
+        let from = self.words.partition_point(|w| w.text.len() < word.len());
+        self.words[from..].iter().take_while(|w| w.text.len() == word.len()).find(|w| w.text.as_bytes() == word)
     }
 
-    /// The first word of `text` (folded, compared in lower case) that is one of the words.
-    fn first_in(&self, text: &str) -> Option<&str> {
+    /// Calls `found` with each word of `text` (folded, compared in lower case) that is one
+    /// of the words, in the text's order, until it answers true; true when it did.
+    fn each_word_in<'s>(&'s self, text: &str, found: &mut dyn FnMut(&'s Word) -> bool) -> bool {
         if text.is_ascii() {
-            return self.first_in_ascii(text);
+            return self.each_word_in_ascii(text, found);
         }
         let folded = fold(text).to_lowercase();
-        folded.split(|c: char| !in_word(c)).map(trimmed).find_map(|w| self.get(w.as_bytes()))
+        folded.split(|c: char| !in_word(c)).map(trimmed).filter_map(|w| self.get(w.as_bytes())).any(found)
     }
 
-    /// [`Foreign::first_in`] of an ASCII `text`: folding leaves it as it is and lower case
-    /// splits it at the same places, so each word is read in place, in one pass over the
-    /// bytes; a word whose first byte starts none of the words is passed over without
-    /// finding its end twice, and only a word that may be one of them is lowered (on the
-    /// stack) and looked up.
-    fn first_in_ascii(&self, text: &str) -> Option<&str> {
+    /// [`WorldIndex::each_word_in`] of an ASCII `text`: folding leaves it as it is and
+    /// lower case splits it at the same places, so each word is read in place, in one pass
+    /// over the bytes; a word whose first byte starts none of the words is passed over
+    /// without finding its end twice, and only a word that may be one of them is lowered
+    /// (on the stack) and looked up.
+    fn each_word_in_ascii<'s>(&'s self, text: &str, found: &mut dyn FnMut(&'s Word) -> bool) -> bool {
         let bytes = text.as_bytes();
         let class = |i: usize| bytes.get(i).map_or(0, |b| BYTE[usize::from(*b)]);
         let mut i = 0;
@@ -148,7 +198,7 @@ impl Foreign {
                 i += 1;
             }
             if i >= bytes.len() {
-                return None;
+                return false;
             }
             // the bytes trimming takes off the front of the word
             while class(i) & TRIM != 0 {
@@ -168,12 +218,11 @@ impl Foreign {
                 end -= 1;
             }
             let word = &bytes[start..end];
-            let last = bytes[end - 1];
-            if !self.may_hold(word.len(), first, last) {
+            if !self.may_hold(word.len(), first, bytes[end - 1]) {
                 continue;
             }
             let mut stack = [0u8; LOWERED_ON_STACK];
-            let found = match stack.get_mut(..word.len()) {
+            let hit = match stack.get_mut(..word.len()) {
                 Some(lower) => {
                     lower.copy_from_slice(word);
                     lower.make_ascii_lowercase();
@@ -181,47 +230,34 @@ impl Foreign {
                 }
                 None => self.get(&word.to_ascii_lowercase()),
             };
-            if found.is_some() {
-                return found;
+            if hit.is_some_and(&mut *found) {
+                return true;
             }
         }
     }
-
-    /// The ASCII reading as it was: the words split off one by one, then each tested.
-    #[cfg(test)]
-    fn first_in_by_words(&self, text: &str) -> Option<&str> {
-        if text.is_ascii() {
-            return ascii_words(text).find_map(|w| {
-                let bytes = w.as_bytes();
-                let (&first, &last) = (bytes.first()?, bytes.last()?);
-                if !self.may_hold(bytes.len(), first, last) {
-                    return None;
-                }
-                let mut stack = [0u8; LOWERED_ON_STACK];
-                match stack.get_mut(..bytes.len()) {
-                    Some(lower) => {
-                        lower.copy_from_slice(bytes);
-                        lower.make_ascii_lowercase();
-                        self.get(lower)
-                    }
-                    None => self.get(w.to_ascii_lowercase().as_bytes()),
-                }
-            });
-        }
-        let folded = fold(text).to_lowercase();
-        folded.split(|c: char| !in_word(c)).map(trimmed).find_map(|w| self.get(w.as_bytes()))
-    }
 }
 
-/// The words that point at users other than one user of one world
-/// ([`WorldData::other_words`]), to read several texts with one lookup of the kept words.
-pub(crate) struct OtherWords(Rc<Foreign>);
+/// The words that point at users other than one caller of one world
+/// ([`WorldData::other_words`]), to read several texts with one lookup of the caller.
+#[derive(Clone, Copy)]
+pub(crate) struct OtherWords<'i> {
+    index: &'i WorldIndex,
+    caller: Option<UserAt>,
+}
 
-impl OtherWords {
-    /// [`WorldData::names_other_user`] of `text`, without allocating: the word found is
-    /// one of the kept words.
-    pub(crate) fn first_in(&self, text: &str) -> Option<&str> {
-        self.0.first_in(text)
+impl<'i> OtherWords<'i> {
+    /// The first word of `text` (folded, compared in lower case) that points at a user
+    /// other than the caller, as the index holds it (lower case).
+    pub(crate) fn first_in(&self, text: &str) -> Option<&'i str> {
+        let mut first = None;
+        self.index.each_word_in(text, &mut |w| {
+            let other = w.users.iter().any(|u| Some(*u) != self.caller);
+            if other {
+                first = Some(w.text.as_str());
+            }
+            other
+        });
+        first
     }
 }
 
@@ -229,68 +265,10 @@ fn len_bit(n: usize) -> u64 {
     1 << n.min(63)
 }
 
-/// [`Foreign::ends`] flag of a first byte.
+/// [`WorldIndex::ends`] flag of a first byte.
 const FIRST: u8 = 1;
-/// [`Foreign::ends`] flag of a last byte.
+/// [`WorldIndex::ends`] flag of a last byte.
 const LAST: u8 = 2;
-
-thread_local! {
-    static KEPT_WORDS: RefCell<Vec<Rc<Foreign>>> = const { RefCell::new(Vec::new()) };
-    /// The worlds this thread made a `World` over, by weak pointer (at most [`KEPT`]).
-    static SHARED: RefCell<Vec<Weak<WorldData>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The worlds any thread noted first (at most [`KEPT`]): a world made a `World` over on one
-/// thread may be read on another (a task moves between the runtime's threads).
-static SHARED_ANYWHERE: Mutex<Vec<Weak<WorldData>>> = Mutex::new(Vec::new());
-
-/// Notes `world` in `shared` unless it is there, letting the oldest go; true when it was new.
-fn note_in(shared: &mut Vec<Weak<WorldData>>, world: &Arc<WorldData>) -> bool {
-    if shared.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(world))) {
-        return false;
-    }
-    if shared.len() >= KEPT {
-        shared.remove(0);
-    }
-    shared.push(Arc::downgrade(world));
-    true
-}
-
-/// Notes that `world` is shared behind an `Arc` (so that words built from it may keep a
-/// [`Weak`] pointer to it): in this thread, and the first time in this thread, for all.
-pub(super) fn note_shared(world: &Arc<WorldData>) {
-    if SHARED.with_borrow_mut(|shared| note_in(shared, world)) {
-        note_in(&mut SHARED_ANYWHERE.lock().unwrap_or_else(PoisonError::into_inner), world);
-    }
-}
-
-/// A weak pointer to the noted shared world `world` is, if it is one (asked when words
-/// are built, not when they are reused). A reference to a world at the address a held
-/// weak pointer points at is a reference to that world: the allocation is not freed while
-/// the pointer is held, and only a live value is referred to.
-fn shared_weak(world: &WorldData) -> Option<Weak<WorldData>> {
-    let same = |w: &&Weak<WorldData>| std::ptr::eq(w.as_ptr(), world);
-    SHARED
-        .with_borrow(|shared| shared.iter().find(same).cloned())
-        .or_else(|| SHARED_ANYWHERE.lock().unwrap_or_else(PoisonError::into_inner).iter().find(same).cloned())
-}
-
-/// The foreign words of `user` in `world`: kept ones when the world is unchanged.
-fn foreign(world: &WorldData, user: &str) -> Rc<Foreign> {
-    KEPT_WORDS.with(|kept| {
-        let mut kept = kept.borrow_mut();
-        let found = kept.iter().find(|f| f.user == user && f.built_from(world));
-        if let Some(f) = found.or_else(|| kept.iter().find(|f| f.holds(world, user))) {
-            return f.clone();
-        }
-        let f = Rc::new(Foreign::new(world, user));
-        if kept.len() >= KEPT {
-            kept.remove(0);
-        }
-        kept.push(f.clone());
-        f
-    })
-}
 
 /// A character that belongs to a word (what the text is split on is everything else).
 fn in_word(c: char) -> bool {
@@ -387,13 +365,13 @@ impl WorldData {
     /// The first word of `text` (folded, compared in lower case) that points at a user
     /// other than `user`; `None` when it names nobody else.
     pub fn names_other_user(&self, user: &str, text: &str) -> Option<String> {
-        foreign(self, user).first_in(text).map(str::to_string)
+        self.other_words(user).first_in(text).map(str::to_string)
     }
 
-    /// The words that point at a user other than `user`, looked up once, to read several
-    /// texts with [`OtherWords::first_in`] (each answers as [`WorldData::names_other_user`]).
-    pub(crate) fn other_words(&self, user: &str) -> OtherWords {
-        OtherWords(foreign(self, user))
+    /// The words that point at a user other than `user`, to read several texts with
+    /// [`OtherWords::first_in`] (each answers as [`WorldData::names_other_user`]).
+    pub(crate) fn other_words(&self, user: &str) -> OtherWords<'_> {
+        self.index().other_words(user)
     }
 }
 
@@ -420,8 +398,8 @@ mod tests {
         assert!(bundled_names_other_user("kwame", "T-603").is_some());
     }
 
-    /// The words as they were read before they were kept per thread: built anew for every
-    /// text, the whole text folded and lowered first.
+    /// The reference reading: the words built anew for every text, the whole text folded
+    /// and lowered first.
     fn read_anew(w: &WorldData, user: &str, text: &str) -> Option<String> {
         let foreign = w.foreign_words(user);
         let folded = fold(text).to_lowercase();
@@ -517,15 +495,15 @@ mod tests {
     fn a_world_changed_in_place_is_read_anew() {
         let mut w = WorldData::bundled().unwrap();
         assert_eq!(w.names_other_user("kwame", "T-601 status is open"), None);
-        w.tickets.get_mut("T-601").unwrap().owner = "lena".into();
+        w.tickets_mut().get_mut("T-601").unwrap().owner = "lena".into();
         assert_eq!(w.names_other_user("kwame", "T-601 status is open"), Some("t-601".into()));
-        w.users.get_mut("lena").unwrap().name = "Lena Okafor".into();
+        w.users_mut().get_mut("lena").unwrap().name = "Lena Okafor".into();
         assert_eq!(w.names_other_user("kwame", "ask okafor"), Some("okafor".into()));
         assert_eq!(w.names_other_user("kwame", "ask vogel"), None);
-        w.users.get_mut("lena").unwrap().email = "l.okafor@example.org".into();
+        w.users_mut().get_mut("lena").unwrap().email = "l.okafor@example.org".into();
         assert_eq!(w.names_other_user("kwame", "to l.okafor@example.org"), Some("l.okafor@example.org".into()));
         let mut other = w.clone();
-        other.users.remove("mallory");
+        other.users_mut().remove("mallory");
         assert_eq!(other.names_other_user("kwame", "mallory"), None);
         assert_eq!(w.names_other_user("kwame", "mallory"), Some("mallory".into()));
     }
@@ -629,10 +607,9 @@ mod tests {
             let long = format!("{text} {}@example.COM. x", "Y".repeat(70));
             for (w, user) in [(&bundled, "kwame"), (&bundled, "lena"), (&nested, "ann"), (&nested, "bob"), (&nested, "nobody")] {
                 for text in [text.as_str(), long.as_str()] {
-                    let words = foreign(w, user);
+                    let words = w.other_words(user);
                     let anew = read_anew(w, user, text);
-                    proptest::prop_assert_eq!(words.first_in(text).map(str::to_string), anew.clone(), "{}: {:?}", user, text);
-                    proptest::prop_assert_eq!(words.first_in_by_words(text).map(str::to_string), anew, "{}: {:?}", user, text);
+                    proptest::prop_assert_eq!(words.first_in(text).map(str::to_string), anew, "{}: {:?}", user, text);
                 }
             }
         }
@@ -651,22 +628,18 @@ mod tests {
     ];
 
     #[test]
-    fn words_of_a_shared_world_are_kept_by_its_address_and_a_changed_world_is_read_anew() {
+    fn the_index_belongs_to_its_world_and_a_change_drops_it() {
         let mut world = crate::world::World::new(Arc::new(WorldData::bundled().unwrap()));
-        let (first, again) = (world.data.other_words("kwame"), world.data.other_words("kwame"));
-        assert!(Rc::ptr_eq(&first.0, &again.0), "the kept words are reused");
-        assert!(first.0.built_from(&world.data), "and known by the world's address");
+        assert!(std::ptr::eq(world.data.index(), world.data.index()), "built once");
         for text in NAMING {
-            assert_eq!(first.first_in(text).map(str::to_string), read_anew(&world.data, "kwame", text), "{text:?}");
+            let words = world.data.other_words("kwame");
+            assert_eq!(words.first_in(text).map(str::to_string), read_anew(&world.data, "kwame", text), "{text:?}");
         }
-        // the weak pointer forbids changing this world in place ...
-        assert!(Arc::get_mut(&mut world.data).is_none());
-        // ... so a change moves it, and the words are built from what it holds now
-        let lena = Arc::make_mut(&mut world.data).users.get_mut("lena").unwrap();
+        // nothing outside the world holds on to it: the world may be changed in place
+        let data = Arc::get_mut(&mut world.data).expect("no one else holds the world");
+        let lena = data.users_mut().get_mut("lena").unwrap();
         (lena.name, lena.email) = ("Zora Quist".into(), "zora@example.org".into());
-        assert!(!first.0.built_from(&world.data));
         let after = world.data.other_words("kwame");
-        assert!(!Rc::ptr_eq(&first.0, &after.0));
         assert_eq!(after.first_in("ask Zora"), Some("zora"));
         assert_eq!(after.first_in("Lena Vogel"), Some("lena"), "her id is still a word of hers");
         assert_eq!(after.first_in("Vogel only"), None);
@@ -676,42 +649,21 @@ mod tests {
                 assert_eq!(words.first_in(text).map(str::to_string), read_anew(&world.data, user, text), "{text:?}");
             }
         }
-        // a world not made a `World` over (no `Arc` noted) is compared as before
-        let mut plain = WorldData::bundled().unwrap();
-        assert_eq!(plain.names_other_user("kwame", "ask Lena"), Some("lena".into()));
-        plain.users.get_mut("lena").unwrap().name = "Zora Quist".into();
-        assert_eq!(plain.names_other_user("kwame", "ask Zora"), Some("zora".into()));
     }
 
     #[test]
-    fn a_world_made_on_one_thread_is_known_by_its_address_on_another() {
-        let world = crate::world::World::new(Arc::new(WorldData::bundled().unwrap()));
-        let data = world.data.clone();
-        let kept = std::thread::spawn(move || {
-            let words = data.other_words("kwame");
-            (words.0.built_from(&data), words.first_in("ask Lena").map(str::to_string))
-        })
-        .join()
-        .unwrap();
-        assert_eq!(kept, (true, Some("lena".to_string())));
-    }
-
-    #[test]
-    fn more_shared_worlds_than_are_kept_each_answer_with_their_own_words() {
-        // each world is dropped before the next is made (an address may come back once
-        // nothing holds a weak pointer to it)
-        for round in 0..3 * KEPT {
-            let mut data = WorldData::bundled().unwrap();
-            let name = format!("Name{round} Other{round}");
-            data.users.get_mut("lena").unwrap().name.clone_from(&name);
-            let world = crate::world::World::new(Arc::new(data));
-            for user in ["kwame", "lena"] {
-                for text in NAMING.iter().copied().chain([name.as_str(), "Name0", "Vogel"]) {
-                    let found = world.data.names_other_user(user, text);
-                    assert_eq!(found, read_anew(&world.data, user, text), "{round} {user}: {text:?}");
-                }
-            }
-            assert_eq!(world.data.names_other_user("kwame", &name), Some(format!("name{round}")));
-        }
+    fn a_record_is_answered_from_what_its_world_holds_now() {
+        let mut data = WorldData::bundled().unwrap();
+        let index = data.index();
+        let doc = index.document("kc-returns-v3").unwrap();
+        assert!(!doc.names_other_than(index, "kwame", || vec!["returns", "within 30 days"]));
+        assert_eq!(&*doc.text(|| "first".into()), "first");
+        assert_eq!(&*doc.text(|| "second".into()), "first", "written once");
+        data.documents_mut().get_mut("kc-returns-v3").unwrap().text = "ask lena".into();
+        let index = data.index();
+        let doc = index.document("kc-returns-v3").unwrap();
+        assert_eq!(&*doc.text(|| "second".into()), "second", "a changed world is indexed anew");
+        assert!(doc.names_other_than(index, "kwame", || vec!["ask lena"]));
+        assert!(!doc.names_other_than(index, "lena", || unreachable!("the names are worked out once")));
     }
 }
