@@ -9,7 +9,6 @@ mod durable;
 mod env;
 mod export;
 mod finish;
-mod json_reader;
 mod notes;
 mod proposal;
 mod state;
@@ -27,9 +26,6 @@ pub(crate) use env::EnvError;
 pub(crate) use export::TraceExportError;
 pub use export::{EXPORT_DETAIL_CHARS, EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExport, TraceRecord};
 pub(crate) use finish::answer_problem;
-pub(crate) use json_reader::JsonReader;
-#[cfg(test)]
-pub(crate) use json_reader::mutations;
 #[cfg(feature = "testkit")]
 pub(crate) use proposal::MAX_PROPOSAL_BYTES;
 pub use proposal::{Proposal, ProposalError, parse_proposal};

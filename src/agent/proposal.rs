@@ -7,8 +7,6 @@ use serde_json::Value;
 
 use super::state::MAX_ANSWER_CHARS;
 
-mod flat;
-
 /// Largest proposal text accepted, in bytes.
 pub(crate) const MAX_PROPOSAL_BYTES: usize = 16 * 1024;
 
@@ -117,20 +115,14 @@ pub fn parse_proposal(text: &str) -> Result<Proposal, ProposalError> {
     if text.len() > MAX_PROPOSAL_BYTES {
         return Err(ProposalError::InvalidProposal);
     }
-    // the usual shape is read directly; every other text as before, by serde_json
-    let raw = match flat::read(text) {
-        Some(raw) => raw,
-        None => by_serde(text)?,
-    };
-    checked(raw)
+    checked(read(text)?)
 }
 
-/// `text` read into [`Raw`] by `serde_json`, or the code of why it cannot be.
-fn by_serde(text: &str) -> Result<Raw, ProposalError> {
-    // One pass straight into the proposal's shape, for a text that is an object (serde
-    // would also read a struct from an array). When it succeeds the text is one JSON object
-    // without unknown or repeated members, which the two passes below would have read into
-    // the very same `Raw`; when it fails, they decide which code applies.
+/// `text` read into [`Raw`], or the code of why it cannot be.
+fn read(text: &str) -> Result<Raw, ProposalError> {
+    // Straight into the proposal's shape, for a text that is an object (serde would also
+    // read a struct from an array); when that fails, reading it as a value tells prose or
+    // broken JSON (`not_json`) from an object that is no proposal.
     let object = text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{');
     if object {
         if let Ok(raw) = serde_json::from_str::<Raw>(text) {

@@ -18,7 +18,6 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::routes::route_kind;
-use crate::agent::JsonReader;
 use crate::security::{has_hidden, is_instruction_like, redact};
 
 /// Largest message text the coordinator reads, in bytes; a longer one is
@@ -94,12 +93,26 @@ impl Kind {
     }
 }
 
+// A message body is one declaration: its struct (serde reads and writes it, and
+// `deny_unknown_fields` refuses any member it does not declare) and, beside it, its strings
+// and limits. `Body` tags it with `kind`, which makes the wire form one flat object.
+
 /// What the researcher should find out.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Brief {
     /// The question, 1 to 300 characters; becomes the researcher's goal.
     pub question: String,
+}
+
+impl Brief {
+    fn strings_mut(&mut self) -> impl Iterator<Item = &mut String> {
+        std::iter::once(&mut self.question)
+    }
+
+    fn fits(&self) -> bool {
+        chars_within(&self.question, 1, MAX_QUESTION_CHARS)
+    }
 }
 
 /// What the researcher found, and where.
@@ -114,6 +127,18 @@ pub struct Finding {
     pub sources: Vec<String>,
 }
 
+impl Finding {
+    fn strings_mut(&mut self) -> impl Iterator<Item = &mut String> {
+        std::iter::once(&mut self.claim).chain(&mut self.sources)
+    }
+
+    fn fits(&self) -> bool {
+        chars_within(&self.claim, 1, MAX_CLAIM_CHARS)
+            && (1..=MAX_SOURCES).contains(&self.sources.len())
+            && self.sources.iter().all(|s| chars_within(s, 1, MAX_SOURCE_CHARS))
+    }
+}
+
 /// The reviewer's decision.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -124,8 +149,20 @@ pub struct Verdict {
     pub notes: String,
 }
 
-/// A parsed, checked message body.
-#[derive(Clone, Debug, PartialEq, Eq)]
+impl Verdict {
+    fn strings_mut(&mut self) -> impl Iterator<Item = &mut String> {
+        std::iter::once(&mut self.notes)
+    }
+
+    fn fits(&self) -> bool {
+        chars_within(&self.notes, 0, MAX_NOTES_CHARS)
+    }
+}
+
+/// A parsed, checked message body. Its serde form is the wire form a role sends: one flat
+/// object, `{"kind": "finding", "claim": …, "sources": […]}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Body {
     Brief(Brief),
     Finding(Finding),
@@ -152,66 +189,49 @@ impl Body {
         std::iter::once(first).chain(rest.iter().map(String::as_str))
     }
 
+    fn strings_mut(&mut self) -> Box<dyn Iterator<Item = &mut String> + '_> {
+        match self {
+            Self::Brief(b) => Box::new(b.strings_mut()),
+            Self::Finding(f) => Box::new(f.strings_mut()),
+            Self::Verdict(v) => Box::new(v.strings_mut()),
+        }
+    }
+
+    /// Whether every string and list is within its limits.
+    fn fits(&self) -> bool {
+        match self {
+            Self::Brief(b) => b.fits(),
+            Self::Finding(f) => f.fits(),
+            Self::Verdict(v) => v.fits(),
+        }
+    }
+
     /// Every string in the body replaced by its [`crate::security::fold`]ed form (hidden
     /// characters dropped, NFKC), the text the checks judge: what is checked is what is
     /// forwarded. A string already folded (every ASCII one) is left as it is.
     fn fold_strings(&mut self) {
-        let fold_one = |s: &mut String| {
+        for s in self.strings_mut() {
             if let std::borrow::Cow::Owned(folded) = crate::security::fold(s) {
                 *s = folded;
             }
-        };
-        match self {
-            Self::Brief(b) => fold_one(&mut b.question),
-            Self::Finding(f) => {
-                fold_one(&mut f.claim);
-                f.sources.iter_mut().for_each(fold_one);
-            }
-            Self::Verdict(v) => fold_one(&mut v.notes),
         }
     }
 
     /// The wire text of this body: the flat object a role sends. Parsing it again gives
     /// the same body.
     pub fn to_text(&self) -> String {
-        // room for the strings, a few escapes and the member names: one allocation
-        let capacity = self.strings().map(|s| s.len() + s.len() / 8 + 4).sum::<usize>() + 64;
-        let mut out = Vec::with_capacity(capacity);
-        match serde_json::to_writer(&mut out, self) {
-            Ok(()) => String::from_utf8(out).unwrap_or_default(),
-            Err(_) => String::new(),
-        }
+        // writing strings and booleans into a string cannot fail
+        serde_json::to_string(self).unwrap_or_default()
     }
 
     /// [`Body::to_text`] written into `out` (emptied first), a buffer the caller keeps
     /// between bodies: the same text.
     pub(crate) fn write_text<'a>(&self, out: &'a mut Vec<u8>) -> &'a str {
         out.clear();
-        out.reserve(self.strings().map(|s| s.len() + s.len() / 8 + 4).sum::<usize>() + 64);
         match serde_json::to_writer(&mut *out, self) {
             Ok(()) => std::str::from_utf8(out).unwrap_or_default(),
             Err(_) => "",
         }
-    }
-}
-
-impl Serialize for Body {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("kind", self.kind().as_str())?;
-        match self {
-            Self::Brief(b) => m.serialize_entry("question", &b.question)?,
-            Self::Finding(f) => {
-                m.serialize_entry("claim", &f.claim)?;
-                m.serialize_entry("sources", &f.sources)?;
-            }
-            Self::Verdict(v) => {
-                m.serialize_entry("approve", &v.approve)?;
-                m.serialize_entry("notes", &v.notes)?;
-            }
-        }
-        m.end()
     }
 }
 
@@ -300,7 +320,7 @@ enum KindField {
     Other,
 }
 
-/// The first pass: is this one JSON object, and what does its `kind` say? Every other
+/// What a refused text is: one JSON object or not, and what its `kind` says. Every other
 /// member is skipped without being built.
 struct Probe(KindField);
 
@@ -401,34 +421,6 @@ impl<'de> Visitor<'de> for KindSeed {
     }
 }
 
-// The second pass: the same text against the exact schema of its kind. `kind` was
-// checked by the first pass; every other member must be declared.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BriefWire {
-    #[allow(dead_code)]
-    kind: IgnoredAny,
-    question: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FindingWire {
-    #[allow(dead_code)]
-    kind: IgnoredAny,
-    claim: String,
-    sources: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VerdictWire {
-    #[allow(dead_code)]
-    kind: IgnoredAny,
-    approve: bool,
-    notes: String,
-}
-
 /// Whether `text` has `min` to `max` characters and, for a minimum, is not only white
 /// space. A text of at most `max` bytes has at most `max` characters, and a minimum of
 /// one is a text that is not empty, so the characters are counted only when the bytes
@@ -439,175 +431,15 @@ fn chars_within(text: &str, min: usize, max: usize) -> bool {
     within && enough && (min == 0 || !text.trim().is_empty())
 }
 
-fn typed(kind: Kind, text: &str) -> Result<Body, RejectCode> {
-    let bad = |_| RejectCode::InvalidMessage;
-    Ok(match kind {
-        Kind::Brief => {
-            let w: BriefWire = serde_json::from_str(text).map_err(bad)?;
-            Body::Brief(Brief { question: w.question })
-        }
-        Kind::Finding => {
-            let w: FindingWire = serde_json::from_str(text).map_err(bad)?;
-            Body::Finding(Finding { claim: w.claim, sources: w.sources })
-        }
-        Kind::Verdict => {
-            let w: VerdictWire = serde_json::from_str(text).map_err(bad)?;
-            Body::Verdict(Verdict { approve: w.approve, notes: w.notes })
-        }
-    })
-}
-
-/// The limits of each body's strings and lists.
-fn fits(body: &Body) -> bool {
-    match body {
-        Body::Brief(b) => chars_within(&b.question, 1, MAX_QUESTION_CHARS),
-        Body::Finding(f) => {
-            chars_within(&f.claim, 1, MAX_CLAIM_CHARS)
-                && (1..=MAX_SOURCES).contains(&f.sources.len())
-                && f.sources.iter().all(|s| chars_within(s, 1, MAX_SOURCE_CHARS))
-        }
-        Body::Verdict(v) => chars_within(&v.notes, 0, MAX_NOTES_CHARS),
+/// Why a text that is not a message of its route's kind is refused: the first check that
+/// fails of JSON object, known kind, route and schema.
+fn refusal(route: Option<Kind>, text: &str) -> RejectCode {
+    match serde_json::from_str::<Probe>(text) {
+        Err(_) => RejectCode::NotJson,
+        Ok(Probe(KindField::Known(kind))) if route == Some(kind) => RejectCode::InvalidMessage,
+        Ok(Probe(KindField::Known(_))) => RejectCode::NoRoute,
+        Ok(Probe(_)) => RejectCode::UnknownKind,
     }
-}
-
-/// The `kind` member of the one-pass read: a string naming the kind `K` (as `Kind as u8`).
-struct KindIs<const K: u8>;
-
-impl<'de, const K: u8> Deserialize<'de> for KindIs<K> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(KindIsVisitor::<K>)
-    }
-}
-
-struct KindIsVisitor<const K: u8>;
-
-impl<'de, const K: u8> Visitor<'de> for KindIsVisitor<K> {
-    type Value = KindIs<K>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the kind of this route")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<KindIs<K>, E> {
-        match Kind::parse(v) {
-            Some(k) if k as u8 == K => Ok(KindIs),
-            _ => Err(E::custom("another kind")),
-        }
-    }
-}
-
-// The one-pass read: the schema of the route's kind with `kind` itself checked, so one
-// pass over the text answers the common case (a well-formed message on its route).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BriefOnce {
-    #[allow(dead_code)]
-    kind: KindIs<{ Kind::Brief as u8 }>,
-    question: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FindingOnce {
-    #[allow(dead_code)]
-    kind: KindIs<{ Kind::Finding as u8 }>,
-    claim: String,
-    sources: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VerdictOnce {
-    #[allow(dead_code)]
-    kind: KindIs<{ Kind::Verdict as u8 }>,
-    approve: bool,
-    notes: String,
-}
-
-/// Reads `text` in one pass as a message of `kind`. `Some` only for one JSON object with a
-/// `kind` member naming `kind` and exactly the declared members once each: then the two
-/// passes of [`parse_message`] would give this very body (the probe finds `kind` known
-/// and on its route, the schema reads the same members). Anything else is `None`, and the
-/// two passes decide which code applies.
-fn one_pass(kind: Kind, text: &str) -> Option<Body> {
-    flat(kind, text).or_else(|| one_serde_pass(kind, text))
-}
-
-/// [`one_pass`] for the usual text, read directly: one flat object of exactly the kind's
-/// members, each named without escapes and present once, `kind` written as the route's
-/// kind without escapes, strings whose escapes are all short ones. `None` for every other
-/// text (then serde reads it), so where this answers, [`one_serde_pass`] gives the same
-/// body (pinned by `reads_every_message_as_the_serde_pass_does`).
-fn flat(kind: Kind, text: &str) -> Option<Body> {
-    let mut r = JsonReader::new(text);
-    r.byte(b'{')?;
-    let (kind_name, text_name): (&[u8], &[u8]) = match kind {
-        Kind::Brief => (br#""brief""#, br#""question""#),
-        Kind::Finding => (br#""finding""#, br#""claim""#),
-        Kind::Verdict => (br#""verdict""#, br#""notes""#),
-    };
-    let (mut kind_seen, mut string, mut sources, mut approve) = (false, None, None, None);
-    loop {
-        // an unknown member fails serde's read, a repeated one too: serde decides
-        if r.literal(br#""kind""#) {
-            r.byte(b':')?;
-            if kind_seen || !r.literal(kind_name) {
-                return None;
-            }
-            kind_seen = true;
-        } else if r.literal(text_name) {
-            r.byte(b':')?;
-            if string.replace(r.string()?.into_owned()).is_some() {
-                return None;
-            }
-        } else if kind == Kind::Finding && r.literal(br#""sources""#) {
-            r.byte(b':')?;
-            if sources.replace(r.strings()?).is_some() {
-                return None;
-            }
-        } else if kind == Kind::Verdict && r.literal(br#""approve""#) {
-            r.byte(b':')?;
-            let value = if r.literal(b"true") { true } else { r.literal(b"false").then_some(false)? };
-            if approve.replace(value).is_some() {
-                return None;
-            }
-        } else {
-            return None;
-        }
-        if r.object_closed()? {
-            break;
-        }
-    }
-    if !r.at_end() || !kind_seen {
-        return None;
-    }
-    Some(match kind {
-        Kind::Brief => Body::Brief(Brief { question: string? }),
-        Kind::Finding => Body::Finding(Finding { claim: string?, sources: sources? }),
-        Kind::Verdict => Body::Verdict(Verdict { approve: approve?, notes: string? }),
-    })
-}
-
-/// [`one_pass`] by `serde_json`.
-fn one_serde_pass(kind: Kind, text: &str) -> Option<Body> {
-    // serde reads a struct from an array too; the probe accepts only an object
-    if !text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{') {
-        return None;
-    }
-    Some(match kind {
-        Kind::Brief => {
-            let w: BriefOnce = serde_json::from_str(text).ok()?;
-            Body::Brief(Brief { question: w.question })
-        }
-        Kind::Finding => {
-            let w: FindingOnce = serde_json::from_str(text).ok()?;
-            Body::Finding(Finding { claim: w.claim, sources: w.sources })
-        }
-        Kind::Verdict => {
-            let w: VerdictOnce = serde_json::from_str(text).ok()?;
-            Body::Verdict(Verdict { approve: w.approve, notes: w.notes })
-        }
-    })
 }
 
 /// Whether the coordinator scans message strings for instruction-like text. Every run has
@@ -646,22 +478,19 @@ pub(crate) fn parse_message_with(
     if text.len() > MAX_MESSAGE_BYTES {
         return Err(RejectCode::InvalidMessage);
     }
-    let mut body = match route_kind(sender, recipient).and_then(|k| one_pass(k, text)) {
-        Some(body) => body,
-        None => {
-            let Probe(kind) = serde_json::from_str::<Probe>(text).map_err(|_| RejectCode::NotJson)?;
-            let KindField::Known(kind) = kind else { return Err(RejectCode::UnknownKind) };
-            if route_kind(sender, recipient) != Some(kind) {
-                return Err(RejectCode::NoRoute);
-            }
-            typed(kind, text)?
-        }
+    let route = route_kind(sender, recipient);
+    // serde reads a tagged enum from an array too; only an object is a message
+    let object = text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{');
+    let mut body = match serde_json::from_str::<Body>(text) {
+        Ok(body) if object && route == Some(body.kind()) => body,
+        Ok(_) if object => return Err(RejectCode::NoRoute),
+        _ => return Err(refusal(route, text)),
     };
     // the body is forwarded as the checks judge it (folded), and a body that needed hidden
     // characters dropped is refused: what renders as nothing may still be read by a model
     let hidden = body.strings().any(has_hidden);
     body.fold_strings();
-    if !fits(&body) {
+    if !body.fits() {
         return Err(RejectCode::InvalidMessage);
     }
     if filter == InstructionFilter::On && body.strings().any(is_instruction_like) {
@@ -801,155 +630,5 @@ mod tests {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod flat_tests {
-    use super::*;
-
-    /// Messages of each kind, and texts around that shape.
-    fn corpus() -> Vec<String> {
-        let mut texts: Vec<String> = [
-            r#"{"kind":"brief","question":"What is the status of T-601?"}"#,
-            r#"{"kind":"finding","claim":"T-601 status is open; kc-returns-v3 is titled Returns and refunds (v3)","sources":["T-601","kc-returns-v3"]}"#,
-            r#"{"kind":"verdict","approve":true,"notes":"2 of 2 sources re-read"}"#,
-            r#"{"kind":"verdict","approve":false,"notes":""}"#,
-            r#"{"question":"q","kind":"brief"}"#,
-            r#"{"sources":["T-1"],"claim":"c","kind":"finding"}"#,
-            r#"{"notes":"n","approve":true,"kind":"verdict"}"#,
-            r#" { "kind" : "finding" , "claim" : "c" , "sources" : [ "T-1" , "T-2" ] } "#,
-            "\n{\n\t\"kind\":\"verdict\",\r\n\"approve\":false,\n\"notes\":\"x\"\n}\n",
-            r#"{"kind":"finding","claim":"a \"quoted\" \\ path \/ \b\f\n\r\t end","sources":["T-\"1"]}"#,
-            r#"{"kind":"brief","question":"Garantie, l'été 😀 \u00e9"}"#,
-            r#"{"kind":"brief","question":"\ud83d\ude00"}"#,
-            r#"{"kind":"brief","question":"\ud83d"}"#,
-            r#"{"kind":"brief","question":"\x"}"#,
-            "{\"kind\":\"brief\",\"question\":\"a\u{1}b\"}",
-            "{\"kind\":\"brief\",\"question\":\"del\u{7f}é\u{80}\u{10FFFF}\u{2028}\"}",
-            r#"{"kind":"br\u0069ef","question":"q"}"#,
-            r#"{"k\u0069nd":"brief","question":"q"}"#,
-            r#"{"kind":"brief","question":"q","kind":"brief"}"#,
-            r#"{"kind":"brief","question":"q","question":"r"}"#,
-            r#"{"kind":"finding","claim":"c","sources":["T-1"],"sources":["T-2"]}"#,
-            r#"{"kind":"verdict","approve":true,"approve":false,"notes":"n"}"#,
-            r#"{"kind":"verdict","notes":"n","notes":"m","approve":true}"#,
-            r#"{"kind":"brief","question":"q","grant":true}"#,
-            r#"{"kind":"brief","question":"q","sender":"planner"}"#,
-            r#"{"kind":"brief","question":"q","__proto__":{"admin":true}}"#,
-            r#"{"__proto__":"x","kind":"brief","question":"q"}"#,
-            r#"{"kind":"brief","question":"q","sources":["T-1"]}"#,
-            r#"{"kind":"brief","question":"q","claim":"c"}"#,
-            r#"{"kind":"brief"}"#,
-            r#"{"question":"q"}"#,
-            r#"{"kind":"finding","claim":"c"}"#,
-            r#"{"kind":"finding","sources":["T-1"]}"#,
-            r#"{"kind":"verdict","approve":true}"#,
-            r#"{"kind":"verdict","notes":"n"}"#,
-            r#"{"kind":"delegate","question":"q"}"#,
-            r#"{"kind":"spawn","role":"researcher","question":"q"}"#,
-            r#"{"kind":"Brief","question":"q"}"#,
-            r#"{"kind":null,"question":"q"}"#,
-            r#"{"kind":7,"question":"q"}"#,
-            r#"{"kind":["brief"],"question":"q"}"#,
-            r#"{"kind":"brief","question":null}"#,
-            r#"{"kind":"brief","question":7}"#,
-            r#"{"kind":"brief","question":["q"]}"#,
-            r#"{"kind":"finding","claim":"c","sources":[]}"#,
-            r#"{"kind":"finding","claim":"c","sources":"T-1"}"#,
-            r#"{"kind":"finding","claim":"c","sources":[1]}"#,
-            r#"{"kind":"finding","claim":"c","sources":[null]}"#,
-            r#"{"kind":"finding","claim":"c","sources":["T-1",]}"#,
-            r#"{"kind":"finding","claim":"c","sources":["T-1" "T-2"]}"#,
-            r#"{"kind":"verdict","approve":"true","notes":"n"}"#,
-            r#"{"kind":"verdict","approve":1,"notes":"n"}"#,
-            r#"{"kind":"verdict","approve":null,"notes":"n"}"#,
-            r#"{"kind":"verdict","approve":tru,"notes":"n"}"#,
-            r#"{"kind":"verdict","approve":truex,"notes":"n"}"#,
-            r#"{"kind":"verdict","approve":True,"notes":"n"}"#,
-            r#"{"kind":"verdict","approve":false1,"notes":"n"}"#,
-            r#"{"kind":"brief","question":"q",}"#,
-            r#"{,"kind":"brief","question":"q"}"#,
-            r#"{"kind":"brief""question":"q"}"#,
-            r#"{"kind" "brief","question":"q"}"#,
-            r#"{"kind":"brief","question":"q"}}"#,
-            r#"{"kind":"brief","question":"q"} x"#,
-            r#"{"kind":"brief","question":"q"}{"kind":"brief","question":"q"}"#,
-            r#"{"kind":'brief',"question":"q"}"#,
-            r#"{kind:"brief","question":"q"}"#,
-            r#"{"kind":"brief","question":"What is"#,
-            r#"["brief","q"]"#,
-            r#"["finding","c",["T-1"]]"#,
-            r#"["verdict",true,"n"]"#,
-            r#""brief""#,
-            "null",
-            "{}",
-            "",
-            "Sure.",
-            "\u{feff}{\"kind\":\"brief\",\"question\":\"q\"}",
-            "{\"kind\":\"brief\",\"question\":\"q\"}\u{a0}",
-        ]
-        .iter()
-        .map(|s| (*s).to_string())
-        .collect();
-        // messages as serde_json writes them, of varied strings
-        for value in
-            ["plain", "quote \" backslash \\ slash /", "line\nbreak\ttab\r\u{8}\u{c}", "control \u{1}", "é 😀", ""]
-        {
-            for v in [
-                serde_json::json!({"kind": "brief", "question": value}),
-                serde_json::json!({"kind": "finding", "claim": value, "sources": [value, "T-1"]}),
-                serde_json::json!({"kind": "verdict", "approve": true, "notes": value}),
-            ] {
-                texts.push(v.to_string());
-                texts.push(serde_json::to_string_pretty(&v).unwrap_or_default());
-            }
-        }
-        texts
-    }
-
-    /// Every prefix of `text`, and `text` with each byte replaced by each of a few bytes
-    /// that matter to JSON (where the result is still UTF-8).
-    fn mutations(text: &str) -> Vec<String> {
-        crate::agent::mutations(
-            text,
-            &[b'{', b'}', b'[', b']', b'"', b'\\', b':', b',', b' ', b'\n', 0x01, b'u', b'e', b't', b'/'],
-        )
-    }
-
-    #[test]
-    fn reads_every_message_as_the_serde_pass_does() {
-        let mut cases = 0;
-        let mut direct = 0;
-        for base in corpus() {
-            for text in std::iter::once(base.clone()).chain(mutations(&base)) {
-                for kind in [Kind::Brief, Kind::Finding, Kind::Verdict] {
-                    if let Some(body) = flat(kind, &text) {
-                        assert_eq!(Some(body), one_serde_pass(kind, &text), "the direct reader answered for {text:?}");
-                        direct += 1;
-                    }
-                    cases += 1;
-                }
-            }
-        }
-        assert!(cases > 10_000 && direct > 1_000, "{cases} texts, {direct} read directly");
-    }
-
-    #[test]
-    fn the_usual_messages_are_read_directly() {
-        let finding = r#"{"kind":"finding","claim":"T-601 status is open","sources":["T-601","kc-returns-v3"]}"#;
-        let want = Body::Finding(Finding {
-            claim: "T-601 status is open".into(),
-            sources: vec!["T-601".into(), "kc-returns-v3".into()],
-        });
-        assert_eq!(flat(Kind::Finding, finding), Some(want));
-        let verdict = r#"{"kind":"verdict","approve":false,"notes":"no"}"#;
-        assert_eq!(flat(Kind::Verdict, verdict), Some(Body::Verdict(Verdict { approve: false, notes: "no".into() })));
-        // off its route, with a `\u` escape or a repeated member: serde reads it
-        assert_eq!(flat(Kind::Brief, finding), None);
-        for text in [r#"{"kind":"brief","question":"\u00e9"}"#, r#"{"kind":"brief","kind":"brief","question":"q"}"#] {
-            assert_eq!(flat(Kind::Brief, text), None, "{text}");
-        }
-        assert!(one_serde_pass(Kind::Brief, r#"{"kind":"brief","question":"\u00e9"}"#).is_some());
     }
 }

@@ -2,10 +2,10 @@
 //! and [`Output`], what a built-in tool hands the gate before it becomes one.
 //!
 //! The two reads a run makes most (`get_ticket`, `lookup_document`) answer with an object
-//! of string members copied from one world record. Their result is not built as a
-//! [`Value`] and then serialised: the text is written straight from the record, byte for
-//! byte what `serde_json` writes for that object (members in key order, its escapes), and
-//! the gate reads the same members in place to label the result. A caller that reads the
+//! of string members borrowed from one world record. Their result is not built as a
+//! [`Value`]: serde writes the members as a map straight from the record (in key order,
+//! the text `json!` would give), and the gate reads the same members in place to label
+//! the result. A caller that reads the
 //! result as a value gets the value the text is of, built when first asked for. The world
 //! keeps each record's text once written, and the users its members name once worked out
 //! ([`RecordIndex`]), for every later read of it.
@@ -163,26 +163,16 @@ impl<'w> Record<'w> {
         Value::Object(map)
     }
 
-    /// The compact JSON text of the object, written straight into one buffer of the exact
-    /// size.
+    /// The compact JSON text of the object: serde writes its members as a map, in order.
     pub(crate) fn to_text(self) -> String {
-        // braces, a colon per member, commas between them
-        let len = 2
-            + self.len.saturating_sub(1)
-            + self.members().iter().map(|(k, v)| escaped_len(k) + escaped_len(v) + 1).sum::<usize>();
-        let mut out = String::with_capacity(len);
-        out.push('{');
-        for (i, (k, v)) in self.members().iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+        struct Members<'r, 'w>(&'r [(&'static str, &'w str)]);
+        impl serde::Serialize for Members<'_, '_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
             }
-            push_str_literal(&mut out, k);
-            out.push(':');
-            push_str_literal(&mut out, v);
         }
-        out.push('}');
-        debug_assert_eq!(out.len(), len, "the buffer had the exact size");
-        out
+        // writing strings into a string cannot fail
+        serde_json::to_string(&Members(self.members())).unwrap_or_default()
     }
 }
 
@@ -219,88 +209,10 @@ impl Output<'_> {
     }
 }
 
-/// How `serde_json` writes byte `b` inside a string: `0` as itself, `u` as `\u00XX`, any
-/// other as a backslash and that byte (the same table as `serde_json`'s).
-const ESCAPE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        t[b] = b'u';
-        b += 1;
-    }
-    t[0x08] = b'b';
-    t[0x09] = b't';
-    t[0x0a] = b'n';
-    t[0x0c] = b'f';
-    t[0x0d] = b'r';
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t
-};
-
-/// The index of the first byte of `s` at or after `from` that `serde_json` escapes (a
-/// control character, `"` or a backslash), or `s.len()`. Eight bytes are tested at a time: in each
-/// word, the lowest byte flagged below 0x20 or equal to a quote or backslash is a true
-/// one (a borrow only flags bytes above a true one).
-pub(crate) fn next_escape(s: &[u8], from: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;
-    let mut i = from;
-    while let Some(chunk) = s.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        let flagged = (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
-            | zero(w ^ (ONES * u64::from(b'"')))
-            | zero(w ^ (ONES * u64::from(b'\\')));
-        if flagged != 0 {
-            return i + (flagged.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < s.len() && ESCAPE[usize::from(s[i])] == 0 {
-        i += 1;
-    }
-    i.min(s.len())
-}
-
-/// The length of `s` as a JSON string literal, quotes included.
-fn escaped_len(s: &str) -> usize {
-    let bytes = s.as_bytes();
-    let mut len = 2 + bytes.len();
-    let mut i = next_escape(bytes, 0);
-    while let Some(b) = bytes.get(i) {
-        len += if ESCAPE[usize::from(*b)] == b'u' { 5 } else { 1 };
-        i = next_escape(bytes, i + 1);
-    }
-    len
-}
-
-/// Appends `s` as a JSON string literal, escaped as `serde_json` escapes it.
+/// Appends `s` as a JSON string literal, as `serde_json` writes it.
 pub(crate) fn push_str_literal(out: &mut String, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = s.as_bytes();
-    out.push('"');
-    let mut start = 0;
-    let mut i = next_escape(bytes, 0);
-    while let Some(b) = bytes.get(i).copied() {
-        // every escaped byte is ASCII, so `start` and `i` are character boundaries
-        out.push_str(s.get(start..i).unwrap_or_default());
-        out.push('\\');
-        match ESCAPE[usize::from(b)] {
-            b'u' => {
-                out.push_str("u00");
-                out.push(char::from(HEX[usize::from(b >> 4)]));
-                out.push(char::from(HEX[usize::from(b & 0x0f)]));
-            }
-            escape => out.push(char::from(escape)),
-        }
-        start = i + 1;
-        i = next_escape(bytes, start);
-    }
-    out.push_str(s.get(start..).unwrap_or_default());
-    out.push('"');
+    // writing a string cannot fail
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -462,36 +374,5 @@ mod tests {
         let Ok(Output::Record(r)) = Registry.run(&world, "kwame", &doc) else { panic!("kc-returns-v3") };
         assert!(!r.names_other_user(&world.data, "kwame"), "Kwame's own name");
         assert!(r.names_other_user(&world.data, "lena"), "another user's name");
-    }
-
-    #[test]
-    fn the_escape_scan_finds_the_first_quote_backslash_or_control_byte() {
-        let stops = |b: u8| matches!(b, b'"' | b'\\' | 0..=0x1f);
-        let alphabet =
-            [b'a', b'"', b'\\', 0x00, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0x9f, 0xa2, 0xdc, 0xff, b'#', b'[', b']'];
-        // a fixed pseudo-random sequence of texts: sparse and dense stops, high bytes
-        let mut seed = 0x9e37_79b9_u32;
-        let mut next = || {
-            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (seed >> 16) as usize
-        };
-        for _ in 0..5_000 {
-            let len = next() % 40;
-            let dense = next() % 4 == 0;
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| {
-                    if dense || next() % 8 == 0 {
-                        alphabet[next() % alphabet.len()]
-                    } else {
-                        b'a' + (next() % 26) as u8
-                    }
-                })
-                .collect();
-            for from in 0..=len {
-                let want =
-                    bytes.get(from..).and_then(|rest| rest.iter().position(|&c| stops(c))).map_or(len, |i| i + from);
-                assert_eq!(next_escape(&bytes, from), want, "{bytes:?} from {from}");
-            }
-        }
     }
 }

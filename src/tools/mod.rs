@@ -25,7 +25,7 @@ pub(crate) use added::{AddToolError, ToolSet};
 pub use added::{AddedArgs, Tool};
 pub(crate) use calculator::evaluate;
 pub use data::ToolData;
-pub(crate) use data::{Output, Record, next_escape, push_str_literal};
+pub(crate) use data::{Output, Record, push_str_literal};
 pub(crate) use search::search;
 
 /// A proposed or executed tool call.
