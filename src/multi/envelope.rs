@@ -94,8 +94,10 @@ impl Kind {
 }
 
 // A message body is one declaration: its struct (serde reads and writes it, and
-// `deny_unknown_fields` refuses any member it does not declare) and, beside it, its strings
-// and limits. `Body` tags it with `kind`, which makes the wire form one flat object.
+// `deny_unknown_fields` refuses any member it does not declare) and, in the `impl` below
+// it, its strings (what is folded and filtered) and limits. `Body` tags it with `kind`,
+// which makes the wire form one flat object. A field is added there, and as the call
+// graph's `Field` code an edge may name it by (`graph.rs`).
 
 /// What the researcher should find out.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,6 +108,10 @@ pub struct Brief {
 }
 
 impl Brief {
+    fn strings(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.question.as_str())
+    }
+
     fn strings_mut(&mut self) -> impl Iterator<Item = &mut String> {
         std::iter::once(&mut self.question)
     }
@@ -128,6 +134,10 @@ pub struct Finding {
 }
 
 impl Finding {
+    fn strings(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.claim.as_str()).chain(self.sources.iter().map(String::as_str))
+    }
+
     fn strings_mut(&mut self) -> impl Iterator<Item = &mut String> {
         std::iter::once(&mut self.claim).chain(&mut self.sources)
     }
@@ -150,6 +160,10 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    fn strings(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.notes.as_str())
+    }
+
     fn strings_mut(&mut self) -> impl Iterator<Item = &mut String> {
         std::iter::once(&mut self.notes)
     }
@@ -180,13 +194,12 @@ impl Body {
     }
 
     /// Every string in the body, in field order (what the instruction filter scans).
-    pub fn strings(&self) -> impl Iterator<Item = &str> {
-        let (first, rest): (&str, &[String]) = match self {
-            Self::Brief(b) => (&b.question, &[]),
-            Self::Finding(f) => (&f.claim, &f.sources),
-            Self::Verdict(v) => (&v.notes, &[]),
-        };
-        std::iter::once(first).chain(rest.iter().map(String::as_str))
+    pub fn strings(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match self {
+            Self::Brief(b) => Box::new(b.strings()),
+            Self::Finding(f) => Box::new(f.strings()),
+            Self::Verdict(v) => Box::new(v.strings()),
+        }
     }
 
     fn strings_mut(&mut self) -> Box<dyn Iterator<Item = &mut String> + '_> {
