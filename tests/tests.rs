@@ -41,6 +41,7 @@ mod store_signed;
 
 mod call_graph_labels;
 mod docs_examples;
+mod docs_names;
 mod hardening_corpora;
 mod hardening_exit;
 mod hardening_faults;

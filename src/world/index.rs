@@ -411,7 +411,7 @@ mod tests {
     }
 
     #[test]
-    fn kept_words_answer_as_words_read_anew() {
+    fn indexed_words_answer_as_words_read_anew() {
         let w = WorldData::bundled().unwrap();
         let texts = [
             "T-603 status is closed",
