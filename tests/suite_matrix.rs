@@ -7,7 +7,8 @@ use rolegate::eval::{ScopeWidth, Switch};
 use rolegate::lab::{AttackVerdict, bundled_attacks, parse_catalog};
 use rolegate::multi::ClaimMode;
 use rolegate::suite::{
-    Count, DefenseConfig, Matrix, MatrixSpec, RoleCompromise, bundled_benign_tasks, parse_benign_tasks, run_matrix,
+    Count, DefenseConfig, Matrix, MatrixSpec, RoleCompromise, bundled_benign_tasks, mcnemar_exact, paired_lines,
+    paired_single_vs_multi, parse_benign_tasks, run_matrix,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -179,4 +180,38 @@ async fn a_payload_too_long_to_be_seen_whole_is_refused_before_any_run() {
     spec.attacks = Arc::from(vec![long]);
     let err = run_matrix(&spec, &env()).await.unwrap_err().to_string();
     assert!(err.contains("payload a01 makes the result of reading T-601") && err.contains("shorten"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_paired_table_counts_each_case_once_and_agrees_with_both_designs_figures() {
+    let m = run_matrix(&MatrixSpec::bundled().unwrap(), &env()).await.unwrap();
+    let rows = paired_single_vs_multi(&m);
+    let multi_configs = m.figures.iter().filter(|f| f.config.design() == "multi").count();
+    assert_eq!(rows.len(), multi_configs, "every three-role configuration has its single-agent partner");
+    let figures = |label: &str| m.figures.iter().find(|f| f.label == label).unwrap();
+    let mut discordant = 0;
+    for row in &rows {
+        let (single, multi) = (figures(&row.single), figures(&row.multi));
+        assert_eq!(
+            (single.config.scopes(), single.config.approval(), single.config.ifc()),
+            (multi.config.scopes(), multi.config.approval(), multi.config.ifc()),
+            "{}",
+            row.multi
+        );
+        let a = &row.attack_success;
+        // every attacked case of both is one pair, and each design's successes are its figure
+        assert_eq!(a.pairs(), multi.attack_success.of, "{}", row.multi);
+        assert_eq!(a.both + a.first_only, single.attack_success.n, "{}", row.multi);
+        assert_eq!(a.both + a.second_only, multi.attack_success.n, "{}", row.multi);
+        let u = &row.utility_under_attack;
+        assert_eq!(u.both + u.first_only, single.utility_under_attack.n, "{}", row.multi);
+        assert_eq!(u.both + u.second_only, multi.utility_under_attack.n, "{}", row.multi);
+        assert_eq!(a.mcnemar_exact(), mcnemar_exact(a.first_only, a.second_only));
+        discordant += a.first_only + a.second_only;
+    }
+    // with wide scopes and approval off, the single agent sends what the roles refuse
+    assert!(discordant > 0, "the designs differ on some cases");
+    let lines = paired_lines(&rows);
+    assert_eq!(lines.len(), rows.len() + 2, "a header, a line per row, a legend");
+    assert!(lines[1..=rows.len()].iter().zip(&rows).all(|(l, r)| l.starts_with(&r.multi)));
 }

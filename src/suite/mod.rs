@@ -10,6 +10,7 @@ pub(crate) mod experiment;
 mod experiment_table;
 mod graded;
 pub(crate) mod matrix;
+mod paired;
 pub(crate) mod results;
 pub(crate) mod run;
 pub(crate) mod shard;
@@ -29,6 +30,7 @@ pub use matrix::{
     Count, DefenseConfig, Figures, Intervals, Matrix, MatrixModels, MatrixSpec, RoleCompromise, VariantRun,
     bundled_benign_tasks, parse_benign_tasks, parse_benign_tasks_in, run_matrix,
 };
+pub use paired::{Paired, PairedRow, mcnemar_exact, paired_lines, paired_single_vs_multi};
 pub use results::{
     CellLine, ExperimentConfig, MAX_CELLS, MAX_REPEAT, MAX_RESULT_LINE_BYTES, RESULTS_VERSION, ResultsError,
     ResultsFile, ResultsHeader, matrix_cell, merge, read_results, row_cell, sha256_hex,
