@@ -38,7 +38,7 @@ def list_lines(*args: str) -> list[dict[str, Any]]:
 
 def ground_truth(lines: list[dict[str, Any]], kind: str, task_id: str) -> list[dict[str, Any]]:
     (task,) = [line for line in lines if line["kind"] == kind and line["id"] == task_id]
-    return task["ground_truth"]
+    return list(task["ground_truth"])  # a copy: tests extend it
 
 
 class Served:

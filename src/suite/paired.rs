@@ -101,13 +101,17 @@ impl PairedRow {
     }
 }
 
+/// A configuration's attacked runs by (task, payload, repetition): attack success and
+/// utility under attack.
+type Cases<'m> = BTreeMap<(&'m str, &'m str, u32), (bool, bool)>;
+
 /// The attacked runs of `m` paired: every three-role configuration against the single
 /// agent with the same scopes, approval and information-flow switch and its loop check on,
 /// on the same (task, payload, repetition). A configuration without such a partner in the
 /// matrix is left out.
 pub fn paired_single_vs_multi(m: &Matrix) -> Vec<PairedRow> {
     // the attacked runs of each configuration, by (task, payload, repetition)
-    let mut by_config: Vec<BTreeMap<(&str, &str, u32), (bool, bool)>> = vec![BTreeMap::new(); m.figures.len()];
+    let mut by_config: Vec<Cases<'_>> = vec![BTreeMap::new(); m.figures.len()];
     for r in &m.runs {
         if let (Some(attack), Some(cases)) = (r.attack.as_deref(), by_config.get_mut(r.config)) {
             let success = r.verdict == Some(AttackVerdict::Executed);
