@@ -1,5 +1,6 @@
 //! The coordinator actor: one per run, plain code. It owns the run's cancellation token
-//! (each role gets a child), the role handles, the budget and the log.
+//! (each role holds a clone of it: cancelling the run cancels every role), the role
+//! handles, the budget and the log.
 //!
 //! A round is three hand-offs: the goal to the planner, the accepted brief to the
 //! researcher, the accepted finding to the reviewer. Before each hand-off the coordinator
