@@ -12,8 +12,12 @@ installed `agentdojo` package; this file only wires it to MCP and to JSON.
 from __future__ import annotations
 
 import argparse
+import base64
+import enum
+import io
 import json
 import os
+import pickle
 import sys
 import tempfile
 from ast import literal_eval
@@ -27,7 +31,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.stdio import stdio_server
-from pydantic import AnyUrl
+from pydantic import AnyUrl, BaseModel
 
 from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement
 from agentdojo.agent_pipeline.tool_execution import is_string_list, tool_result_to_str
@@ -43,6 +47,7 @@ DEFAULT_ATTACK = "important_instructions"
 DEFAULT_MODEL = "local"  # a key of agentdojo.models.MODEL_NAMES; some attacks address the model by name
 STATE_URI = "agentdojo://state"
 STATE_FORMAT = 1
+_DATETIME_TYPES = {"date", "datetime", "time", "timedelta", "timezone"}
 
 
 class BridgeError(Exception):
@@ -132,6 +137,34 @@ def calls_json(calls: Sequence[FunctionCall]) -> list[dict[str, Any]]:
     return out
 
 
+class _EnvironmentUnpickler(pickle.Unpickler):
+    """Unpickles only what an environment holds: AgentDojo's pydantic models and enums, and datetimes.
+
+    Pickle, not JSON, carries the environment to `grade`: validating a JSON dump reruns the models'
+    validators, and some rebuild state from their initial data (e.g. `Inbox.emails` from
+    `initial_emails`), which would silently undo what the agent did."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "datetime" and name in _DATETIME_TYPES:
+            return super().find_class(module, name)
+        if module.startswith("agentdojo."):
+            found = super().find_class(module, name)
+            if isinstance(found, type) and issubclass(found, (BaseModel, enum.Enum)):
+                return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not part of an AgentDojo environment")
+
+
+def dump_environment(env: TaskEnvironment) -> str:
+    return base64.b64encode(pickle.dumps(env, protocol=5)).decode("ascii")
+
+
+def load_environment(data: str, environment_type: type[TaskEnvironment]) -> TaskEnvironment:
+    env = _EnvironmentUnpickler(io.BytesIO(base64.b64decode(data))).load()
+    if not isinstance(env, environment_type):
+        raise BridgeError(f"state holds a {type(env).__name__}, not a {environment_type.__name__}")
+    return env
+
+
 def emit(obj: dict[str, Any]) -> None:
     print(json.dumps(obj, ensure_ascii=False))
 
@@ -218,7 +251,8 @@ class Session:
             "format": STATE_FORMAT, "version": p.version, "suite": p.suite.name, "user_task": p.user_task.ID,
             "injection_task": p.injection_task.ID if p.injection_task else None, "attack": p.attack,
             "model": p.model, "injections": p.injections, "calls": calls,
-            "environment": self.env.model_dump(mode="json"),
+            "environment": self.env.model_dump(mode="json"),  # for reading; grade uses the pickle
+            "environment_pickle": dump_environment(self.env),
         }
 
     def save(self) -> None:
@@ -305,11 +339,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
             raise BridgeError(f"state file was served with {key}={state.get(key)!r}, not {value!r}")
     suite = load_suite(args.version, args.suite)
     user_task = pick(suite.user_tasks, args.user_task, "user task", suite.name)
-    # The pre-environment carries the same injections as the served one (recorded in the state).
-    pre = suite.load_and_inject_default_environment(state["injections"])
-    pre = user_task.init_environment(pre)
-    post = suite.environment_type.model_validate(state["environment"])
-    traces = [FunctionCall(function=c["function"], args=c["args"]) for c in state["calls"]]
+    try:
+        # The pre-environment carries the same injections as the served one (recorded in the state).
+        pre = user_task.init_environment(suite.load_and_inject_default_environment(state["injections"]))
+        post = load_environment(state["environment_pickle"], suite.environment_type)
+        traces = [FunctionCall(function=c["function"], args=c["args"]) for c in state["calls"]]
+    except (KeyError, TypeError, ValueError, pickle.UnpicklingError) as e:
+        raise BridgeError(f"{args.state} is not a usable state file: {e}") from e
     answer = args.answer
     # Same objects, same order as AgentDojo: utility first, then security.
     utility = user_task.utility_from_traces(answer, pre, post, traces)

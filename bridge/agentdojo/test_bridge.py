@@ -6,7 +6,12 @@ truths that `list` printed, and check what `grade` says against AgentDojo's own 
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import io
 import json
+import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -19,7 +24,10 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import AnyUrl
 
-BRIDGE = str(Path(__file__).resolve().parent / "bridge.py")
+HERE = Path(__file__).resolve().parent
+BRIDGE = str(HERE / "bridge.py")
+sys.path.insert(0, str(HERE))
+import bridge as b  # noqa: E402
 SUITE = "banking"  # the smallest suite: 11 tools, a 2 KB environment
 USER_TASK = "user_task_0"  # pays a bill read from a file, which carries the injection
 INJECTION_TASK = "injection_task_0"
@@ -76,6 +84,9 @@ def text(result: Any) -> str:
 
 class BridgeTest(unittest.TestCase):
     tmp: tempfile.TemporaryDirectory[str]
+    listing: list[dict[str, Any]]
+    pair: list[str]
+    pair_listing: list[dict[str, Any]]
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -191,13 +202,54 @@ class BridgeTest(unittest.TestCase):
         self.assertEqual(self.grade(pair, state)["security"], True)
 
 
+class StateFileTest(unittest.TestCase):
+    """In-process checks of the state file that `grade` reads."""
+
+    def grade(self, argv: list[str]) -> tuple[int, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = b.main(["grade", *argv])
+        return code, out.getvalue() + err.getvalue()
+
+    def test_state_keeps_what_the_tools_changed(self) -> None:
+        # travel's Inbox rebuilds `emails` from `initial_emails` when validated, so a JSON round
+        # trip would drop the email this task sends: the state must carry the environment as it is.
+        args = ["--suite", "travel", "--user-task", "user_task_3"]
+        ns = b.parser().parse_args(["serve", *args])
+        with tempfile.TemporaryDirectory() as tmp:
+            state = Path(tmp) / "state.json"
+            session = b.Session(b.resolve(ns), state)
+            task = session.pair.user_task
+            for call in task.ground_truth(session.env.model_copy(deep=True)):
+                self.assertIsNone(session.call(call.function, dict(call.args))[1])
+            code, out = self.grade([*args, "--state", str(state), "--answer", task.GROUND_TRUTH_OUTPUT])
+        self.assertEqual((code, json.loads(out)), (0, {"utility": True, "security": None}))
+
+    def test_state_cannot_smuggle_code(self) -> None:
+        args = ["--suite", SUITE, "--user-task", USER_TASK]
+        ns = b.parser().parse_args(["serve", *args])
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = Path(tmp) / "pwned"
+
+            class Evil:
+                def __reduce__(self) -> tuple[Any, tuple[str]]:
+                    return (os.system, (f"touch {marker}",))
+
+            state = Path(tmp) / "state.json"
+            b.Session(b.resolve(ns), state).save()
+            data = json.loads(state.read_text())
+            data["environment_pickle"] = base64.b64encode(pickle.dumps(Evil())).decode()
+            state.write_text(json.dumps(data))
+            code, out = self.grade([*args, "--state", str(state)])
+            self.assertFalse(marker.exists())
+        self.assertEqual(code, 2)
+        self.assertIn("system is not part of an AgentDojo environment", out)
+
+
 def agentdojo_ground_truth_run() -> tuple[bool, bool]:
     """AgentDojo's own answer for the pair: its ground-truth pipeline, its attack, its grading."""
     from agentdojo.agent_pipeline import GroundTruthPipeline
     from agentdojo.task_suite import get_suite
-
-    sys.path.insert(0, str(Path(BRIDGE).parent))
-    import bridge as b
 
     suite = get_suite(b.DEFAULT_VERSION, SUITE)
     user_task = suite.get_user_task_by_id(USER_TASK)
