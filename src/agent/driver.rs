@@ -26,7 +26,7 @@ use crate::gate::Observation;
 use crate::gate::{CallContext, GateOutcome, NoInternalEffects, Refusal, ToolGate};
 use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::blocks::{push_block, push_block_from};
-use crate::model::{LlmRequest, LlmResponse, Message, ModelError};
+use crate::model::{LlmRequest, LlmResponse, Message, ModelError, answer_or_cancelled};
 use crate::tools::{Registry, TOOL_NAMES, ToolCall, ToolSpec, fact_of, fingerprint};
 
 /// Errors that end a run without a state (the run could not be carried out at all).
@@ -427,21 +427,14 @@ impl Agent {
             // the time left is a deadline the model client keeps: a call, its retries and
             // their waits end there (`time_budget`), not only the next step's check
             let chat = crate::spans::chat(&request.model);
-            // a decider with its answer at hand (a fake, a script) gives it here, with no
-            // future to box and race; the token is read first, as the race below reads it
+            // the token is read first: a cancelled run asks its decider nothing more
             let answer = if self.cancel.is_cancelled() {
                 None
-            } else if let Some(now) = chat.in_scope(|| self.decider.decide_now(&state, request)) {
-                Some(now)
             } else {
                 let left = self.budget.max_seconds.saturating_sub(progress.worked);
                 self.decider.set_deadline(tokio::time::Instant::now().checked_add(left));
-                tokio::select! {
-                    biased;
-                    // the token is borrowed, not cloned: a clone takes the token's lock
-                    () = self.cancel.cancelled() => None,
-                    r = self.decider.decide(&state, request).instrument(chat.clone()) => Some(r),
-                }
+                let call = chat.in_scope(|| self.decider.decide(&state, request)).instrument(chat.clone());
+                answer_or_cancelled(call, &self.cancel).await
             };
             let response = match answer {
                 None => {

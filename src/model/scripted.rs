@@ -24,11 +24,6 @@ impl ScriptedModel {
         Self { script, name: "fake-sensible".into() }
     }
 
-    /// The one answer both `complete` and `answer_now` give.
-    fn answer(&self, request: &LlmRequest) -> Result<LlmResponse, ModelError> {
-        Ok(LlmResponse::text(self.propose(request), self.name.clone()))
-    }
-
     /// The proposal for `request`.
     pub fn propose(&self, request: &LlmRequest) -> String {
         let view = View::of(request);
@@ -48,11 +43,7 @@ impl LlmClient for ScriptedModel {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(self.answer(request)))
-    }
-
-    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(self.answer(request))
+        Box::pin(std::future::ready(Ok(LlmResponse::text(self.propose(request), self.name.clone()))))
     }
 }
 

@@ -213,11 +213,6 @@ pub struct FakePlanner {
 }
 
 impl FakePlanner {
-    /// The one answer both `complete` and `answer_now` give.
-    fn answer(&self, request: &LlmRequest) -> LlmResponse {
-        respond(self.write(request), FAKE_PLANNER, Vec::new())
-    }
-
     /// The message text for `request`.
     pub fn write(&self, request: &LlmRequest) -> String {
         let goal = blocks(request.user_text()).find(|b| b.tag == "goal").map_or(Cow::Borrowed(""), |b| b.text());
@@ -251,11 +246,7 @@ impl LlmClient for FakePlanner {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(Ok(self.answer(request))))
-    }
-
-    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(Ok(self.answer(request)))
+        Box::pin(std::future::ready(Ok(respond(self.write(request), FAKE_PLANNER, Vec::new()))))
     }
 }
 
@@ -352,11 +343,6 @@ fn finish_text(answer: &str, observations: &[Observation]) -> String {
 }
 
 impl FakeResearcher {
-    /// The one answer both `decide` and `decide_now` give.
-    fn answer(&self, state: &AgentState) -> LlmResponse {
-        respond(self.propose(state), FAKE_RESEARCHER, Vec::new())
-    }
-
     /// The proposal text (the loop's JSON) for the next step of `state`.
     pub fn propose(&self, state: &AgentState) -> String {
         let question = state.goal();
@@ -439,11 +425,7 @@ impl Decider for FakeResearcher {
         state: &'a AgentState,
         _request: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(Ok(self.answer(state))))
-    }
-
-    fn decide_now(&mut self, state: &AgentState, _request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(Ok(self.answer(state)))
+        Box::pin(std::future::ready(Ok(respond(self.propose(state), FAKE_RESEARCHER, Vec::new()))))
     }
 }
 
@@ -455,12 +437,6 @@ pub struct FakeReviewer {
 }
 
 impl FakeReviewer {
-    /// The one answer both `complete` and `answer_now` give.
-    fn answer(&self, request: &LlmRequest) -> LlmResponse {
-        let (text, calls) = self.review(request);
-        respond(text, FAKE_REVIEWER, calls)
-    }
-
     /// The verdict text and any tool calls for `request`.
     pub fn review(&self, request: &LlmRequest) -> (String, Vec<RequestedCall>) {
         let user = request.user_text();
@@ -527,11 +503,8 @@ impl LlmClient for FakeReviewer {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(Ok(self.answer(request))))
-    }
-
-    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(Ok(self.answer(request)))
+        let (text, calls) = self.review(request);
+        Box::pin(std::future::ready(Ok(respond(text, FAKE_REVIEWER, calls))))
     }
 }
 

@@ -36,7 +36,7 @@ use crate::gate::{AuditEvent, GateOutcome, ToolGate};
 use crate::model::blocks::push_block;
 use crate::model::http::FINISH_TOOL;
 use crate::model::prompts;
-use crate::model::{LlmClient, LlmRequest, Message, ModelError, RequestedCall};
+use crate::model::{LlmClient, LlmRequest, Message, ModelError, RequestedCall, answer_or_cancelled};
 use crate::tools::{ToolCall, ToolSpec};
 use crate::unwind::{CatchUnwind, panic_text};
 
@@ -449,21 +449,15 @@ impl CallRole {
         // the answer is a message, not a proposal: a client that rewrites native tool
         // calls into proposal text keeps the reply's own text here
         let chat = crate::spans::chat(&request.model);
-        // a client with its answer at hand (a fake) gives it here, with no future to box
-        // and race; the token is read first, as the race below reads it
+        // the token is read first: a cancelled role asks its model nothing more
         let answer = if cancel.is_cancelled() {
             None
-        } else if let Some(now) = chat.in_scope(|| self.client.answer_message_now(request)) {
-            Some(now)
         } else {
             // the run's time left is the call's deadline: the call, its retries and their
             // waits end there (`time_budget`)
             self.client.set_deadline(tokio::time::Instant::now().checked_add(work.remaining.time));
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                r = self.client.complete_message(request).instrument(chat.clone()) => Some(r),
-            }
+            let call = chat.in_scope(|| self.client.complete_message(request)).instrument(chat.clone());
+            answer_or_cancelled(call, cancel).await
         };
         match &answer {
             None => crate::spans::failed(&chat, "cancelled"),
