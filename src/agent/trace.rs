@@ -50,12 +50,12 @@ pub struct TraceLine {
     /// The code (`ok` or a named rejection).
     pub code: Cow<'static, str>,
     /// Redacted, clipped detail (up to 24 bytes kept inline, without an allocation).
-    pub detail: CompactString,
+    pub(crate) detail: CompactString,
     /// For a tool line: the call's arguments as JSON, redacted and clipped to
     /// [`ARGS_CHARS`] (what a report shows; the printed line leaves them out). Up to 24
     /// bytes are kept inline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<CompactString>,
+    pub(crate) args: Option<CompactString>,
 }
 
 impl fmt::Display for TraceLine {
@@ -70,10 +70,10 @@ impl fmt::Display for TraceLine {
 #[serde(deny_unknown_fields)]
 pub struct Trace {
     /// The run the lines belong to (up to 24 bytes kept inline, as the role).
-    pub run_id: CompactString,
+    pub(crate) run_id: CompactString,
     /// The role that made them, for multi-agent runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<CompactString>,
+    pub(crate) role: Option<CompactString>,
     pub lines: Vec<TraceLine>,
 }
 
@@ -137,7 +137,29 @@ fn args_line(args: &serde_json::Value) -> CompactString {
     CompactString::from(clip(&redact(&text), ARGS_CHARS))
 }
 
+impl TraceLine {
+    /// The redacted, clipped detail.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
+    /// For a tool line: the call's arguments as redacted, clipped JSON.
+    pub fn args(&self) -> Option<&str> {
+        self.args.as_deref()
+    }
+}
+
 impl Trace {
+    /// The run the lines belong to.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The role that made them, for multi-agent runs.
+    pub fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+
     /// An empty trace for `run_id`.
     pub fn new(run_id: &str) -> Self {
         Self { run_id: run_id.into(), role: None, lines: Vec::new() }

@@ -220,7 +220,7 @@ impl Serialize for Body {
 pub struct Envelope {
     /// `m1`, `m2`, … in the order the coordinator accepted them (per run); held inline
     /// (no allocation per envelope), written as the string it is.
-    pub id: compact_str::CompactString,
+    pub(crate) id: compact_str::CompactString,
     /// Set by the coordinator from the channel the text arrived on, never from the text.
     pub sender: Role,
     /// From the route table.
@@ -237,6 +237,11 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// `m1`, `m2`, … in the order the coordinator accepted them (per run).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// One log line, `m2 researcher -> reviewer finding depth=2 {…}`, with the body
     /// redacted (secrets and personal data) like a trace line: the body is agent output,
     /// shown as data.
