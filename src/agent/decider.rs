@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use tokio_util::sync::CancellationToken;
 
 use super::AgentState;
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 use crate::model::fake::{call, finish};
 use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 use crate::label::{IfcMode, Label, Taint};
 use crate::tools::{
     AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use super::blocks::{Block, parse_blocks};
 use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 
 /// The behaviours a fake model can have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

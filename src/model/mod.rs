@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::BoxFuture;
 use crate::cost::ManualClock;
+use crate::future::BoxFuture;
 use crate::tools::ToolSpec;
 
 pub use blocks::parse_blocks;

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::fake::{View, call, finish};
 use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 
 /// A model that proposes `script[n]` when the request holds `n` observations, and
 /// afterwards finishes citing every successful observation.

@@ -16,9 +16,9 @@ use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use super::support::Evidence;
-use crate::BoxFuture;
 use crate::agent::AgentState;
 use crate::agent::Decider;
+use crate::future::BoxFuture;
 use crate::gate::Observation;
 use crate::model::blocks::blocks;
 use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall};
