@@ -5,7 +5,6 @@ use crate::codes::codes;
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::fmt;
 
 use crate::security::{clip, redact, redact_leaves_constant};
@@ -77,11 +76,6 @@ pub struct Trace {
     pub lines: Vec<TraceLine>,
 }
 
-thread_local! {
-    /// The compact JSON of the arguments of the tool line being added on this thread.
-    static ARGS_JSON: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
 /// Largest count a known detail may hold ([`Trace::add_counted`]): five digits, too few
 /// for any number the redactor hides (a phone number has nine or more, a card sixteen).
 const KNOWN_COUNT_MAX: usize = 99_999;
@@ -127,11 +121,7 @@ fn joined<'a>(pieces: impl IntoIterator<Item = &'a str> + Clone) -> CompactStrin
     std::str::from_utf8(&buf[..len]).map_or_else(|_| pieces.into_iter().collect(), CompactString::from)
 }
 
-/// Largest buffer [`ARGS_JSON`] keeps between lines (a larger one, for a rare large
-/// argument, is dropped after use).
-const ARGS_BUFFER_KEPT: usize = 4096;
-
-/// The redacted, clipped compact JSON of a tool call's arguments, through a fresh string.
+/// The redacted, clipped compact JSON of a tool call's arguments.
 fn args_line(args: &serde_json::Value) -> CompactString {
     let text = serde_json::to_string(args).unwrap_or_else(|_| args.to_string());
     CompactString::from(clip(&redact(&text), ARGS_CHARS))
@@ -175,23 +165,7 @@ impl Trace {
     /// Adds a tool line: `name` as the detail, and the call's arguments (redacted, then
     /// clipped to [`ARGS_CHARS`]) kept beside it for a report.
     pub fn add_tool(&mut self, step: u32, code: impl Into<Cow<'static, str>>, name: &str, args: &serde_json::Value) {
-        let args = ARGS_JSON.with(|buf| match buf.try_borrow_mut() {
-            Ok(mut buf) => {
-                // the compact JSON is written into this thread's buffer (no allocation per
-                // line): only the redacted, clipped arguments are kept
-                buf.clear();
-                let kept =
-                    match serde_json::to_writer(&mut *buf, args).ok().and_then(|()| std::str::from_utf8(&buf).ok()) {
-                        Some(text) => CompactString::from(clip(&redact(text), ARGS_CHARS)),
-                        None => args_line(args),
-                    };
-                if buf.capacity() > ARGS_BUFFER_KEPT {
-                    *buf = Vec::new();
-                }
-                kept
-            }
-            Err(_) => args_line(args),
-        });
+        let args = args_line(args);
         match builtin_tool(name) {
             // a built-in tool's name is the program's constant (the only case the loop and
             // the roles meet once a call got through); any other name is redacted in full
@@ -348,8 +322,8 @@ mod tests {
     }
 
     #[test]
-    fn tool_arguments_through_the_thread_buffer_are_the_fresh_string_ones() {
-        let long = "x".repeat(2 * ARGS_BUFFER_KEPT);
+    fn a_tool_line_keeps_its_arguments_as_redacted_clipped_compact_json() {
+        let long = "x".repeat(8192);
         let cases = [
             serde_json::json!({"ticket_id": "T-601"}),
             serde_json::json!({"to": "kwame@gmail.com", "body": "é \"q\" \n\u{1F600}", "n": [1, 2.5, null, true]}),
@@ -364,7 +338,8 @@ mod tests {
             assert_eq!(t.lines[i].args.as_deref(), Some(args_line(args).as_str()), "{args}");
         }
         assert_eq!(t.lines[0].args.as_deref(), Some(r#"{"ticket_id":"T-601"}"#));
-        assert!(ARGS_JSON.with(|b| b.borrow().capacity() <= ARGS_BUFFER_KEPT));
+        assert_eq!(t.lines[2].args.as_deref().map(|a| a.chars().count()), Some(ARGS_CHARS), "clipped");
+        assert!(t.lines[4].args.as_deref().is_some_and(|a| !a.contains("sk-test-4f9a")), "redacted");
     }
 
     /// Every detail the program writes through a known path ([`Trace::add_known`],

@@ -11,10 +11,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::borrow::Cow;
-use std::cell::Cell;
-use std::fmt::Write as _;
 use std::sync::LazyLock;
 
+use super::envelope::{Body, Brief, Finding, Verdict};
 use super::support::Evidence;
 use crate::agent::AgentState;
 use crate::agent::Decider;
@@ -225,15 +224,39 @@ impl FakePlanner {
     }
 }
 
-/// `{"kind":"brief","question":…,"grant":…}` (no `grant` without one).
+/// `{"kind":"brief","question":…,"grant":…}` (no `grant` without one): the brief's own
+/// wire text, with a `grant` member the message type does not have when asked for one.
 fn brief(question: &str, grant: Option<&'static str>) -> String {
-    let mut out = JsonOut::with_capacity(question.len() + question.len() / 8 + 64);
-    out.raw(r#"{"kind":"brief","question":"#).str(question);
-    if let Some(grant) = grant {
-        out.raw(r#","grant":"#).str(grant);
+    let body = Body::Brief(Brief { question: question.to_string() });
+    wire_text(&body, Extra { grant, sender: None })
+}
+
+/// Members a compromised fake adds to a message that its type does not have (the checks
+/// refuse them as unknown fields).
+#[derive(Clone, Copy, Default, Serialize)]
+struct Extra<'a> {
+    /// A planner granting the researcher a tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grant: Option<&'a str>,
+    /// A researcher claiming to be another role.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sender: Option<&'a str>,
+}
+
+/// The text a fake sends: `body` as the message type writes it ([`Body`]'s serde form,
+/// what [`Body::to_text`] gives), then the `extra` members, if any.
+fn wire_text(body: &Body, extra: Extra<'_>) -> String {
+    #[derive(Serialize)]
+    struct Wire<'a> {
+        #[serde(flatten)]
+        body: &'a Body,
+        #[serde(flatten)]
+        extra: Extra<'a>,
     }
-    out.raw("}");
-    out.into_string()
+    if extra.grant.is_none() && extra.sender.is_none() {
+        return body.to_text();
+    }
+    serde_json::to_string(&Wire { body, extra }).unwrap_or_default()
 }
 
 impl LlmClient for FakePlanner {
@@ -250,41 +273,11 @@ impl LlmClient for FakePlanner {
     }
 }
 
-/// `{"kind":"finding","claim":…,"sources":[…],"sender":…}`, written into `out` (emptied
-/// first): the sources straight from the evidence (and one made-up id), no `sender` without
-/// one.
-fn write_finding(out: &mut String, claim: &str, evidence: &Evidence, made_up: Option<&str>, sender: Option<&str>) {
-    let capacity = claim.len() + evidence.facts.iter().map(|f| f.source().len() + 3).sum::<usize>() + 64;
-    out.clear();
-    out.reserve(capacity);
-    let mut json = JsonOut(std::mem::take(out));
-    json.raw(r#"{"kind":"finding","claim":"#).str(claim).raw(r#","sources":"#);
-    json.strs(evidence.facts.iter().map(|f| f.source()).chain(made_up));
-    if let Some(sender) = sender {
-        json.raw(r#","sender":"#).str(sender);
-    }
-    json.raw("}");
-    *out = json.into_string();
-}
-
-thread_local! {
-    /// The researcher's message, written here before it is escaped into its finish
-    /// proposal: the buffer is kept from one finish to the next on this thread.
-    static MESSAGE: Cell<String> = const { Cell::new(String::new()) };
-}
-
-/// Largest buffer [`MESSAGE`] keeps.
-const MESSAGE_KEPT: usize = 4096;
-
-/// Runs `f` with this thread's message buffer (a fresh one while it is lent out or the
-/// thread is ending), then keeps the buffer for the next finish unless it grew large.
-fn with_message_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
-    let mut buffer = MESSAGE.try_with(Cell::take).unwrap_or_default();
-    let out = f(&mut buffer);
-    if buffer.capacity() <= MESSAGE_KEPT {
-        let _ = MESSAGE.try_with(|kept| kept.set(buffer));
-    }
-    out
+/// `{"kind":"finding","claim":…,"sources":[…],"sender":…}`: the sources straight from the
+/// evidence (and one made-up id), no `sender` without one.
+fn finding_text(claim: String, evidence: &Evidence, made_up: Option<&str>, sender: Option<&str>) -> String {
+    let sources = evidence.facts.iter().map(|f| f.source()).chain(made_up).map(str::to_string).collect();
+    wire_text(&Body::Finding(Finding { claim, sources }), Extra { grant: None, sender })
 }
 
 /// The fake researcher: a decider for the single-agent loop.
@@ -373,15 +366,11 @@ impl FakeResearcher {
                 return call_one("lookup_document", "doc_id", d);
             }
         }
-        with_message_buffer(|message| {
-            self.message(state, message);
-            finish_text(message, obs)
-        })
+        finish_text(&self.message(state), obs)
     }
 
-    /// The raw message text this researcher sends when it finishes, written into `out`
-    /// (emptied first).
-    fn message(&self, state: &AgentState, out: &mut String) {
+    /// The raw message text this researcher sends when it finishes.
+    fn message(&self, state: &AgentState) -> String {
         let evidence = Evidence::from_observations(state.observations());
         let mut made_up = None;
         let mut claim = evidence.strict_claim();
@@ -401,13 +390,11 @@ impl FakeResearcher {
             }
             ResearcherKind::ForgeSender => sender = Some("planner"),
             ResearcherKind::Spawn => {
-                out.clear();
-                let _ = write!(out, "{}", json!({"kind": "spawn", "role": "researcher", "question": state.goal()}));
-                return;
+                return json!({"kind": "spawn", "role": "researcher", "question": state.goal()}).to_string();
             }
             ResearcherKind::MadeUpSource => made_up = Some("kc-internal-v9"),
         }
-        write_finding(out, &claim, &evidence, made_up, sender);
+        finding_text(claim, &evidence, made_up, sender)
     }
 }
 
@@ -480,17 +467,13 @@ enum Notes {
     Reread(usize),
 }
 
-/// `{"kind":"verdict","approve":…,"notes":…}`.
+/// `{"kind":"verdict","approve":…,"notes":…}`, as the message type writes it.
 fn verdict_text(approve: bool, notes: Notes) -> String {
-    let mut out = JsonOut::with_capacity(128);
-    out.raw(r#"{"kind":"verdict","approve":"#).raw(if approve { "true" } else { "false" }).raw(r#","notes":"#);
-    match notes {
-        Notes::Text(text) => out.str(text),
-        // digits and plain words: nothing in it to escape
-        Notes::Reread(n) => out.raw("\"Re-read ").raw(itoa::Buffer::new().format(n)).raw(" cited document(s).\""),
+    let notes = match notes {
+        Notes::Text(text) => text.to_string(),
+        Notes::Reread(n) => format!("Re-read {n} cited document(s)."),
     };
-    out.raw("}");
-    out.into_string()
+    Body::Verdict(Verdict { approve, notes }).to_text()
 }
 
 impl LlmClient for FakeReviewer {
@@ -616,8 +599,8 @@ mod tests {
     }
 
     #[test]
-    fn the_researchers_texts_are_written_byte_for_byte_as_from_lists() {
-        // the shapes as they were serialised before: from lists built first
+    fn the_researchers_texts_are_the_message_types_own_byte_for_byte_as_before() {
+        // the shapes as they were serialised before (frozen): from lists built first
         #[derive(Serialize)]
         struct OldFinding<'a> {
             kind: &'static str,
@@ -633,7 +616,6 @@ mod tests {
             sources: Vec<&'a str>,
         }
         let ids = ["T-601", "kc-returns-v3", "é\u{1F600}\"\\\n\t</x>", "", "a;b", "\u{7f}\u{2028}"];
-        let mut written = String::from("a text written before");
         let titles = ["Returns and refunds (v3)", "l'été \"quoted\" <b>&amp;", "\u{0}\u{1f}", "", "; ;"];
         for id in ids {
             for title in titles {
@@ -654,9 +636,17 @@ mod tests {
                             listed.extend(made_up.map(Cow::Borrowed));
                             let old = OldFinding { kind: "finding", claim: &claim, sources: &listed, sender };
                             let old = serde_json::to_string(&old).unwrap();
-                            // one buffer for every text: each is written over the one before
-                            write_finding(&mut written, &claim, &evidence, made_up, sender);
-                            assert_eq!(written, old);
+                            let written = finding_text(claim.clone(), &evidence, made_up, sender);
+                            assert_eq!(written, old, "the bytes the fake wrote before");
+                            // the message type's own writer: a new field of a finding is in
+                            // the fake's text too (and then no longer in the frozen copy)
+                            let sources = listed.iter().map(|s| s.to_string()).collect();
+                            let own = Body::Finding(Finding { claim: claim.clone(), sources }).to_text();
+                            let own = match sender {
+                                None => own,
+                                Some(sender) => format!("{},\"sender\":{}}}", &own[..own.len() - 1], json!(sender)),
+                            };
+                            assert_eq!(written, own, "the serde writer of the finding");
                             let read = observations.iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
                             let old_finish = OldFinish { action: "finish", answer: &old, sources: read };
                             let old_finish = serde_json::to_string(&old_finish).unwrap();
