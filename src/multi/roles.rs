@@ -26,7 +26,7 @@ use super::envelope::{Body, Envelope, Role};
 use super::short_text::ShortText;
 use super::{Denial, DenialCode, MultiReason};
 use crate::agent::{Agent, StopReason, Trace, TraceKind};
-use crate::cost::{PriceTable, Summary, estimate_tokens};
+use crate::cost::{Price, PriceTable, Summary, estimate_tokens};
 use crate::future::BoxFuture;
 use crate::gate::CallContext;
 use crate::gate::Observation;
@@ -34,7 +34,7 @@ use crate::gate::{AuditEvent, GateOutcome, ToolGate};
 use crate::model::blocks::push_block;
 use crate::model::http::FINISH_TOOL;
 use crate::model::prompts;
-use crate::model::{LlmClient, LlmRequest, Message, ModelError, RequestedCall, answer_or_cancelled};
+use crate::model::{LlmClient, LlmRequest, LlmResponse, Message, ModelError, RequestedCall, answer_or_cancelled};
 use crate::tools::{ToolCall, ToolSpec};
 use crate::unwind::{CatchUnwind, panic_text};
 
@@ -358,13 +358,61 @@ impl CallRole {
         Some(outcome)
     }
 
+    /// One turn: the blocks the model reads, the request and its worst-case cost, the
+    /// model call, what it cost, and the tool calls it asked for. A turn that ends without
+    /// a message says why in [`RoleReply::stop`].
     async fn handle(&mut self, work: Work, cancel: &CancellationToken) -> RoleReply {
         let mut reply = RoleReply::default();
-        let step = work.round;
-        if work.remaining.calls == 0 {
-            reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit));
-            return reply;
+        if let Err(stop) = self.turn(&work, cancel, &mut reply).await {
+            reply.stop = Some(stop);
         }
+        reply
+    }
+
+    async fn turn(&mut self, work: &Work, cancel: &CancellationToken, reply: &mut RoleReply) -> Result<(), RoleStop> {
+        if work.remaining.calls == 0 {
+            return Err(RoleStop::Budget(MultiReason::CallLimit));
+        }
+        let user = self.user_text(work, cancel, reply)?;
+        let request = self.request(user);
+        let price = self.prices.price(&request.model).map_err(|e| RoleStop::Failed(e.to_string()))?;
+        // what the model has in view as it writes its text (results of the calls it asks
+        // for below come after it)
+        let seen = self.gate.taint().label();
+        let input_tokens = request.estimated_input_tokens();
+        if price.cost(input_tokens, u64::from(request.max_tokens)) > work.remaining.cost {
+            self.trace.add_known(
+                work.round,
+                TraceKind::Stop,
+                "cost_budget",
+                &["the worst case of the call is over budget"],
+            );
+            return Err(RoleStop::Budget(MultiReason::CostBudget));
+        }
+        let answer = self.ask(&request, input_tokens, work.remaining.time, cancel).await;
+        let response = self.paid(answer, price, input_tokens, work.round, reply)?;
+        // a `finish` call is how a native tool-calling model may hand over its message
+        // (the text above); it is not a tool
+        for RequestedCall { name, arguments, .. } in response.tool_calls.into_iter().filter(|c| c.name != FINISH_TOOL) {
+            if cancel.is_cancelled() {
+                break;
+            }
+            self.tool(work.round, &name, arguments, reply);
+        }
+        reply.text = response.text;
+        reply.label = seen;
+        Ok(())
+    }
+
+    /// The untrusted blocks of the turn: the goal (and the last verdict's notes) for the
+    /// planner; the finding and the documents it cites, re-read through the reviewer's own
+    /// gate, for the reviewer.
+    fn user_text(
+        &mut self,
+        work: &Work,
+        cancel: &CancellationToken,
+        reply: &mut RoleReply,
+    ) -> Result<String, RoleStop> {
         let mut user = String::with_capacity(512);
         match &work.what {
             Assignment::Plan { goal, notes, notes_label } => {
@@ -380,62 +428,68 @@ impl CallRole {
                 self.gate.absorb(finding.label, source);
                 push_block(&mut user, "envelope", source, &[("kind", "finding")], &finding.body.to_text());
                 if let Body::Finding(f) = &finding.body {
-                    // the reviewer re-reads what its own scope can read, through its own gate
-                    for doc in f.sources.iter().filter(|s| !is_ticket_id(s)) {
-                        if cancel.is_cancelled() {
-                            reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
-                            return reply;
-                        }
-                        if !self.gate.policy().allows(self.task(), "lookup_document") {
-                            break;
-                        }
-                        if let Some(outcome) =
-                            self.tool(step, "lookup_document", serde_json::json!({ "doc_id": doc }), &mut reply)
-                        {
-                            // `tool:lookup_document:r1`, its id the part after the prefix
-                            const PREFIX: &str = "tool:lookup_document:";
-                            let mut itoa = itoa::Buffer::new();
-                            let written = ShortText::<48>::concat(&[PREFIX, "r", itoa.format(reply.tools.len())]);
-                            let source = written.as_str();
-                            let id = source.get(PREFIX.len()..).unwrap_or_default();
-                            let (ok, text) = outcome.observation();
-                            push_block(&mut user, "observation", source, &[("id", id), ("ok", bool_str(ok))], &text);
-                        }
-                    }
+                    self.reread(&mut user, &f.sources, work.round, cancel, reply)?;
                 }
             }
-            Assignment::Research(_) => {
-                reply.stop = Some(RoleStop::Failed(format!("the {} cannot research", self.role)));
-                return reply;
+            Assignment::Research(_) => return Err(RoleStop::Failed(format!("the {} cannot research", self.role))),
+        }
+        Ok(user)
+    }
+
+    /// The reviewer re-reads the documents a finding cites, as far as its own scope can
+    /// read them, and adds each result as an observation block.
+    fn reread(
+        &mut self,
+        user: &mut String,
+        sources: &[String],
+        step: u32,
+        cancel: &CancellationToken,
+        reply: &mut RoleReply,
+    ) -> Result<(), RoleStop> {
+        for doc in sources.iter().filter(|s| !is_ticket_id(s)) {
+            if cancel.is_cancelled() {
+                return Err(RoleStop::Budget(MultiReason::Cancelled));
+            }
+            if !self.gate.policy().allows(self.task(), "lookup_document") {
+                break;
+            }
+            if let Some(outcome) = self.tool(step, "lookup_document", serde_json::json!({ "doc_id": doc }), reply) {
+                // `tool:lookup_document:r1`, its id the part after the prefix
+                const PREFIX: &str = "tool:lookup_document:";
+                let mut itoa = itoa::Buffer::new();
+                let written = ShortText::<48>::concat(&[PREFIX, "r", itoa.format(reply.tools.len())]);
+                let source = written.as_str();
+                let id = source.get(PREFIX.len()..).unwrap_or_default();
+                let (ok, text) = outcome.observation();
+                push_block(user, "observation", source, &[("id", id), ("ok", bool_str(ok))], &text);
             }
         }
+        Ok(())
+    }
+
+    /// The request: the trusted prompt, the untrusted blocks, the tools of the role's scope.
+    fn request(&self, user: String) -> LlmRequest {
         let mut tools = Vec::new();
         self.specs(&mut tools);
-        let request = &LlmRequest {
+        LlmRequest {
             model: self.client.model_name(),
             messages: vec![Message::system(self.prompt), Message::user(user)],
             tools,
             // a real model's own allowance (`--planner-max-tokens`, …) wins
             max_tokens: self.client.max_tokens().unwrap_or(MAX_OUTPUT_TOKENS),
-        };
-        let price = match self.prices.price(&request.model) {
-            Ok(p) => p,
-            Err(e) => {
-                reply.stop = Some(RoleStop::Failed(e.to_string()));
-                return reply;
-            }
-        };
-        // what the model has in view as it writes its text (results of the calls it asks
-        // for below come after it)
-        let seen = self.gate.taint().label();
-        let input_tokens = request.estimated_input_tokens();
-        if price.cost(input_tokens, u64::from(request.max_tokens)) > work.remaining.cost {
-            self.trace.add_known(step, TraceKind::Stop, "cost_budget", &["the worst case of the call is over budget"]);
-            reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
-            return reply;
         }
-        // the answer is a message, not a proposal: a client that rewrites native tool
-        // calls into proposal text keeps the reply's own text here
+    }
+
+    /// The model call, under its `chat` span, raced against the run's token; `None` when
+    /// the token fired first. The answer is a message, not a proposal: a client that
+    /// rewrites native tool calls into proposal text keeps the reply's own text here.
+    async fn ask(
+        &mut self,
+        request: &LlmRequest,
+        input_tokens: u64,
+        time_left: std::time::Duration,
+        cancel: &CancellationToken,
+    ) -> Option<Result<LlmResponse, ModelError>> {
         let chat = crate::spans::chat(&request.model);
         // the token is read first: a cancelled role asks its model nothing more
         let answer = if cancel.is_cancelled() {
@@ -443,7 +497,7 @@ impl CallRole {
         } else {
             // the run's time left is the call's deadline: the call, its retries and their
             // waits end there (`time_budget`)
-            self.client.set_deadline(tokio::time::Instant::now().checked_add(work.remaining.time));
+            self.client.set_deadline(tokio::time::Instant::now().checked_add(time_left));
             let call = chat.in_scope(|| self.client.complete_message(request)).instrument(chat.clone());
             answer_or_cancelled(call, cancel).await
         };
@@ -456,52 +510,49 @@ impl CallRole {
                 crate::spans::chat_answered(&chat, tokens, !r.tool_calls.is_empty());
             }
         }
-        drop(chat);
-        let response = match answer {
+        answer
+    }
+
+    /// Records the call in the trace and what it cost in `reply` (an answer the server
+    /// gave is paid whatever became of it), and gives the response, or why there is none.
+    fn paid(
+        &mut self,
+        answer: Option<Result<LlmResponse, ModelError>>,
+        price: Price,
+        input_tokens: u64,
+        step: u32,
+        reply: &mut RoleReply,
+    ) -> Result<LlmResponse, RoleStop> {
+        let pay = |reply: &mut RoleReply, (input, output): (u64, u64)| {
+            reply.cost = price.cost(input, output);
+            reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };
+        };
+        match answer {
             None => {
                 self.trace.add_known(step, TraceKind::Model, "cancelled", &["model call abandoned"]);
-                reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
-                return reply;
+                Err(RoleStop::Budget(MultiReason::Cancelled))
             }
             Some(Err(ModelError::Failed { code, message, answered })) => {
                 self.trace.add(step, TraceKind::Model, code, &message);
                 reply.calls = 1;
-                // an answer the server gave is paid whatever became of it
                 if let Some(a) = answered.as_deref() {
-                    let (input, output) = a.tokens(input_tokens);
-                    reply.cost = price.cost(input, output);
-                    reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };
+                    pay(reply, a.tokens(input_tokens));
                 }
-                reply.stop = Some(if code == "time_budget" {
+                Err(if code == "time_budget" {
                     RoleStop::Budget(MultiReason::TimeBudget)
                 } else {
                     let cause = format!("{code}: {}", crate::security::redact(&message));
                     RoleStop::Own { reason: StopReason::ModelError, cause: Some(cause) }
-                });
-                return reply;
+                })
             }
-            Some(Err(crash)) => {
-                reply.stop = Some(RoleStop::Failed(crash.to_string()));
-                return reply;
+            Some(Err(crash)) => Err(RoleStop::Failed(crash.to_string())),
+            Some(Ok(response)) => {
+                reply.calls = 1;
+                pay(reply, response.tokens(|| (input_tokens, estimate_tokens(&response.text))));
+                self.trace.add(step, TraceKind::Model, "ok", &response.text);
+                Ok(response)
             }
-            Some(Ok(r)) => r,
-        };
-        let (input, output) = response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
-        reply.calls = 1;
-        reply.cost = price.cost(input, output);
-        reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };
-        self.trace.add(step, TraceKind::Model, "ok", &response.text);
-        // a `finish` call is how a native tool-calling model may hand over its message
-        // (the text above); it is not a tool
-        for RequestedCall { name, arguments, .. } in response.tool_calls.into_iter().filter(|c| c.name != FINISH_TOOL) {
-            if cancel.is_cancelled() {
-                break;
-            }
-            self.tool(step, &name, arguments, &mut reply);
         }
-        reply.text = response.text;
-        reply.label = seen;
-        reply
     }
 }
 
