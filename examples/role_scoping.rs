@@ -36,7 +36,7 @@ async fn main() -> Result<(), rolegate::Error> {
         println!("  refused tool call {d}: send_email_draft is in no role's scope, so the role's own check refused it");
     }
     for (role, e) in &run.audit {
-        println!("  {role} gate ran {} -> {}", e.tool, e.outcome);
+        println!("  {role} gate ran {} -> {}", e.tool(), e.outcome);
     }
     println!(
         "outcome: {} | e-mails sent: {} | the paraphrase passed the filter (free-text claims are the known gap); the scope held",

@@ -1,7 +1,9 @@
 //! The layering invariant of ARCHITECTURE.md: a module of the library imports only from
 //! layers below its own. The test reads every `crate::…` path of `src/` (the binary's
 //! `main.rs` and `cli/` are above everything and use the public API only) and fails on any
-//! edge that points sideways or up, naming the file and the line.
+//! edge that points sideways or up, naming the file and the line. The crate root holds no
+//! item of its own, only re-exports: a `crate::X` that names no module of [`LAYERS`]
+//! (`crate::BoxFuture`, `crate::Error`) is an edge to nowhere and fails the same way.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -9,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// The library's top-level modules, lowest layer first. Modules in one layer do not import
 /// each other.
 const LAYERS: &[&[&str]] = &[
-    &["codes", "unwind", "security", "spans"],
+    &["codes", "future", "unwind", "security", "spans"],
     &["world", "cost", "label"],
     &["tools"],
     &["model"],
@@ -24,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["report"],
     &["store"],
     &["testkit"],
+    &["error"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
@@ -58,7 +61,8 @@ fn library_code(text: &str) -> Vec<(usize, &str)> {
     out
 }
 
-/// Every top-level module named by a `crate::` path on this line, grouped uses included.
+/// Every top-level name a `crate::` path on this line starts with, grouped uses included:
+/// a module, or an item of the crate root (which the layers may not name).
 fn targets(line: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut rest = line;
@@ -75,8 +79,6 @@ fn targets(line: &str) -> Vec<String> {
         }
         rest = after;
     }
-    // Lower-case names are modules; `crate::BoxFuture` and `crate::Error` are root items.
-    found.retain(|n| n.chars().next().is_some_and(|c| c.is_ascii_lowercase()));
     found
 }
 
@@ -99,6 +101,12 @@ fn violations(src: &Path, files: &[PathBuf]) -> Vec<String> {
                 match layer_of(&to) {
                     Some(l) if l < own => {}
                     Some(_) => bad.push(format!("{}:{n}: {from} -> {to}", relative.display())),
+                    None if to.starts_with(|c: char| c.is_ascii_uppercase()) => {
+                        bad.push(format!(
+                            "{}:{n}: {from} -> crate::{to} (a root item: name its module)",
+                            relative.display()
+                        ));
+                    }
                     None => bad.push(format!("{}:{n}: {from} -> {to} (no layer)", relative.display())),
                 }
             }
@@ -158,7 +166,12 @@ fn an_upward_or_sideways_use_is_reported_with_its_line() {
     .unwrap();
     let human = dir.join("human.rs");
     std::fs::write(&human, "use crate::multi::Role;\nuse crate::nowhere::X;\n").unwrap();
-    let bad = violations(&dir, &[gate, human]);
+    // a root item, even one every layer could see, is no layer: name the module it is in
+    std::fs::create_dir_all(dir.join("model")).unwrap();
+    let model = dir.join("model/mod.rs");
+    std::fs::write(&model, "use crate::BoxFuture;\nuse crate::future::BoxFuture as Fine;\nfn f() -> crate::Error {}\n")
+        .unwrap();
+    let bad = violations(&dir, &[gate, human, model]);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(
         bad,
@@ -167,6 +180,57 @@ fn an_upward_or_sideways_use_is_reported_with_its_line() {
             "gate/mod.rs:4: gate -> eval",
             "human.rs:1: human -> multi",
             "human.rs:2: human -> nowhere (no layer)",
+            "model/mod.rs:1: model -> crate::BoxFuture (a root item: name its module)",
+            "model/mod.rs:3: model -> crate::Error (a root item: name its module)",
         ]
     );
+}
+
+/// The modules `src/lib.rs` declares (`mod x;`, `pub mod x;`, under any attribute).
+fn declared_modules(lib: &str) -> BTreeSet<String> {
+    lib.lines()
+        .filter_map(|l| l.trim().strip_prefix("pub ").unwrap_or(l.trim()).strip_prefix("mod "))
+        .filter_map(|rest| rest.strip_suffix(';'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_crate_docs_list_every_module_in_their_layout() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let layout: String = lib
+        .lines()
+        .skip_while(|l| !l.starts_with("//! # Layout"))
+        .map_while(|l| l.strip_prefix("//!"))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let modules = declared_modules(&lib);
+    let listed: BTreeSet<String> = LAYERS.iter().flat_map(|l| l.iter().map(|m| m.to_string())).collect();
+    assert_eq!(modules, listed, "lib.rs declares the modules of LAYERS");
+    let missing: Vec<&String> = modules
+        .iter()
+        .filter(|m| !layout.contains(&format!("[`{m}`]")) && !layout.contains(&format!("`{m}` (")))
+        .collect();
+    assert!(missing.is_empty(), "lib.rs's Layout does not list {missing:?}");
+}
+
+#[test]
+fn no_public_field_is_a_compact_string() {
+    // an inline string is a storage choice: a public field reads as `&str` through an
+    // accessor, so the choice can change without changing the API
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let t = line.trim_start();
+            if t.starts_with("pub ") && !t.starts_with("pub fn") && t.contains(": ") && t.contains("CompactString") {
+                bad.push(format!("{}:{}: {t}", file.strip_prefix(&src).unwrap().display(), n + 1));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "public CompactString fields:\n{}", bad.join("\n"));
 }

@@ -37,7 +37,7 @@ fn edge_label_lines(run: &MultiRun) -> Vec<String> {
         .lines
         .iter()
         .filter(|l| l.kind == TraceKind::Message && l.code == RejectCode::EdgeLabel.as_str())
-        .map(|l| l.detail.to_string())
+        .map(|l| l.detail().to_string())
         .collect()
 }
 

@@ -32,7 +32,7 @@ fn tool_lines_at(run: &PalRun, step: u32) -> Vec<String> {
         .lines
         .iter()
         .filter(|l| l.step == step && l.kind == TraceKind::Tool)
-        .map(|l| l.detail.to_string())
+        .map(|l| l.detail().to_string())
         .collect()
 }
 
@@ -57,7 +57,7 @@ async fn parallel_calls_cost_fewer_model_calls_than_sequential_ones_on_a_two_sea
     assert_eq!((par.run.ledger().summary().calls, seq.run.ledger().summary().calls), (2, 3));
     assert_eq!(tool_lines_at(&par, 1), ["search_documents", "search_documents"], "both ran before the 2nd call");
     assert_eq!(tool_lines_at(&seq, 1), ["search_documents"]);
-    let audit: Vec<_> = par_lab.pal.gate.audit().iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
+    let audit: Vec<_> = par_lab.pal.gate.audit().iter().map(|e| (e.tool(), e.outcome.as_str())).collect();
     assert_eq!(audit, [("search_documents", "ok"), ("search_documents", "ok")], "every call went through the gate");
     let PalReply::Answer { text, .. } = &par.reply else { panic!("{:?}", par.reply) };
     assert!(text.contains("No policy covers"), "{text}");
@@ -91,7 +91,7 @@ async fn an_exact_repeat_gets_a_soft_error_and_the_run_goes_on() {
     assert!(checks[at + 1..].contains(&"ok"), "calls after the repeat still run: {checks:?}");
     let texts = results(&r);
     assert_eq!(texts[2], "error repeated_call: this exact call already ran; use its earlier result o2");
-    let sent = lab.pal.gate.audit().iter().filter(|e| e.tool == "search_documents").count();
+    let sent = lab.pal.gate.audit().iter().filter(|e| e.tool() == "search_documents").count();
     assert_eq!(sent, 3, "the repeat never reached the gate");
 }
 
@@ -306,7 +306,7 @@ async fn every_bad_reply_gets_a_named_code_and_a_mixed_reply_defers_its_read_beh
         ["not_allowed", "invalid_arguments", "invalid_arguments", "ok", "deferred"]
     );
     assert_eq!(r.run.reason(), StopReason::NeedsApproval);
-    let audit: Vec<_> = lab.pal.gate.audit().iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
+    let audit: Vec<_> = lab.pal.gate.audit().iter().map(|e| (e.tool(), e.outcome.as_str())).collect();
     assert_eq!(audit, [("send_email_draft", "needs_approval")], "nothing else reached the gate");
     assert!(results(&r).last().unwrap().starts_with("not run: waiting for the user to confirm send_email_draft"));
     assert!(lab.world.outbox.is_empty());

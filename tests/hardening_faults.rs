@@ -280,7 +280,7 @@ async fn a_tool_that_hangs_or_panics_is_a_named_failure_and_the_run_goes_on() {
             .lines
             .iter()
             .filter(|l| l.kind == TraceKind::Tool)
-            .map(|l| (l.detail.as_str(), l.code.as_ref()))
+            .map(|l| (l.detail(), l.code.as_ref()))
             .collect();
         assert_eq!(tools, [("faulty_lookup", code), ("get_ticket", "ok")], "{at}");
         let first = &run.state.observations()[0];

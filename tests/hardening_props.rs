@@ -77,11 +77,11 @@ fn apply(s: &AgentState, op: &Op) -> Result<AgentState, rolegate::agent::StateEr
 /// Every rule a state must satisfy, written from the outside with the public getters.
 fn legal(s: &AgentState) -> Result<(), String> {
     for (i, o) in s.observations().iter().enumerate() {
-        if o.id != format!("o{}", i + 1) || o.step > s.step() || o.text.chars().count() > 400 {
+        if o.id() != format!("o{}", i + 1) || o.step > s.step() || o.text.chars().count() > 400 {
             return Err(format!("observation {i}: {o:?}"));
         }
     }
-    let good = |id: &String| s.observations().iter().any(|o| o.ok && o.id == *id);
+    let good = |id: &String| s.observations().iter().any(|o| o.ok && o.id() == *id);
     match s.status() {
         Status::Running => {}
         Status::Done { answer, sources } => {
@@ -409,7 +409,7 @@ proptest! {
         let policy = lab.agent.gate().policy();
         for e in lab.agent.gate().audit() {
             if ran(e.outcome) {
-                prop_assert!(policy.allows(task, &e.tool) && policy.access_of(&e.tool) == Access::Read, "{:?}", e);
+                prop_assert!(policy.allows(task, e.tool()) && policy.access_of(e.tool()) == Access::Read, "{:?}", e);
             }
         }
         let mut per_tool: BTreeMap<&str, u32> = BTreeMap::new();

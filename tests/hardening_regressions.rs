@@ -3,7 +3,7 @@
 
 use rolegate::BoxFuture;
 use rolegate::agent::{MAX_ANSWER_CHARS, Proposal, ProposalError, StopReason, parse_proposal};
-use rolegate::cost::{Ledger, UsageRecord};
+use rolegate::cost::{Ledger, Price, UsageRecord};
 use rolegate::design::{PalConfig, PalKind, PalReply};
 use rolegate::eval::parse_single_row;
 use rolegate::human::{Checkpoint, CheckpointCode};
@@ -11,7 +11,6 @@ use rolegate::lab::ScenarioError;
 use rolegate::model::{LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall, Usage};
 use rolegate::testkit::{Fixture, check_pal_replies, proposal_to_text};
 use rolegate::tools::fingerprint;
-use rust_decimal::Decimal;
 use serde_json::json;
 
 use crate::util::env;
@@ -58,13 +57,7 @@ async fn absurd_usage_claimed_by_a_server_ends_a_policypal_run_on_its_token_budg
     assert_eq!(run.run.calls(), ["get_ticket"], "one reply, then the budget stops the next call");
     let mut ledger = Ledger::default();
     for _ in 0..2 {
-        ledger.add(UsageRecord {
-            run_id: "r".into(),
-            model: "m".into(),
-            input_tokens: u64::MAX / 2 + 1,
-            output_tokens: 1,
-            cost: Decimal::ZERO,
-        });
+        ledger.add(UsageRecord::priced("r", "m", Price::ZERO, u64::MAX / 2 + 1, 1));
     }
     assert_eq!(ledger.summary().input_tokens, u64::MAX, "totals saturate");
 }

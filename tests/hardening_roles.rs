@@ -232,8 +232,7 @@ async fn a_role_that_panics_at_any_stage_fails_only_its_own_run() {
         assert_eq!(run.reason, stage.reason, "{at}");
         assert_eq!(run.messages.len(), stage.messages, "{at}");
         assert_eq!(run.tools[&stage.role], stage.tools, "{at}");
-        let audited: Vec<&str> =
-            run.audit.iter().filter(|(r, _)| *r == stage.role).map(|(_, e)| e.tool.as_str()).collect();
+        let audited: Vec<&str> = run.audit.iter().filter(|(r, _)| *r == stage.role).map(|(_, e)| e.tool()).collect();
         assert_eq!(audited, run.tools[&stage.role], "{at}: what its gate ran before the panic stays audited");
         assert_eq!(run.emails, 0, "{at}");
         let panicked = format!("panicked: {at}");
@@ -241,7 +240,7 @@ async fn a_role_that_panics_at_any_stage_fails_only_its_own_run() {
             .lines
             .iter()
             .filter(|l| l.kind == TraceKind::Stop)
-            .map(|l| (l.code.as_ref(), l.detail.as_str()))
+            .map(|l| (l.code.as_ref(), l.detail()))
             .collect();
         match stage.reason {
             MultiReason::RoleFailed => {

@@ -42,8 +42,8 @@ fn a_run_exports_one_redacted_line_per_trace_line_with_timing_from_the_clock() {
         assert_eq!((r.run_id.as_str(), r.role.as_deref()), ("run-1", None));
         assert_eq!((r.step, r.kind.as_str(), r.code.as_str()), (u64::from(l.step), l.kind.as_str(), l.code.as_ref()));
         // the record keeps the whole detail; the trace line is its clipped start
-        assert!(r.detail.starts_with(l.detail.as_str()), "{} vs {}", r.detail, l.detail);
-        assert_eq!(r.args.as_deref(), l.args.as_deref(), "a tool line's arguments, as the trace keeps them");
+        assert!(r.detail.starts_with(l.detail()), "{} vs {}", r.detail, l.detail());
+        assert_eq!(r.args.as_deref(), l.args(), "a tool line's arguments, as the trace keeps them");
     }
     assert!(records.iter().any(|r| r.detail.chars().count() > 60), "a model line is exported whole");
     // the model's second proposal carries records-export@example.org; the file does not

@@ -37,7 +37,7 @@ fn hostile() -> Vec<String> {
 }
 
 fn read(id: &str, tool: &str, text: &str) -> Observation {
-    Observation { id: id.into(), step: 1, tool: tool.into(), ok: true, text: text.into() }
+    Observation::new(id, 1, tool, true, text.into())
 }
 
 fn t601() -> Observation {
@@ -105,9 +105,9 @@ async fn a_run_over_a_world_with_hidden_characters_hands_its_model_none() {
     let mut lab = LabConfig::fake(FakeKind::Sensible).build(&env);
     let run = lab.agent.run("Status of T-601?", "run-hidden").await.unwrap();
     let obs = run.state.observations();
-    assert!(obs.iter().any(|o| o.ok && o.tool == "get_ticket"), "the ticket was read");
+    assert!(obs.iter().any(|o| o.ok && o.tool() == "get_ticket"), "the ticket was read");
     for o in obs {
-        assert!(!has_hidden(&o.text), "{} holds a hidden character", o.id);
+        assert!(!has_hidden(&o.text), "{} holds a hidden character", o.id());
     }
 }
 
@@ -129,7 +129,7 @@ fn a_finish_answer_holding_hidden_characters_is_not_given() {
     let state = AgentState::new("run-f", "kwame", "triage", "Status of T-601?").unwrap();
     let text = r#"{"id":"T-601","owner":"kwame","status":"open","subject":"s","text":"t"}"#;
     let (state, o) = state.observe(true, "get_ticket", text).unwrap();
-    let finish = |answer: String| Proposal::Finish { answer, sources: vec![o.id.to_string()] };
+    let finish = |answer: String| Proposal::Finish { answer, sources: vec![o.id().to_string()] };
     let seen = Default::default();
     assert_eq!(lab.agent.check(&finish("T-601 is open.".into()), &state, &seen).as_str(), "ok");
     for h in hostile() {

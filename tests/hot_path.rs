@@ -37,9 +37,40 @@ use rolegate::eval::{bundled_multi, run_multi_with};
 use rolegate::model::{FakeKind, FakeModel, LlmClient, LlmRequest, LlmResponse, ModelError};
 use rolegate::multi::RoleModels;
 use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 
-/// A client that only forwards the awaited calls, so whoever asks it awaits `complete`
-/// (its `answer_now` is the trait's default, `None`).
+/// A future that is pending on its first two polls (waking its waker each time), so
+/// whoever awaits it cannot take its answer at once: it goes through the race.
+struct Later<F> {
+    inner: F,
+    pending: u8,
+}
+
+impl<F: Future + Unpin> Future for Later<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if self.pending > 0 {
+            self.pending -= 1;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Pin::new(&mut self.inner).poll(cx)
+    }
+}
+
+fn later<'a, T: 'a>(inner: BoxFuture<'a, T>) -> BoxFuture<'a, T> {
+    Box::pin(Later { inner, pending: 2 })
+}
+
+/// True when `future` is ready on its first poll.
+fn ready_at_once<T>(mut future: BoxFuture<'_, T>) -> bool {
+    future.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_ready()
+}
+
+/// A client whose every answer comes only after the caller has awaited it.
 struct Awaited(Box<dyn LlmClient>);
 
 impl LlmClient for Awaited {
@@ -52,11 +83,11 @@ impl LlmClient for Awaited {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        self.0.complete(request)
+        later(self.0.complete(request))
     }
 
     fn complete_message<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        self.0.complete_message(request)
+        later(self.0.complete_message(request))
     }
 }
 
@@ -81,7 +112,7 @@ impl Decider for AwaitedDecider {
         state: &'a AgentState,
         request: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        self.0.decide(state, request)
+        later(self.0.decide(state, request))
     }
 }
 
@@ -99,8 +130,8 @@ async fn every_multi_row_runs_alike_with_its_fakes_answering_at_once_or_awaited(
         let mut fakes = RoleModels::fakes(row.roles);
         let request = LlmRequest { model: "x".into(), messages: vec![], tools: vec![], max_tokens: 1 };
         // the bundled fakes do answer at once (else this test compares nothing)
-        assert!(fakes.planner.answer_message_now(&request).is_some(), "{}", row.id);
-        assert!(fakes.reviewer.answer_message_now(&request).is_some(), "{}", row.id);
+        assert!(ready_at_once(fakes.planner.complete_message(&request)), "{}", row.id);
+        assert!(ready_at_once(fakes.reviewer.complete_message(&request)), "{}", row.id);
         let (now, now_outcome) = run_multi_with(&row, &env, RoleModels::fakes(row.roles)).await.unwrap();
         let f = RoleModels::fakes(row.roles);
         let awaited = RoleModels {
@@ -125,7 +156,7 @@ async fn every_fake_kind_runs_alike_answering_at_once_or_awaited() {
     for name in ["sensible", "hallucinate", "garbage", "early_finish", "obey", "loop", "wander"] {
         let kind: FakeKind = name.parse().unwrap();
         let request = LlmRequest { model: "x".into(), messages: vec![], tools: vec![], max_tokens: 1 };
-        assert!(FakeModel::new(kind).answer_now(&request).is_some(), "{name}");
+        assert!(ready_at_once(FakeModel::new(kind).complete(&request)), "{name}");
         let mut now = crate::util::lab(kind);
         let mut then = crate::util::lab(kind);
         then.agent.replace_decider(Box::new(AwaitedDecider(Box::new(ModelDecider::new(FakeModel::new(kind))))));
@@ -138,11 +169,10 @@ async fn every_fake_kind_runs_alike_answering_at_once_or_awaited() {
     }
 }
 
-/// A decider that answers at once, counting how often it was asked either way.
+/// A decider that answers at once, counting how often it was asked.
 struct Counted {
     inner: ModelDecider,
-    now: Arc<std::sync::atomic::AtomicU32>,
-    awaited: Arc<std::sync::atomic::AtomicU32>,
+    asked: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl Decider for Counted {
@@ -155,13 +185,8 @@ impl Decider for Counted {
         state: &'a AgentState,
         request: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        self.awaited.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.decide(state, request)
-    }
-
-    fn decide_now(&mut self, state: &AgentState, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        self.now.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.decide_now(state, request)
     }
 }
 
@@ -171,9 +196,9 @@ async fn a_run_cancelled_after_its_step_began_asks_its_decider_nothing_more() {
     use std::sync::atomic::{AtomicU32, Ordering};
     for k in 1..=3u32 {
         let mut lab = crate::util::lab(FakeKind::Sensible);
-        let (now, awaited) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+        let asked = Arc::new(AtomicU32::new(0));
         let inner = ModelDecider::new(FakeModel::new(FakeKind::Sensible));
-        lab.agent.replace_decider(Box::new(Counted { inner, now: now.clone(), awaited: awaited.clone() }));
+        lab.agent.replace_decider(Box::new(Counted { inner, asked: asked.clone() }));
         // the hook runs after the step's first read of the token: the cancel it makes is
         // seen only by the read before the model is asked
         let token = lab.agent.cancel_token().clone();
@@ -185,8 +210,7 @@ async fn a_run_cancelled_after_its_step_began_asks_its_decider_nothing_more() {
         }));
         let run = lab.agent.run("Status of T-601 and our refund policy?", "run-1").await.unwrap();
         assert_eq!(run.reason(), StopReason::Cancelled, "cancel at step {k}");
-        assert_eq!(now.load(Ordering::SeqCst), k - 1, "cancel at step {k}: asked at once");
-        assert_eq!(awaited.load(Ordering::SeqCst), 0, "cancel at step {k}: an answer at hand is never awaited");
+        assert_eq!(asked.load(Ordering::SeqCst), k - 1, "cancel at step {k}: asked once a step before it");
         assert_eq!(run.calls().len(), k as usize - 1, "cancel at step {k}");
     }
 }

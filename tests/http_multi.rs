@@ -63,9 +63,9 @@ fn lines(run: &MultiRun) -> Vec<(Option<String>, u32, TraceKind, String, String)
         .iter()
         .flat_map(|t| {
             t.lines.iter().map(|l| {
-                let proposal = t.role.as_deref() == Some("researcher") && l.kind == TraceKind::Model;
-                let detail = if proposal { String::new() } else { l.detail.to_string() };
-                (t.role.as_deref().map(str::to_string), l.step, l.kind, l.code.to_string(), detail)
+                let proposal = t.role() == Some("researcher") && l.kind == TraceKind::Model;
+                let detail = if proposal { String::new() } else { l.detail().to_string() };
+                (t.role().map(str::to_string), l.step, l.kind, l.code.to_string(), detail)
             })
         })
         .collect()
@@ -187,7 +187,7 @@ async fn a_role_whose_server_fails_ends_the_run_with_a_named_reason() {
         let slot = Role::MODEL_ROLES.iter().position(|r| *r == role).unwrap() + 1;
         assert_eq!(run.traces[slot].codes(TraceKind::Model), [code], "{role}: the server's failure, named");
         let stopped = run.traces[0].lines.iter().find(|l| l.code == "role_stopped").unwrap();
-        assert_eq!(stopped.detail, format!("{role}: model_error"), "the coordinator names the role");
+        assert_eq!(stopped.detail(), format!("{role}: model_error"), "the coordinator names the role");
         assert_eq!(run.usage[&role].calls, 0, "{role}: a failed call is not paid");
         assert!(run.failed.is_none() && run.emails == 0);
     }

@@ -35,13 +35,7 @@ fn seven_attempts_honest_and_hostile() {
     let mut memory = guarded(&clock, 2);
     for (i, (tool, ok, text)) in observations.iter().enumerate() {
         let n = u32::try_from(i + 1).unwrap();
-        memory.on_observation(Observation {
-            id: format!("o{n}").into(),
-            step: n,
-            tool: (*tool).into(),
-            ok: *ok,
-            text: (*text).into(),
-        });
+        memory.on_observation(Observation::new(&format!("o{n}"), n, tool, *ok, (*text).into()));
     }
     let table: Vec<(&str, &str)> =
         ["o1", "o2", "o3", "o9", "o5", "o4", "o1"].iter().map(|o| (*o, memory.remember(o).as_str())).collect();
@@ -100,7 +94,7 @@ async fn remember_goes_through_the_gate_like_any_call() {
     let notes: Vec<&str> = memory.notes().iter().map(|n| n.text.as_str()).collect();
     assert_eq!(notes, ["T-601 status is open", "T-602 status is open"]);
     let remembered: Vec<_> =
-        lab.agent.gate().audit().iter().filter(|e| e.tool == "remember").map(|e| e.outcome.as_str()).collect();
+        lab.agent.gate().audit().iter().filter(|e| e.tool() == "remember").map(|e| e.outcome.as_str()).collect();
     assert_eq!(remembered, ["ok", "ok", "no_fact", "call_limit"], "every remember is audited by the gate");
 }
 

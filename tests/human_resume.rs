@@ -28,16 +28,18 @@ async fn an_approval_runs_once_shows_as_human_and_becomes_an_observation() {
     assert_eq!(r.run.state.sources(), ["o1", "o2", "o3"]);
     assert_eq!(p.lab.world.outbox.len(), 1);
     let o3 = &r.run.state.observations()[2];
-    assert!(o3.ok && o3.tool == "send_email_draft" && o3.text.contains(r#""email_id":"e1""#), "{o3:?}");
+    assert!(o3.ok && o3.tool() == "send_email_draft" && o3.text.contains(r#""email_id":"e1""#), "{o3:?}");
     let lines = r.run.trace().lines();
     let human: Vec<_> = r.run.trace().lines.iter().filter(|l| l.kind == TraceKind::Human).collect();
     assert_eq!(human.len(), 1);
-    assert_eq!((human[0].step, human[0].code.as_ref(), human[0].detail.as_str()), (3, "ok", "send_email_draft"));
+    assert_eq!((human[0].step, human[0].code.as_ref(), human[0].detail()), (3, "ok", "send_email_draft"));
     let tail: Vec<(u32, &str, &str)> =
         r.run.trace().lines[lines.len() - 3..].iter().map(|l| (l.step, l.kind.as_str(), l.code.as_ref())).collect();
     assert_eq!(tail, [(4, "model", "ok"), (4, "check", "ok"), (4, "stop", "done")]);
     assert!(
-        r.run.trace().lines[lines.len() - 3].detail.starts_with(r#"{"action":"finish","answer":"Checked 3 source(s)."#)
+        r.run.trace().lines[lines.len() - 3]
+            .detail()
+            .starts_with(r#"{"action":"finish","answer":"Checked 3 source(s)."#)
     );
     assert_eq!(r.run.calls(), ["get_ticket", "lookup_document", "send_email_draft"], "the approved call ran once");
 }

@@ -38,7 +38,7 @@ fn email(to: &str, body: &str) -> serde_json::Value {
 }
 
 fn obs(id: &str, tool: &str, text: &str) -> Observation {
-    Observation { id: id.into(), step: 1, tool: tool.into(), ok: true, text: text.into() }
+    Observation::new(id, 1, tool, true, text.into())
 }
 
 const T601: &str = r#"{"id":"T-601","owner":"kwame","status":"open","subject":"Brake pads","text":"squeal"}"#;

@@ -55,8 +55,8 @@ async fn later_run(memory: &SessionMemory, ifc: IfcMode, to: &str) -> (Lab, Run)
 /// The gate's code for the run's `send_email_draft` and the text the model saw of it.
 fn send_line((lab, run): &(Lab, Run)) -> (String, String) {
     let audit = lab.agent.gate().audit();
-    let event = audit.iter().find(|e| e.tool == "send_email_draft").expect("the send reached the gate");
-    let seen = run.state.observations().iter().find(|o| o.tool == "send_email_draft").expect("an observation");
+    let event = audit.iter().find(|e| e.tool() == "send_email_draft").expect("the send reached the gate");
+    let seen = run.state.observations().iter().find(|o| o.tool() == "send_email_draft").expect("an observation");
     (event.outcome.as_str().to_string(), seen.text.clone())
 }
 
@@ -104,7 +104,7 @@ async fn a_recipient_in_a_later_run_is_refused_when_a_remembered_ticket_is_in_vi
     assert_eq!(code, GateCode::UntrustedArgument.as_str());
     assert!(message.contains("to derives from untrusted memory:ticket-t-602 (tool:get_ticket:o1)"), "{message}");
     // the later run read nothing itself: its context is untrusted only through the note
-    assert!(on.1.state.observations().iter().all(|o| o.tool != "get_ticket"));
+    assert!(on.1.state.observations().iter().all(|o| o.tool() != "get_ticket"));
     assert_eq!(on.0.agent.gate().taint().label(), UNTRUSTED_USER);
     assert_eq!(on.0.agent.gate().taint().source(), Some("memory:ticket-t-602 (tool:get_ticket:o1)"));
     // the user's own address from the profile stays trusted whatever the context
@@ -173,7 +173,7 @@ async fn the_memory_persisted_attack_is_stopped_at_the_gate_by_the_notes_label_w
     let hop = out.hop.clone().unwrap();
     assert_eq!((hop.hop, hop.stopped_by.as_deref()), (Hop::Persisted, Some("untrusted_argument")));
     let trace = out.trace.as_ref().unwrap();
-    let refused = trace.lines.iter().find(|l| l.kind == TraceKind::Tool && l.detail == "send_email_draft").unwrap();
+    let refused = trace.lines.iter().find(|l| l.kind == TraceKind::Tool && l.detail() == "send_email_draft").unwrap();
     assert_eq!(refused.code, "untrusted_argument");
     // the bundled row ac23 is ac22 with ifc on, and expects what this run gives
     let ac23 = single("ac23");

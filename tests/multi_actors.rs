@@ -56,7 +56,7 @@ async fn cancellation_mid_run_ends_cancelled_within_the_step_and_no_tool_starts_
     assert_eq!(run.messages.len(), 1, "only the brief was accepted");
     // the second step proposed lookup_document; cancellation was seen before the gate
     assert_eq!(run.tools[&Role::Researcher], ["get_ticket"]);
-    let audited: Vec<(Role, &str)> = run.audit.iter().map(|(r, e)| (*r, e.tool.as_str())).collect();
+    let audited: Vec<(Role, &str)> = run.audit.iter().map(|(r, e)| (*r, e.tool())).collect();
     assert_eq!(audited, [(Role::Researcher, "get_ticket")]);
     let researcher = &run.traces[2];
     let last = researcher.lines.last().unwrap();

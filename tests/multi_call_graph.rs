@@ -35,7 +35,7 @@ fn refusals(run: &MultiRun, code: RejectCode) -> Vec<String> {
         .lines
         .iter()
         .filter(|l| l.kind == TraceKind::Message && l.code == code.as_str())
-        .map(|l| l.detail.to_string())
+        .map(|l| l.detail().to_string())
         .collect()
 }
 

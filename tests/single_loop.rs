@@ -48,7 +48,7 @@ async fn the_fixed_plan_runs_through_checks_and_gate_and_repeats_byte_for_byte()
     assert_eq!(run.state.sources(), ["o1", "o2"]);
     assert_eq!(run.state.step(), 3, "two actions, then the finishing step");
     assert_eq!(run.ledger().summary().calls, 0, "a fixed plan costs no model calls");
-    let audit: Vec<_> = first.agent.gate().audit().iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
+    let audit: Vec<_> = first.agent.gate().audit().iter().map(|e| (e.tool(), e.outcome.as_str())).collect();
     assert_eq!(audit, [("get_ticket", "ok"), ("lookup_document", "ok")]);
     let mut second = lab_with(plan());
     let again = second.agent.run("Check T-601.", "run-1").await.unwrap();
@@ -165,7 +165,7 @@ async fn try_it_yourself_hard_without_the_loop_check_the_gate_still_refuses() {
     assert_eq!(run.calls(), ["get_ticket", "send_email_draft"]);
     assert_eq!(run.trace().codes(TraceKind::Check), ["ok", "ok", "ok"], "the lost layer");
     assert_eq!(run.trace().codes(TraceKind::Tool), ["ok", "not_allowed"], "the layer that held");
-    let audit: Vec<_> = l.agent.gate().audit().iter().map(|e| (e.tool.as_str(), e.outcome.as_str())).collect();
+    let audit: Vec<_> = l.agent.gate().audit().iter().map(|e| (e.tool(), e.outcome.as_str())).collect();
     assert_eq!(audit, [("get_ticket", "ok"), ("send_email_draft", "not_allowed")]);
     assert!(l.world.outbox.is_empty());
 }

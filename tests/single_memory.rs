@@ -80,13 +80,8 @@ fn a_note_written_in_a_run_cites_only_a_successful_read_of_that_run() {
     use rolegate::gate::Observation;
     let clock = ManualClock::new();
     let mut m = SessionMemory::new("kwame", clock.shared(), Duration::from_secs(60));
-    let read = |id: &str, tool: &str, ok: bool| Observation {
-        id: id.into(),
-        step: 1,
-        tool: tool.into(),
-        ok,
-        text: r#"{"id":"T-601","status":"open"}"#.into(),
-    };
+    let read =
+        |id: &str, tool: &str, ok: bool| Observation::new(id, 1, tool, ok, r#"{"id":"T-601","status":"open"}"#.into());
     let run = [read("o1", "get_ticket", true), read("o2", "get_ticket", false), read("o3", "lookup_document", true)];
     let fact = "T-601 status is open";
     for (source, code) in [

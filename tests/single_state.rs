@@ -28,7 +28,7 @@ fn try_to_break_it_every_bad_move_fails_and_says_why() {
     assert_eq!((state.step(), next.step()), (1, 2));
     // the finished state
     let (state, obs) = state.observe(true, "get_ticket", r#"{"id": "T-601", "status": "open"}"#).unwrap();
-    let done = state.finish("The ticket is open.", &[obs.id.to_string()]).unwrap();
+    let done = state.finish("The ticket is open.", &[obs.id().to_string()]).unwrap();
     assert_eq!(
         (done.status().name(), done.reason(), done.sources()),
         ("done", Some(StopReason::Done), &["o1".to_string()][..])
@@ -39,7 +39,7 @@ fn try_to_break_it_every_bad_move_fails_and_says_why() {
 fn done_and_stopped_are_final_and_awaiting_may_only_resume_or_stop() {
     let s = running();
     let (s, o) = s.observe(true, "get_ticket", "{}").unwrap();
-    let done = s.finish("ok", &[o.id.to_string()]).unwrap();
+    let done = s.finish("ok", &[o.id().to_string()]).unwrap();
     assert!(done.next_step().is_err());
     assert!(done.stop(StopReason::Cancelled).is_err());
     let stopped = s.stop(StopReason::Stuck).unwrap();
@@ -48,7 +48,7 @@ fn done_and_stopped_are_final_and_awaiting_may_only_resume_or_stop() {
     let waiting = s.wait("pa-1").unwrap();
     assert_eq!(waiting.pending_id(), Some("pa-1"));
     assert!(waiting.next_step().is_err());
-    assert!(waiting.finish("ok", &[o.id.to_string()]).is_err());
+    assert!(waiting.finish("ok", &[o.id().to_string()]).is_err());
     assert!(waiting.resume().unwrap().pending_id().is_none());
     assert_eq!(waiting.stop(StopReason::Denied).unwrap().reason(), Some(StopReason::Denied));
     // done and needs_approval have their own moves, never a plain stop
@@ -61,17 +61,17 @@ fn done_and_stopped_are_final_and_awaiting_may_only_resume_or_stop() {
 fn sources_must_be_successful_observations_of_this_run() {
     let s = running();
     let (s, bad) = s.observe(false, "get_ticket", "error not_found").unwrap();
-    assert!(s.finish("x", &[bad.id.to_string()]).is_err(), "a failed observation is no evidence");
+    assert!(s.finish("x", &[bad.id().to_string()]).is_err(), "a failed observation is no evidence");
     assert!(s.finish("x", &["o9".to_string()]).is_err(), "an observation that never happened");
     let (s, good) = s.observe(true, "lookup_document", "{}").unwrap();
-    assert!(s.finish("x", &[good.id.to_string()]).is_ok());
+    assert!(s.finish("x", &[good.id().to_string()]).is_ok());
 }
 
 #[test]
 fn a_state_round_trips_through_json_and_a_bad_one_is_refused_on_load() {
     let s = running();
     let (s, o) = s.observe(true, "get_ticket", "{}").unwrap();
-    let done = s.finish("The ticket is open.", &[o.id.to_string()]).unwrap();
+    let done = s.finish("The ticket is open.", &[o.id().to_string()]).unwrap();
     let json = serde_json::to_string(&done).unwrap();
     assert_eq!(serde_json::from_str::<AgentState>(&json).unwrap(), done);
     let forged = [

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use tokio_util::sync::CancellationToken;
 
 use super::AgentState;
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 use crate::model::fake::{call, finish};
 use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 
@@ -31,11 +31,6 @@ pub trait Decider: Send {
         state: &'a AgentState,
         request: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>>;
-    /// The proposal [`Decider::decide`] would give, when the decider has it at once (see
-    /// [`LlmClient::answer_now`]); `None`, the default, means "await `decide`".
-    fn decide_now(&mut self, _state: &AgentState, _request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        None
-    }
     /// Ties the decider's model client to a cancellation token (see
     /// [`LlmClient::bind_cancel`]); the default does nothing.
     fn bind_cancel(&mut self, _token: &CancellationToken) {}
@@ -85,10 +80,6 @@ impl Decider for ModelDecider {
         self.client.complete(request)
     }
 
-    fn decide_now(&mut self, _state: &AgentState, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        self.client.answer_now(request)
-    }
-
     fn bind_cancel(&mut self, token: &CancellationToken) {
         self.client.bind_cancel(token);
     }
@@ -136,10 +127,6 @@ impl Decider for FixedPlan {
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         let answer = self.step_of(state);
         Box::pin(std::future::ready(answer))
-    }
-
-    fn decide_now(&mut self, state: &AgentState, _request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(self.step_of(state))
     }
 }
 

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::budget::RunBudget;
-use super::proposal::{Proposal, parse_proposal};
+use super::proposal::{Proposal, ProposalError, parse_proposal};
 use super::state::{AgentState, StateError, Status, StopReason, push_decimal};
 use super::trace::{Trace, TraceKind};
 use crate::agent::Decider;
@@ -26,7 +26,7 @@ use crate::gate::Observation;
 use crate::gate::{CallContext, GateOutcome, NoInternalEffects, Refusal, ToolGate};
 use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::blocks::{push_block, push_block_from};
-use crate::model::{LlmRequest, LlmResponse, Message, ModelError};
+use crate::model::{LlmRequest, LlmResponse, Message, ModelError, answer_or_cancelled};
 use crate::tools::{Registry, TOOL_NAMES, ToolCall, ToolSpec, fact_of, fingerprint};
 
 /// Errors that end a run without a state (the run could not be carried out at all).
@@ -233,6 +233,16 @@ enum Step {
     End(AgentState),
 }
 
+/// A model's answer read as a proposal and checked.
+struct Checked {
+    /// The proposal; `None` when the answer did not parse.
+    proposal: Option<Proposal>,
+    /// The check's code, or why the answer did not parse.
+    verdict: Result<CheckCode, ProposalError>,
+    /// The fingerprint of the call the check took, if it took one.
+    fingerprint: Option<String>,
+}
+
 impl Agent {
     /// An agent for `session` in `task`: `decider` proposes, `gate` decides, `clock` and
     /// `prices` measure; `config` says how it runs.
@@ -413,6 +423,8 @@ impl Agent {
         }
     }
 
+    /// One step: the model's proposal, read and checked, then the finish, the tool call
+    /// or the rejection it leads to.
     async fn step(
         &mut self,
         state: AgentState,
@@ -420,147 +432,29 @@ impl Agent {
         input_tokens: u64,
         progress: &mut Progress,
     ) -> Result<Step, AgentError> {
-        let step = state.step();
-        // the model's answer lives in this block only: nothing of it is held while the
+        // the model's answer lives in this match only: nothing of it is held while the
         // gate awaits a tool below (the loop's future stays small)
-        let (proposal, verdict, fingerprint) = {
-            // the time left is a deadline the model client keeps: a call, its retries and
-            // their waits end there (`time_budget`), not only the next step's check
-            let chat = crate::spans::chat(&request.model);
-            // a decider with its answer at hand (a fake, a script) gives it here, with no
-            // future to box and race; the token is read first, as the race below reads it
-            let answer = if self.cancel.is_cancelled() {
-                None
-            } else if let Some(now) = chat.in_scope(|| self.decider.decide_now(&state, request)) {
-                Some(now)
-            } else {
-                let left = self.budget.max_seconds.saturating_sub(progress.worked);
-                self.decider.set_deadline(tokio::time::Instant::now().checked_add(left));
-                tokio::select! {
-                    biased;
-                    // the token is borrowed, not cloned: a clone takes the token's lock
-                    () = self.cancel.cancelled() => None,
-                    r = self.decider.decide(&state, request).instrument(chat.clone()) => Some(r),
-                }
+        let Checked { proposal, verdict, fingerprint } =
+            match self.answer(&state, request, input_tokens, progress).await? {
+                Ok(response) => self.read(&state, &response, progress),
+                Err(reason) => return Ok(Step::End(state.into_stopped(reason)?)),
             };
-            let response = match answer {
-                None => {
-                    crate::spans::failed(&chat, "cancelled");
-                    progress.trace.add_known(step, TraceKind::Model, "cancelled", &["model call abandoned"]);
-                    return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
-                }
-                Some(Err(ModelError::Failed { code, message, answered })) => {
-                    crate::spans::failed(&chat, code);
-                    // an answer the server gave is paid whatever became of it
-                    if let Some(a) = answered.as_deref()
-                        && !self.decider.is_free()
-                    {
-                        let (input, output) = a.tokens(input_tokens);
-                        progress.ledger.add(self.priced(request, input, output, state.run_id())?);
-                    }
-                    progress.trace.add(step, TraceKind::Model, code, &message);
-                    self.model_failure = Some((code, crate::security::redact(&message).into_owned()));
-                    let reason = if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError };
-                    return Ok(Step::End(state.into_stopped(reason)?));
-                }
-                Some(Err(crash)) => return Err(AgentError::Model(crash)),
-                Some(Ok(r)) => r,
-            };
-            let tokens = || response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
-            crate::spans::chat_answered(&chat, tokens, !response.tool_calls.is_empty());
-            drop(chat);
-            if !self.decider.is_free() {
-                progress.ledger.add(self.usage(request, input_tokens, &response, state.run_id())?);
-            }
-            let parsed = parse_proposal(&response.text);
-            let model_code = parsed.as_ref().map_or_else(|e| e.as_str(), |_| "ok");
-            // the run's lines get their room with the first answer, not before it: a run
-            // waiting for its first model call (a parked one) holds no empty room
-            if progress.trace.lines.capacity() == 0 {
-                progress.trace.lines.reserve(TRACE_LINES_AHEAD);
-            }
-            progress.trace.add(step, TraceKind::Model, model_code, &response.text);
-            if parsed.is_err() {
-                crate::spans::refused(
-                    "proposal_parser",
-                    crate::spans::Target::LlmOutput,
-                    model_code,
-                    self.decider.model(),
-                );
-            }
-            match parsed {
-                Ok(p) => {
-                    let (code, fingerprint) = self.checked(&p, &state, &progress.seen);
-                    let (action, tool) = (p.action(), p.tool());
-                    progress.trace.add_check(step, code, action, tool);
-                    if code != CheckCode::Ok {
-                        crate::spans::refused("loop_check", crate::spans::Target::ToolCall, code.as_str(), tool);
-                    }
-                    (Some(p), Ok(code), fingerprint)
-                }
-                Err(e) => (None, Err(e), None),
-            }
-        };
         if verdict == Ok(CheckCode::RepeatedCall) {
             return Ok(Step::End(state.into_stopped(StopReason::RepeatedCall)?));
         }
-        let (state, ok) = match proposal {
+        match proposal {
             Some(Proposal::Finish { answer, sources }) if verdict == Ok(CheckCode::Ok) => {
-                return match state.may_finish(&answer, &sources) {
+                match state.may_finish(&answer, &sources) {
                     Ok(()) => Ok(Step::End(state.into_finished(answer, sources)?)),
                     // only reachable when checks are off: the state itself refuses
                     Err(_) => {
                         let s = state.into_observed(false, "rejected", "rejected: unsupported_finish")?;
-                        Ok(self.after_bad(s, progress, false)?)
+                        self.after_bad(s, progress, false)
                     }
-                };
+                }
             }
             Some(Proposal::Call { tool, arguments }) if verdict == Ok(CheckCode::Ok) => {
-                if self.cancel.is_cancelled() {
-                    return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
-                }
-                let call = ToolCall::new(call_id(state.run_id(), step), tool, arguments);
-                // the check took the fingerprint of this very tool and these arguments
-                let fingerprint = fingerprint.unwrap_or_else(|| call.fingerprint());
-                let outcome = match self.guarded.as_mut() {
-                    Some(memory) => {
-                        let mut effects = MemoryEffects { memory, observations: state.observations() };
-                        let (task, user) = (&self.task, &self.session.user_id);
-                        let cx = CallContext::new(task, state.run_id(), user);
-                        self.gate.run_loop_async(&call, &fingerprint, cx, &mut effects).await
-                    }
-                    None => {
-                        let (task, user) = (&self.task, &self.session.user_id);
-                        let internal = &mut NoInternalEffects;
-                        let cx = CallContext::new(task, state.run_id(), user);
-                        self.gate.run_loop_async(&call, &fingerprint, cx, internal).await
-                    }
-                };
-                progress.seen.insert(fingerprint);
-                // the call's name moves into the progress, and is read from there on
-                progress.calls.push(call.name);
-                let name = progress.calls.last().map_or("", String::as_str);
-                progress.trace.add_tool(step, outcome.code(), name, &call.arguments);
-                if name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {
-                    progress.trace.add_known(step, TraceKind::Memory, outcome.code(), &["remember"]);
-                }
-                match outcome {
-                    GateOutcome::NeedsApproval { pending_id } => {
-                        return Ok(Step::End(state.into_waiting(&pending_id)?));
-                    }
-                    GateOutcome::Refused { code: Refusal::CallLimit, .. } => {
-                        return Ok(Step::End(state.into_stopped(StopReason::CallLimit)?));
-                    }
-                    outcome => {
-                        let (ok, text) = outcome.observation();
-                        let s = state.into_observed(ok, name, &text)?;
-                        if let (GateOutcome::Ok(data), Some(_)) = (&outcome, &self.memory) {
-                            let name = name.to_owned();
-                            self.remember(&name, data, s.observations(), step, progress);
-                        }
-                        (s, ok)
-                    }
-                }
+                self.call(state, tool, arguments, fingerprint, progress).await
             }
             _ => {
                 let rejected = match verdict {
@@ -568,10 +462,149 @@ impl Agent {
                     Err(parse) => parse.as_str(),
                 };
                 let s = state.into_observed(false, "rejected", &format!("rejected: {rejected}"))?;
-                (s, false)
+                self.after_bad(s, progress, false)
+            }
+        }
+    }
+
+    /// Asks the decider for the next proposal, under its `chat` span, raced against the
+    /// run's token, and records what the call cost. `Err(reason)` (inside) when there is no
+    /// answer to read: cancelled, out of time, or a failed call (an answer the server gave
+    /// is paid whatever became of it).
+    async fn answer(
+        &mut self,
+        state: &AgentState,
+        request: &LlmRequest,
+        input_tokens: u64,
+        progress: &mut Progress,
+    ) -> Result<Result<LlmResponse, StopReason>, AgentError> {
+        let step = state.step();
+        let chat = crate::spans::chat(&request.model);
+        // the token is read first: a cancelled run asks its decider nothing more
+        let answer = if self.cancel.is_cancelled() {
+            None
+        } else {
+            // the time left is a deadline the model client keeps: a call, its retries and
+            // their waits end there (`time_budget`), not only the next step's check
+            let left = self.budget.max_seconds.saturating_sub(progress.worked);
+            self.decider.set_deadline(tokio::time::Instant::now().checked_add(left));
+            let call = chat.in_scope(|| self.decider.decide(state, request)).instrument(chat.clone());
+            answer_or_cancelled(call, &self.cancel).await
+        };
+        let response = match answer {
+            None => {
+                crate::spans::failed(&chat, "cancelled");
+                progress.trace.add_known(step, TraceKind::Model, "cancelled", &["model call abandoned"]);
+                return Ok(Err(StopReason::Cancelled));
+            }
+            Some(Err(ModelError::Failed { code, message, answered })) => {
+                crate::spans::failed(&chat, code);
+                if let Some(a) = answered.as_deref()
+                    && !self.decider.is_free()
+                {
+                    let (input, output) = a.tokens(input_tokens);
+                    progress.ledger.add(self.priced(request, input, output, state.run_id())?);
+                }
+                progress.trace.add(step, TraceKind::Model, code, &message);
+                self.model_failure = Some((code, crate::security::redact(&message).into_owned()));
+                return Ok(Err(if code == "time_budget" { StopReason::TimeBudget } else { StopReason::ModelError }));
+            }
+            Some(Err(crash)) => return Err(AgentError::Model(crash)),
+            Some(Ok(r)) => r,
+        };
+        let tokens = || response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
+        crate::spans::chat_answered(&chat, tokens, !response.tool_calls.is_empty());
+        drop(chat);
+        if !self.decider.is_free() {
+            progress.ledger.add(self.usage(request, input_tokens, &response, state.run_id())?);
+        }
+        Ok(Ok(response))
+    }
+
+    /// Reads the answer as a proposal and checks it, writing the model line and the check
+    /// line.
+    fn read(&self, state: &AgentState, response: &LlmResponse, progress: &mut Progress) -> Checked {
+        let step = state.step();
+        let parsed = parse_proposal(&response.text);
+        let model_code = parsed.as_ref().map_or_else(|e| e.as_str(), |_| "ok");
+        // the run's lines get their room with the first answer, not before it: a run
+        // waiting for its first model call (a parked one) holds no empty room
+        if progress.trace.lines.capacity() == 0 {
+            progress.trace.lines.reserve(TRACE_LINES_AHEAD);
+        }
+        progress.trace.add(step, TraceKind::Model, model_code, &response.text);
+        if parsed.is_err() {
+            crate::spans::refused("proposal_parser", crate::spans::Target::LlmOutput, model_code, self.decider.model());
+        }
+        match parsed {
+            Ok(p) => {
+                let (code, fingerprint) = self.checked(&p, state, &progress.seen);
+                let (action, tool) = (p.action(), p.tool());
+                progress.trace.add_check(step, code, action, tool);
+                if code != CheckCode::Ok {
+                    crate::spans::refused("loop_check", crate::spans::Target::ToolCall, code.as_str(), tool);
+                }
+                Checked { proposal: Some(p), verdict: Ok(code), fingerprint }
+            }
+            Err(e) => Checked { proposal: None, verdict: Err(e), fingerprint: None },
+        }
+    }
+
+    /// Runs a checked call through the gate (with the guarded memory's effects when the
+    /// run has one) and records it; a parked call or the call limit ends the run, any
+    /// other outcome is the step's observation.
+    async fn call(
+        &mut self,
+        state: AgentState,
+        tool: String,
+        arguments: Value,
+        fingerprint: Option<String>,
+        progress: &mut Progress,
+    ) -> Result<Step, AgentError> {
+        if self.cancel.is_cancelled() {
+            return Ok(Step::End(state.into_stopped(StopReason::Cancelled)?));
+        }
+        let step = state.step();
+        let call = ToolCall::new(call_id(state.run_id(), step), tool, arguments);
+        // the check took the fingerprint of this very tool and these arguments
+        let fingerprint = fingerprint.unwrap_or_else(|| call.fingerprint());
+        let outcome = match self.guarded.as_mut() {
+            Some(memory) => {
+                let mut effects = MemoryEffects { memory, observations: state.observations() };
+                let (task, user) = (&self.task, &self.session.user_id);
+                let cx = CallContext::new(task, state.run_id(), user);
+                self.gate.run_loop_async(&call, &fingerprint, cx, &mut effects).await
+            }
+            None => {
+                let (task, user) = (&self.task, &self.session.user_id);
+                let internal = &mut NoInternalEffects;
+                let cx = CallContext::new(task, state.run_id(), user);
+                self.gate.run_loop_async(&call, &fingerprint, cx, internal).await
             }
         };
-        self.after_bad(state, progress, ok)
+        progress.seen.insert(fingerprint);
+        // the call's name moves into the progress, and is read from there on
+        progress.calls.push(call.name);
+        let name = progress.calls.last().map_or("", String::as_str);
+        progress.trace.add_tool(step, outcome.code(), name, &call.arguments);
+        if name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {
+            progress.trace.add_known(step, TraceKind::Memory, outcome.code(), &["remember"]);
+        }
+        match outcome {
+            GateOutcome::NeedsApproval { pending_id } => Ok(Step::End(state.into_waiting(&pending_id)?)),
+            GateOutcome::Refused { code: Refusal::CallLimit, .. } => {
+                Ok(Step::End(state.into_stopped(StopReason::CallLimit)?))
+            }
+            outcome => {
+                let (ok, text) = outcome.observation();
+                let s = state.into_observed(ok, name, &text)?;
+                if let (GateOutcome::Ok(data), Some(_)) = (&outcome, &self.memory) {
+                    let name = name.to_owned();
+                    self.remember(&name, data, s.observations(), step, progress);
+                }
+                self.after_bad(s, progress, ok)
+            }
+        }
     }
 
     fn after_bad(&self, state: AgentState, progress: &mut Progress, ok: bool) -> Result<Step, AgentError> {

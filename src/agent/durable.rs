@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::{AgentState, Progress};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 use crate::gate::AuditEvent;
 
 /// Where durable steps go. Implementations seal (sign) the record in the caller's task and

@@ -28,6 +28,7 @@ pub use export::{EXPORT_DETAIL_CHARS, EXPORT_FIELD_CHARS, TRACE_TARGET, TraceExp
 pub(crate) use finish::answer_problem;
 #[cfg(feature = "testkit")]
 pub(crate) use proposal::MAX_PROPOSAL_BYTES;
+pub(crate) use proposal::ProposalText;
 pub use proposal::{Proposal, ProposalError, parse_proposal};
 pub use state::{AgentState, MAX_ANSWER_CHARS, RawState, StateError, Status, StopReason};
 pub(crate) use state::{MAX_GOAL_CHARS, MAX_OBSERVATION_CHARS};

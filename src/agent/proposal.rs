@@ -106,6 +106,26 @@ struct Raw {
     sources: Option<Vec<String>>,
 }
 
+/// A proposal as a model writes it (borrowed): the one writer of the wire form
+/// [`parse_proposal`] reads, `{"action": "call", "tool": …, "arguments": {…}}` or
+/// `{"action": "finish", "answer": …, "sources": […]}`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "action", rename_all = "lowercase")]
+pub(crate) enum ProposalText<'a> {
+    /// Run `tool` with `arguments`.
+    Call { tool: &'a str, arguments: &'a Value },
+    /// Finish with `answer`, citing `sources`.
+    Finish { answer: &'a str, sources: Vec<&'a str> },
+}
+
+impl ProposalText<'_> {
+    /// The compact JSON text.
+    pub(crate) fn to_text(&self) -> String {
+        // strings and JSON values always serialise
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
 /// Parses a proposal strictly.
 ///
 /// # Errors

@@ -5,7 +5,6 @@ use crate::codes::codes;
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::fmt;
 
 use crate::security::{clip, redact, redact_leaves_constant};
@@ -50,12 +49,12 @@ pub struct TraceLine {
     /// The code (`ok` or a named rejection).
     pub code: Cow<'static, str>,
     /// Redacted, clipped detail (up to 24 bytes kept inline, without an allocation).
-    pub detail: CompactString,
+    pub(crate) detail: CompactString,
     /// For a tool line: the call's arguments as JSON, redacted and clipped to
     /// [`ARGS_CHARS`] (what a report shows; the printed line leaves them out). Up to 24
     /// bytes are kept inline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<CompactString>,
+    pub(crate) args: Option<CompactString>,
 }
 
 impl fmt::Display for TraceLine {
@@ -70,16 +69,11 @@ impl fmt::Display for TraceLine {
 #[serde(deny_unknown_fields)]
 pub struct Trace {
     /// The run the lines belong to (up to 24 bytes kept inline, as the role).
-    pub run_id: CompactString,
+    pub(crate) run_id: CompactString,
     /// The role that made them, for multi-agent runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<CompactString>,
+    pub(crate) role: Option<CompactString>,
     pub lines: Vec<TraceLine>,
-}
-
-thread_local! {
-    /// The compact JSON of the arguments of the tool line being added on this thread.
-    static ARGS_JSON: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Largest count a known detail may hold ([`Trace::add_counted`]): five digits, too few
@@ -127,17 +121,35 @@ fn joined<'a>(pieces: impl IntoIterator<Item = &'a str> + Clone) -> CompactStrin
     std::str::from_utf8(&buf[..len]).map_or_else(|_| pieces.into_iter().collect(), CompactString::from)
 }
 
-/// Largest buffer [`ARGS_JSON`] keeps between lines (a larger one, for a rare large
-/// argument, is dropped after use).
-const ARGS_BUFFER_KEPT: usize = 4096;
-
-/// The redacted, clipped compact JSON of a tool call's arguments, through a fresh string.
+/// The redacted, clipped compact JSON of a tool call's arguments.
 fn args_line(args: &serde_json::Value) -> CompactString {
     let text = serde_json::to_string(args).unwrap_or_else(|_| args.to_string());
     CompactString::from(clip(&redact(&text), ARGS_CHARS))
 }
 
+impl TraceLine {
+    /// The redacted, clipped detail.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
+    /// For a tool line: the call's arguments as redacted, clipped JSON.
+    pub fn args(&self) -> Option<&str> {
+        self.args.as_deref()
+    }
+}
+
 impl Trace {
+    /// The run the lines belong to.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The role that made them, for multi-agent runs.
+    pub fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+
     /// An empty trace for `run_id`.
     pub fn new(run_id: &str) -> Self {
         Self { run_id: run_id.into(), role: None, lines: Vec::new() }
@@ -153,23 +165,7 @@ impl Trace {
     /// Adds a tool line: `name` as the detail, and the call's arguments (redacted, then
     /// clipped to [`ARGS_CHARS`]) kept beside it for a report.
     pub fn add_tool(&mut self, step: u32, code: impl Into<Cow<'static, str>>, name: &str, args: &serde_json::Value) {
-        let args = ARGS_JSON.with(|buf| match buf.try_borrow_mut() {
-            Ok(mut buf) => {
-                // the compact JSON is written into this thread's buffer (no allocation per
-                // line): only the redacted, clipped arguments are kept
-                buf.clear();
-                let kept =
-                    match serde_json::to_writer(&mut *buf, args).ok().and_then(|()| std::str::from_utf8(&buf).ok()) {
-                        Some(text) => CompactString::from(clip(&redact(text), ARGS_CHARS)),
-                        None => args_line(args),
-                    };
-                if buf.capacity() > ARGS_BUFFER_KEPT {
-                    *buf = Vec::new();
-                }
-                kept
-            }
-            Err(_) => args_line(args),
-        });
+        let args = args_line(args);
         match builtin_tool(name) {
             // a built-in tool's name is the program's constant (the only case the loop and
             // the roles meet once a call got through); any other name is redacted in full
@@ -326,8 +322,8 @@ mod tests {
     }
 
     #[test]
-    fn tool_arguments_through_the_thread_buffer_are_the_fresh_string_ones() {
-        let long = "x".repeat(2 * ARGS_BUFFER_KEPT);
+    fn a_tool_line_keeps_its_arguments_as_redacted_clipped_compact_json() {
+        let long = "x".repeat(8192);
         let cases = [
             serde_json::json!({"ticket_id": "T-601"}),
             serde_json::json!({"to": "kwame@gmail.com", "body": "é \"q\" \n\u{1F600}", "n": [1, 2.5, null, true]}),
@@ -342,7 +338,8 @@ mod tests {
             assert_eq!(t.lines[i].args.as_deref(), Some(args_line(args).as_str()), "{args}");
         }
         assert_eq!(t.lines[0].args.as_deref(), Some(r#"{"ticket_id":"T-601"}"#));
-        assert!(ARGS_JSON.with(|b| b.borrow().capacity() <= ARGS_BUFFER_KEPT));
+        assert_eq!(t.lines[2].args.as_deref().map(|a| a.chars().count()), Some(ARGS_CHARS), "clipped");
+        assert!(t.lines[4].args.as_deref().is_some_and(|a| !a.contains("sk-test-4f9a")), "redacted");
     }
 
     /// Every detail the program writes through a known path ([`Trace::add_known`],

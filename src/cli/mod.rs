@@ -38,6 +38,7 @@ mod otlp;
 mod outbox;
 mod parked;
 mod report;
+mod run;
 mod run_checks;
 pub mod run_multi;
 pub mod run_row;
@@ -173,105 +174,7 @@ pub enum Command {
     /// Run the suite and the defense matrix and write one self-contained HTML page.
     Report(report::ReportArgs),
     /// Run one goal and print its trace.
-    Run {
-        /// The goal.
-        goal: String,
-        /// The design: single (the ReAct-style loop), fixed, plan, policypal or multi
-        /// (planner, researcher and reviewer behind a coordinator; see --planner,
-        /// --researcher, --reviewer, --claims).
-        #[arg(long, default_value = "single")]
-        design: String,
-        /// The model. single: `fake:KIND` (sensible, obey, loop, wander, hallucinate,
-        /// garbage, early_finish), `openai:NAME` (a model behind an OpenAI-compatible
-        /// server), `scripted:research`, or `auto` (the research script for the reply task,
-        /// which parks its e-mail for a person; fake:sensible otherwise); plan: fake
-        /// sensible, prose, long, bad_tool, bad_args, write, or openai:NAME; policypal: fake
-        /// sensible (= parallel), sequential, flail, or openai:NAME; multi: openai:NAME for
-        /// every role (the fakes are --planner, --researcher, --reviewer); fixed: ignored.
-        #[arg(long, default_value = "auto")]
-        model: String,
-        /// How to reach an openai: model.
-        #[command(flatten)]
-        model_args: ModelArgs,
-        /// multi: a model per role (default: --model).
-        #[command(flatten)]
-        role_models: RoleModelArgs,
-        /// The signed-in user.
-        #[arg(long, default_value = "kwame")]
-        user: String,
-        /// The task (default: triage; helpdesk for policypal).
-        #[arg(long)]
-        task: Option<String>,
-        /// Write tools to grant (repeatable).
-        #[arg(long)]
-        grant: Vec<String>,
-        /// policypal: what to do with a confirmation card (default: show it and stop).
-        /// `confirm` files the card as an approval request in the store and approves it
-        /// with the approver's key (`--key`); without a key it is refused.
-        #[arg(long, value_enum)]
-        card: Option<design::CardChoice>,
-        /// policypal --card confirm: the approver's private key file; the decision is
-        /// signed with it and passes every rule (not the requester, registered key).
-        #[arg(long, value_name = "FILE")]
-        key: Option<std::path::PathBuf>,
-        /// Keep the run in this store (default for runs that may park: rolegate.db).
-        #[arg(long, value_name = "PATH")]
-        store: Option<std::path::PathBuf>,
-        /// With a store: `step` (default) commits every step before the next one starts,
-        /// so a run whose process died continues with `rolegate resume RUN`; `exit` writes
-        /// the run once, when the command ends (single design only).
-        #[arg(long, value_enum)]
-        durability: Option<DurabilityArg>,
-        /// multi: the planner's fake behaviour: sensible, grant, delegate.
-        #[arg(long, default_value = "sensible")]
-        planner: rolegate::multi::PlannerKind,
-        /// multi: the researcher's fake behaviour: sensible, relay, paraphrase, obey,
-        /// forge_sender, spawn, made_up_source.
-        #[arg(long, default_value = "sensible")]
-        researcher: rolegate::multi::ResearcherKind,
-        /// multi: the reviewer's fake behaviour: sensible, obey, never_approve.
-        #[arg(long, default_value = "sensible")]
-        reviewer: rolegate::multi::ReviewerKind,
-        /// multi: claims strict (rebuilt from observations) or free.
-        #[arg(long, default_value = "strict")]
-        claims: rolegate::multi::ClaimMode,
-        /// single, multi: the tools each agent or role holds: narrow (its task's or role's)
-        /// or wide (every tool, every write granted). Like a row's `defenses.scopes`.
-        #[arg(long, value_enum)]
-        scopes: Option<run_row::Width>,
-        /// multi: the coordinator's instruction filter (`defenses.filter`).
-        #[arg(long, value_enum)]
-        filter: Option<run_row::OnOff>,
-        /// single, multi: whether a granted write waits for a person (`defenses.approval`).
-        #[arg(long, value_enum)]
-        approval: Option<run_row::OnOff>,
-        /// single: the loop's own check of each proposal (`defenses.loop_check`).
-        #[arg(long, value_enum)]
-        loop_check: Option<run_row::OnOff>,
-        /// single, multi: the information-flow defense (`defenses.ifc`; off unless given):
-        /// labels checked at the gate and at the coordinator's routes.
-        #[arg(long, value_enum)]
-        ifc: Option<run_row::OnOff>,
-        /// multi: roles taken over by the planted payload, e.g. `researcher=relay,reviewer=obey`
-        /// (researcher: relay or obey; reviewer: obey). Like a row's `compromised`.
-        #[arg(long, value_name = "ROLE=HOW,…")]
-        compromised: Option<String>,
-        /// Plant this catalog payload (an id of data/attacks.jsonl) before the run; with
-        /// --design single and --model auto the agent is the compromised fake that obeys it.
-        #[arg(long, value_name = "ID", requires = "into")]
-        attack: Option<String>,
-        /// The ticket or document the --attack payload is planted into (e.g. T-601).
-        #[arg(long, value_name = "ID", requires = "attack")]
-        into: Option<String>,
-        /// Write the run's page (its sequence diagram, the payload, every message and tool
-        /// call) to FILE: one self-contained HTML file.
-        #[arg(long, value_name = "FILE.html")]
-        html: Option<std::path::PathBuf>,
-        /// --html: show e-mail addresses in the payload text and the call it asks for
-        /// (redacted by default).
-        #[arg(long, requires = "html")]
-        show_addresses: bool,
-    },
+    Run(run::RunArgs),
     /// Continue a durable run whose process died, from its last durable step (a run that
     /// ended is shown as it ended; nothing runs twice).
     Resume {
@@ -387,7 +290,8 @@ pub(crate) fn out(line: &str) -> bool {
     writeln!(stdout, "{line}").is_ok()
 }
 
-/// Entry point of the binary.
+/// Entry point of the binary: parse, start the runtime and the exporters, run the
+/// command, flush the exporters.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -403,287 +307,143 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let otlp_url = otlp_endpoint(cli.otlp.as_deref());
-    if let (Some(_), Some(path)) = (&otlp_url, &cli.trace_json) {
-        if let Err(e) = input::output_path(path) {
-            eprintln!("rolegate: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    }
+    let exporters = match Exporters::install(&cli) {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let code = runtime.block_on(dispatch(cli.command));
+    exporters.finish(code)
+}
+
+/// Where the spans and the decision lines go besides the terminal: the OTLP exporter
+/// (`--otlp` or the standard environment) and the JSON lines file (`--trace-json`).
+struct Exporters {
+    /// The OTLP pipeline; flushed when the command ends.
     #[cfg(feature = "otlp")]
-    let mut otel = None;
-    let export = match (&cli.trace_json, otlp_url) {
-        #[cfg(feature = "otlp")]
-        (path, Some(url)) => match otlp::install(&url, path.as_deref()) {
-            Ok((o, export)) => {
-                otel = Some(o);
+    otel: Option<otlp::Otlp>,
+    /// The trace export (also held in [`EXPORT`]); finished when the command ends.
+    export: Option<rolegate::agent::TraceExport>,
+}
+
+impl Exporters {
+    /// Installs what the command line asks for; an unusable path or endpoint is a usage
+    /// error (printed) before anything runs.
+    fn install(cli: &Cli) -> Result<Self, ExitCode> {
+        let usage = |e: &dyn std::fmt::Display| {
+            eprintln!("rolegate: {e}");
+            ExitCode::from(EXIT_USAGE)
+        };
+        let otlp_url = otlp_endpoint(cli.otlp.as_deref());
+        if let (Some(_), Some(path)) = (&otlp_url, &cli.trace_json) {
+            input::output_path(path).map_err(|e| usage(&e))?;
+        }
+        match (&cli.trace_json, otlp_url) {
+            #[cfg(feature = "otlp")]
+            (path, Some(url)) => {
+                let (otel, export) = otlp::install(&url, path.as_deref()).map_err(|e| usage(&e))?;
                 if let Some(e) = &export {
                     let _ = EXPORT.set(e.clone());
                 }
-                export
+                Ok(Self { otel: Some(otel), export })
             }
-            Err(e) => {
-                eprintln!("rolegate: {e}");
-                return ExitCode::from(EXIT_USAGE);
+            #[cfg(not(feature = "otlp"))]
+            (_, Some(_)) => Err(usage(&"--otlp: this binary was built without the otlp feature")),
+            (Some(path), None) => {
+                input::output_path(path).map_err(|e| usage(&e))?;
+                let clock = std::sync::Arc::new(rolegate::cost::TokioClock::new());
+                let export = rolegate::agent::TraceExport::install_file(path, clock)
+                    .map_err(|e| usage(&format_args!("{}: {e}", path.display())))?;
+                let _ = EXPORT.set(export.clone());
+                Ok(Self::none(Some(export)))
             }
-        },
-        #[cfg(not(feature = "otlp"))]
-        (_, Some(_)) => {
-            eprintln!("rolegate: --otlp: this binary was built without the otlp feature");
+            (None, None) => Ok(Self::none(None)),
+        }
+    }
+
+    fn none(export: Option<rolegate::agent::TraceExport>) -> Self {
+        Self {
+            #[cfg(feature = "otlp")]
+            otel: None,
+            export,
+        }
+    }
+
+    /// Sends the spans and closes the trace file on every exit (a collector that cannot be
+    /// reached is a warning); a failed trace file turns `code` into 2, or 1 after a commit.
+    fn finish(self, code: u8) -> ExitCode {
+        #[cfg(feature = "otlp")]
+        if let Some(otel) = self.otel {
+            otel.finish();
+        }
+        if let Some(Err(e)) = self.export.map(|e| e.finish()) {
+            // effects last: an error after a commit says what was already done, exit 1
+            if let Some(done) = COMMITTED.get() {
+                eprintln!("rolegate: {e}; already done and kept in the store: {done}");
+                return ExitCode::from(EXIT_MISMATCH);
+            }
+            eprintln!("rolegate: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
-        (Some(path), None) => {
-            if let Err(e) = input::output_path(path) {
-                eprintln!("rolegate: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-            match rolegate::agent::TraceExport::install_file(
-                path,
-                std::sync::Arc::new(rolegate::cost::TokioClock::new()),
-            ) {
-                Ok(e) => {
-                    let _ = EXPORT.set(e.clone());
-                    Some(e)
-                }
-                Err(e) => {
-                    eprintln!("rolegate: {}: {e}", path.display());
-                    return ExitCode::from(EXIT_USAGE);
-                }
-            }
-        }
-        (None, None) => None,
-    };
-    let code = runtime.block_on(async {
-        match cli.command {
-            Command::Suite {
-                files,
+        ExitCode::from(code)
+    }
+}
+
+/// Runs one subcommand; its exit code.
+async fn dispatch(command: Command) -> u8 {
+    match command {
+        Command::Suite {
+            files,
+            format,
+            model,
+            model_args,
+            role_models,
+            matrix,
+            attacks,
+            tasks,
+            transforms,
+            templates,
+            repeat,
+            out,
+            force,
+            shard,
+            cells_in_flight,
+            time_budget,
+        } => {
+            suite::suite(suite::SuiteArgs {
+                files: &files,
                 format,
-                model,
-                model_args,
-                role_models,
+                model: model.as_deref(),
+                model_args: &model_args,
+                role_models: &role_models,
                 matrix,
-                attacks,
-                tasks,
-                transforms,
-                templates,
+                attacks: attacks.as_deref(),
+                tasks: tasks.as_deref(),
+                transforms: transforms.as_deref(),
+                templates: templates.as_deref(),
                 repeat,
-                out,
+                out: out.as_deref(),
                 force,
-                shard,
-                cells_in_flight,
-                time_budget,
-            } => {
-                suite::suite(suite::SuiteArgs {
-                    files: &files,
-                    format,
-                    model: model.as_deref(),
-                    model_args: &model_args,
-                    role_models: &role_models,
-                    matrix,
-                    attacks: attacks.as_deref(),
-                    tasks: tasks.as_deref(),
-                    transforms: transforms.as_deref(),
-                    templates: templates.as_deref(),
-                    repeat,
-                    out: out.as_deref(),
-                    force,
-                    shard: shard.as_deref(),
-                    cells_in_flight: cells_in_flight.map(usize::from),
-                    time_budget: time_budget.map(|s| std::time::Duration::from_secs(u64::from(s))),
-                })
-                .await
-            }
-            Command::Merge(args) => merge::run(&args),
-            Command::Check(args) => check::run(&args),
-            Command::Report(args) => report::run(args).await,
-            Command::Run {
-                goal,
-                design,
-                model,
-                model_args,
-                role_models,
-                user,
-                task,
-                grant,
-                card,
-                key,
-                store,
-                durability,
-                planner,
-                researcher,
-                reviewer,
-                claims,
-                scopes,
-                filter,
-                approval,
-                loop_check,
-                ifc,
-                compromised,
-                attack,
-                into,
-                html,
-                show_addresses,
-            } => {
-                // unknown names are unusable input: refused before anything runs
-                if let Err(e) = run_checks::known_names(&user, task.as_deref(), &grant, &model_args.data) {
-                    eprintln!("rolegate: {e}");
-                    return EXIT_USAGE;
-                }
-                let roles = rolegate::multi::Behaviours { planner, researcher, reviewer };
-                let flags = run_row::RowFlags {
-                    scopes,
-                    filter,
-                    approval,
-                    loop_check,
-                    ifc,
-                    compromised,
-                    attack,
-                    into,
-                    html,
-                    show_addresses,
-                };
-                if flags.any() {
-                    // the row path runs the bundled world, policy and prices (a row checks its
-                    // payload and targets against them): flags that change them are refused,
-                    // not ignored
-                    let data = &model_args.data;
-                    let changes_data = data.world.is_some()
-                        || data.policy.is_some()
-                        || data.call_graph.is_some()
-                        || model_args.prices.is_some();
-                    if store.is_some()
-                        || card.is_some()
-                        || key.is_some()
-                        || model.starts_with("openai:")
-                        || changes_data
-                    {
-                        eprintln!(
-                            "rolegate: the defense switches, --attack and --html run the fakes as a row does; --store, --card, --key, openai: models, --world, --policy, --call-graph and --prices are not taken with them"
-                        );
-                        return EXIT_USAGE;
-                    }
-                    let r = run_row::RowRun {
-                        design: &design,
-                        goal: &goal,
-                        model: &model,
-                        user: &user,
-                        task: task.as_deref(),
-                        grants: &grant,
-                        roles,
-                        claims,
-                    };
-                    return run_row::run(r, flags).await;
-                }
-                let durable = durable::Wanted {
-                    design: &design,
-                    store: store.as_deref(),
-                    durability,
-                    card: card.is_some(),
-                    model_args: &model_args,
-                    role_models: &role_models,
-                };
-                match durable.spec(&goal, &model, &user, task.as_deref(), &grant, roles, claims) {
-                    Ok(Some((path, spec))) => {
-                        return match model_args.stored_env() {
-                            Ok(env) => durable::run(&path, &spec, env).await,
-                            Err(e) => {
-                                eprintln!("rolegate: {e}");
-                                EXIT_USAGE
-                            }
-                        };
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        eprintln!("rolegate: {e}");
-                        return EXIT_USAGE;
-                    }
-                }
-                if design != "single" {
-                    let model = if model == "auto" { "fake:sensible".to_string() } else { model };
-                    let args = design::RunArgs {
-                        goal,
-                        design,
-                        model,
-                        model_args,
-                        user,
-                        task,
-                        grants: grant,
-                        card,
-                        key,
-                        store,
-                        roles,
-                        claims,
-                        role_models,
-                    };
-                    return design::run(args).await;
-                }
-                let task_name = task.clone().unwrap_or_else(|| "triage".to_string());
-                let spec = rolegate::store::RunSpec::new(&model, &user, &task_name, &grant);
-                match store {
-                    Some(path) => match model_args.stored_env() {
-                        Ok(env) => parked::run_stored(&path, &spec, &goal, env).await,
-                        Err(e) => {
-                            eprintln!("rolegate: {e}");
-                            EXIT_USAGE
-                        }
-                    },
-                    None if !spec.grants.is_empty() => match model_args.stored_env() {
-                        Ok(env) => {
-                            let path = std::path::Path::new(rolegate::store::DEFAULT_STORE);
-                            parked::run_stored(path, &spec, &goal, env).await
-                        }
-                        Err(e) => {
-                            eprintln!("rolegate: {e}");
-                            EXIT_USAGE
-                        }
-                    },
-                    None => {
-                        let args = design::RunArgs {
-                            goal,
-                            design,
-                            model: spec.model,
-                            model_args,
-                            user,
-                            task,
-                            grants: grant,
-                            card,
-                            key,
-                            store: None,
-                            roles,
-                            claims,
-                            role_models,
-                        };
-                        design::run(args).await
-                    }
-                }
-            }
-            Command::Compare { format, model, model_args, role_models, tasks } => {
-                compare::compare(format, model.as_deref(), &role_models, &model_args, tasks.as_deref()).await
-            }
-            Command::Bench(args) => bench::run(args).await,
-            Command::Approvals { command } => approvals::approvals(command).await,
-            Command::Resume { run, store } => durable::resume(&run, &store).await,
-            Command::Runs { command } => durable::runs(&command),
-            Command::Outbox { format, store } => outbox::outbox(&store, format),
-            Command::Store { command } => store_check::store(&command),
-            Command::Approvers { command } => approvers::approvers(command),
+                shard: shard.as_deref(),
+                cells_in_flight: cells_in_flight.map(usize::from),
+                time_budget: time_budget.map(|s| std::time::Duration::from_secs(u64::from(s))),
+            })
+            .await
         }
-    });
-    // the spans go out on every exit (a collector that cannot be reached is a warning)
-    #[cfg(feature = "otlp")]
-    if let Some(otel) = otel {
-        otel.finish();
-    }
-    if let Some(Err(e)) = export.map(|e| e.finish()) {
-        // effects last: an error after a commit says what was already done, exit 1
-        if let Some(done) = COMMITTED.get() {
-            eprintln!("rolegate: {e}; already done and kept in the store: {done}");
-            return ExitCode::from(EXIT_MISMATCH);
+        Command::Merge(args) => merge::run(&args),
+        Command::Check(args) => check::run(&args),
+        Command::Report(args) => report::run(args).await,
+        Command::Run(args) => run::run(args).await,
+        Command::Compare { format, model, model_args, role_models, tasks } => {
+            compare::compare(format, model.as_deref(), &role_models, &model_args, tasks.as_deref()).await
         }
-        eprintln!("rolegate: {e}");
-        return ExitCode::from(EXIT_USAGE);
+        Command::Bench(args) => bench::run(args).await,
+        Command::Approvals { command } => approvals::approvals(command).await,
+        Command::Resume { run, store } => durable::resume(&run, &store).await,
+        Command::Runs { command } => durable::runs(&command),
+        Command::Outbox { format, store } => outbox::outbox(&store, format),
+        Command::Store { command } => store_check::store(&command),
+        Command::Approvers { command } => approvers::approvers(command),
     }
-    ExitCode::from(code)
 }
 
 #[cfg(test)]
@@ -698,7 +458,7 @@ mod tests {
         assert!(matches!(parsed.command, Command::Compare { .. }));
         let parsed =
             Cli::try_parse_from(["rolegate", "run", "--design", "policypal", "--card", "confirm", "goal"]).unwrap();
-        assert!(matches!(parsed.command, Command::Run { ref design, card: Some(_), .. } if design == "policypal"));
+        assert!(matches!(parsed.command, Command::Run(ref a) if a.design == "policypal" && a.card.is_some()));
         assert!(Cli::try_parse_from(["rolegate", "compare", "--format", "yaml"]).is_err());
     }
 }

@@ -8,7 +8,6 @@
 
 use clap::ValueEnum;
 use serde_json::{Map, Value, json};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{EXIT_USAGE, out};
@@ -35,27 +34,43 @@ pub enum Width {
 }
 
 /// The switches of `run` that make it a row run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct RowFlags {
-    /// `--scopes`.
+    /// single, multi: the tools each agent or role holds: narrow (its task's or role's)
+    /// or wide (every tool, every write granted). Like a row's `defenses.scopes`.
+    #[arg(long, value_enum)]
     pub scopes: Option<Width>,
-    /// `--filter` (multi).
+    /// multi: the coordinator's instruction filter (`defenses.filter`).
+    #[arg(long, value_enum)]
     pub filter: Option<OnOff>,
-    /// `--approval`.
+    /// single, multi: whether a granted write waits for a person (`defenses.approval`).
+    #[arg(long, value_enum)]
     pub approval: Option<OnOff>,
-    /// `--loop-check` (single).
+    /// single: the loop's own check of each proposal (`defenses.loop_check`).
+    #[arg(long, value_enum)]
     pub loop_check: Option<OnOff>,
-    /// `--ifc` (single, multi).
+    /// single, multi: the information-flow defense (`defenses.ifc`; off unless given):
+    /// labels checked at the gate and at the coordinator's routes.
+    #[arg(long, value_enum)]
     pub ifc: Option<OnOff>,
-    /// `--compromised researcher=relay,reviewer=obey` (multi).
+    /// multi: roles taken over by the planted payload, e.g. `researcher=relay,reviewer=obey`
+    /// (researcher: relay or obey; reviewer: obey). Like a row's `compromised`.
+    #[arg(long, value_name = "ROLE=HOW,…")]
     pub compromised: Option<String>,
-    /// `--attack ID`: a catalog payload.
+    /// Plant this catalog payload (an id of data/attacks.jsonl) before the run; with
+    /// --design single and --model auto the agent is the compromised fake that obeys it.
+    #[arg(long, value_name = "ID", requires = "into")]
     pub attack: Option<String>,
-    /// `--into ID`: where the payload goes.
+    /// The ticket or document the --attack payload is planted into (e.g. T-601).
+    #[arg(long, value_name = "ID", requires = "attack")]
     pub into: Option<String>,
-    /// `--html FILE`.
-    pub html: Option<PathBuf>,
-    /// `--show-addresses` (with `--html`).
+    /// Write the run's page (its sequence diagram, the payload, every message and tool
+    /// call) to FILE: one self-contained HTML file.
+    #[arg(long, value_name = "FILE.html")]
+    pub html: Option<std::path::PathBuf>,
+    /// --html: show e-mail addresses in the payload text and the call it asks for
+    /// (redacted by default).
+    #[arg(long, requires = "html")]
     pub show_addresses: bool,
 }
 

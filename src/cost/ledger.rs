@@ -13,7 +13,7 @@ use super::Price;
 pub struct UsageRecord {
     /// The run that made the call (up to 24 bytes held inline: a run id of that length or
     /// less costs no allocation per record; its JSON is the string's).
-    pub run_id: CompactString,
+    pub(crate) run_id: CompactString,
     /// The model that answered (borrowed when the request's name was, see
     /// `LlmRequest::model`).
     pub model: Cow<'static, str>,
@@ -26,6 +26,11 @@ pub struct UsageRecord {
 }
 
 impl UsageRecord {
+    /// The run that made the call.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// The record of one call of `model` in `run_id`, its cost taken from `price` for these
     /// very token counts.
     pub fn priced(

@@ -80,7 +80,7 @@ pub enum DesignError {
     },
     /// The single-versus-three-roles comparison could not be run.
     #[error("single versus three roles: {0}")]
-    Compare(Box<crate::Error>),
+    Compare(Box<DesignError>),
     /// The three-role run could not be carried out.
     #[error(transparent)]
     Multi(#[from] MultiError),

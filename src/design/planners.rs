@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::str::FromStr;
 
 use super::goal::{docs, tickets};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 use crate::model::blocks::parse_blocks;
 use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError};
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::watch;
 
-use crate::BoxFuture;
 use crate::agent::{AgentState, Decider};
+use crate::future::BoxFuture;
 use crate::model::{LlmRequest, LlmResponse, ModelError};
 
 /// A gate many runs park at: each decider it wraps ([`ParkingGate::park`]) counts itself

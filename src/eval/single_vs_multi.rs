@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::agent::Env;
 use crate::agent::StopReason;
+use crate::design::DesignError;
 use crate::lab::LabConfig;
 use crate::model::FakeKind;
 use crate::multi::{Behaviours, Kind, MultiConfig, MultiEnv, MultiReason, ROUTES, Role, RoleModels};
@@ -70,8 +71,9 @@ pub struct Comparison {
 /// Runs [`COMPARE_GOAL`] both ways with sensible fake models.
 ///
 /// # Errors
-/// [`crate::Error`] when either run cannot be carried out.
-pub async fn compare(env: &Env) -> Result<Comparison, crate::Error> {
+/// [`DesignError`] when either run cannot be carried out (the single agent's
+/// [`DesignError::Agent`], the three roles' [`DesignError::Multi`]).
+pub async fn compare(env: &Env) -> Result<Comparison, DesignError> {
     compare_with(env, LabConfig::fake(FakeKind::Sensible), RoleModels::fakes(Behaviours::default())).await
 }
 
@@ -79,8 +81,9 @@ pub async fn compare(env: &Env) -> Result<Comparison, crate::Error> {
 /// `roles` (e.g. a real model for each).
 ///
 /// # Errors
-/// [`crate::Error`] when either run cannot be carried out.
-pub(crate) async fn compare_with(env: &Env, single: LabConfig, roles: RoleModels) -> Result<Comparison, crate::Error> {
+/// [`DesignError`] when either run cannot be carried out (the single agent's
+/// [`DesignError::Agent`], the three roles' [`DesignError::Multi`]).
+pub(crate) async fn compare_with(env: &Env, single: LabConfig, roles: RoleModels) -> Result<Comparison, DesignError> {
     let mut lab = single.build(env);
     let single = lab.agent.run(COMPARE_GOAL, "run-single").await?;
     let menv: Arc<MultiEnv> = MultiEnv::new(env)?;

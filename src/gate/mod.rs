@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 use crate::label::{IfcMode, Label, Taint};
 use crate::tools::{
     AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
@@ -253,15 +253,37 @@ impl GateOutcome {
 #[serde(deny_unknown_fields)]
 pub struct AuditEvent {
     /// The run (up to 24 bytes kept inline, as the caller and the tool: no allocation).
-    pub run_id: CompactString,
+    pub(crate) run_id: CompactString,
     /// The user or role the call was made for.
-    pub caller: CompactString,
+    pub(crate) caller: CompactString,
     /// The tool as named in the call.
-    pub tool: CompactString,
+    pub(crate) tool: CompactString,
     /// The outcome code.
     pub outcome: GateCode,
     /// Fingerprint of tool and arguments (16 hex digits, held inline).
-    pub fingerprint: CompactString,
+    pub(crate) fingerprint: CompactString,
+}
+
+impl AuditEvent {
+    /// The run.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The user or role the call was made for.
+    pub fn caller(&self) -> &str {
+        &self.caller
+    }
+
+    /// The tool as named in the call.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Fingerprint of tool and arguments (16 hex digits).
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
 }
 
 codes! {

@@ -12,9 +12,9 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::attacks::{Attack, carried};
-use crate::BoxFuture;
 use crate::agent::AgentState;
 use crate::agent::Decider;
+use crate::future::BoxFuture;
 use crate::model::blocks::parse_blocks;
 use crate::model::{FakeKind, FakeModel, LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall};
 use crate::multi::behaviours::{FAKE_RESEARCHER, FAKE_REVIEWER, FakeResearcher, FakeReviewer};

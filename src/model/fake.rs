@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use super::blocks::{Block, parse_blocks};
 use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 
 /// The behaviours a fake model can have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -75,11 +75,6 @@ impl FakeModel {
         Self { kind, name: format!("fake-{}", kind.name()) }
     }
 
-    /// The one answer both `complete` and `answer_now` give.
-    fn answer(&self, request: &LlmRequest) -> Result<LlmResponse, ModelError> {
-        Ok(LlmResponse::text(self.propose(request), self.name.clone()))
-    }
-
     /// The proposal text this fake gives for `request`.
     pub fn propose(&self, request: &LlmRequest) -> String {
         let view = View::of(request);
@@ -101,11 +96,7 @@ impl LlmClient for FakeModel {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(self.answer(request)))
-    }
-
-    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(self.answer(request))
+        Box::pin(std::future::ready(Ok(LlmResponse::text(self.propose(request), self.name.clone()))))
     }
 }
 

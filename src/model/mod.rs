@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::BoxFuture;
 use crate::cost::ManualClock;
+use crate::future::BoxFuture;
 use crate::tools::ToolSpec;
 
 pub use blocks::parse_blocks;
@@ -244,21 +244,6 @@ pub trait LlmClient: Send {
     fn complete_message<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
         self.complete(request)
     }
-    /// The answer [`LlmClient::complete`] would give, when the client has it at once
-    /// without awaiting anything (a fake, a script): the caller then takes it as it is,
-    /// with no future to box, poll or race against its token, and no deadline to hand over
-    /// (an answer that is already there cannot overrun one). `None`, the default, means
-    /// "await `complete`", which is always right: a client overrides this only when its
-    /// answer here is, call for call, the one `complete` would have given.
-    fn answer_now(&mut self, _request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        None
-    }
-    /// As [`LlmClient::answer_now`], for [`LlmClient::complete_message`]. The default asks
-    /// `answer_now`, which is the same thing for a client that does not override
-    /// `complete_message`; a client that does (the HTTP client) keeps `None` in both.
-    fn answer_message_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        self.answer_now(request)
-    }
     /// Ties the client to a cancellation token (e.g. the token of the run a role works in):
     /// a client that can abandon its own work in flight stops when it fires. Callers still
     /// race every call against their token; the default does nothing more. The token is
@@ -274,6 +259,29 @@ pub trait LlmClient: Send {
     /// `None` (the default, a fake's) leaves the allowance to the caller's budget.
     fn max_tokens(&self) -> Option<u32> {
         None
+    }
+}
+
+/// The answer of a model call, or `None` when `cancel` fires first.
+///
+/// The call is polled once with a waker that does nothing: an answer it has at once (a
+/// fake's, a script's) is taken as it is, without racing the token. Any other call is
+/// raced against the token as it is awaited, the token first (`biased`). Callers read the
+/// token before they make the call, so a call made after a cancel is never made at all.
+pub(crate) async fn answer_or_cancelled<F: Future + Unpin>(
+    mut call: F,
+    cancel: &CancellationToken,
+) -> Option<F::Output> {
+    // the context is not `Send`: it lives only for this one poll, not across an await
+    let polled = std::pin::Pin::new(&mut call).poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+    if let std::task::Poll::Ready(answer) = polled {
+        return Some(answer);
+    }
+    tokio::select! {
+        biased;
+        // the token is borrowed, not cloned: a clone takes the token's lock
+        () = cancel.cancelled() => None,
+        answer = call => Some(answer),
     }
 }
 
@@ -337,14 +345,6 @@ impl<T: LlmClient + ?Sized> LlmClient for Box<T> {
         (**self).complete_message(request)
     }
 
-    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        (**self).answer_now(request)
-    }
-
-    fn answer_message_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        (**self).answer_message_now(request)
-    }
-
     fn bind_cancel(&mut self, token: &CancellationToken) {
         (**self).bind_cancel(token);
     }
@@ -394,5 +394,25 @@ mod tests {
             assert_eq!(json, serde_json::to_string(&before).unwrap());
             assert_eq!(serde_json::from_str::<LlmResponse>(&json).unwrap(), reply);
         }
+    }
+
+    #[tokio::test]
+    async fn an_answer_at_hand_is_taken_and_any_other_is_raced_against_the_token() {
+        let cancelled = CancellationToken::new();
+        cancelled.cancel();
+        // at hand: taken as it is, the token not read (the caller read it before the call)
+        assert_eq!(answer_or_cancelled(std::future::ready(7), &cancelled).await, Some(7));
+        // not at hand: the token wins the race
+        assert_eq!(answer_or_cancelled(std::future::pending::<u8>(), &cancelled).await, None);
+        // not at hand and no cancel: awaited to its answer
+        let mut first = true;
+        let later = std::future::poll_fn(|cx| {
+            if std::mem::take(&mut first) {
+                cx.waker().wake_by_ref();
+                return std::task::Poll::Pending;
+            }
+            std::task::Poll::Ready(8)
+        });
+        assert_eq!(answer_or_cancelled(later, &CancellationToken::new()).await, Some(8));
     }
 }

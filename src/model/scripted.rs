@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::fake::{View, call, finish};
 use super::{LlmClient, LlmRequest, LlmResponse, ModelError};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 
 /// A model that proposes `script[n]` when the request holds `n` observations, and
 /// afterwards finishes citing every successful observation.
@@ -22,11 +22,6 @@ impl ScriptedModel {
     /// A scripted model priced as `fake-sensible`.
     pub fn new(script: Vec<String>) -> Self {
         Self { script, name: "fake-sensible".into() }
-    }
-
-    /// The one answer both `complete` and `answer_now` give.
-    fn answer(&self, request: &LlmRequest) -> Result<LlmResponse, ModelError> {
-        Ok(LlmResponse::text(self.propose(request), self.name.clone()))
     }
 
     /// The proposal for `request`.
@@ -48,11 +43,7 @@ impl LlmClient for ScriptedModel {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(self.answer(request)))
-    }
-
-    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(self.answer(request))
+        Box::pin(std::future::ready(Ok(LlmResponse::text(self.propose(request), self.name.clone()))))
     }
 }
 

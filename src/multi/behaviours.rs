@@ -11,14 +11,14 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::borrow::Cow;
-use std::cell::Cell;
-use std::fmt::Write as _;
 use std::sync::LazyLock;
 
+use super::envelope::{Body, Brief, Finding, Verdict};
 use super::support::Evidence;
-use crate::BoxFuture;
 use crate::agent::AgentState;
 use crate::agent::Decider;
+use crate::agent::ProposalText;
+use crate::future::BoxFuture;
 use crate::gate::Observation;
 use crate::model::blocks::blocks;
 use crate::model::{LlmClient, LlmRequest, LlmResponse, ModelError, RequestedCall};
@@ -165,46 +165,6 @@ fn respond(text: String, model: &'static str, tool_calls: Vec<RequestedCall>) ->
     LlmResponse { text, model: Cow::Borrowed(model), usage: None, tool_calls }
 }
 
-/// A JSON object written straight into one buffer sized first: the fixed parts (braces,
-/// keys, commas, literals) as they stand, each string value escaped as serde_json escapes
-/// it (by the tools' writer of result texts, eight bytes scanned at a time), so the text is
-/// what serialising a struct with these fields in this order writes.
-struct JsonOut(String);
-
-impl JsonOut {
-    fn with_capacity(capacity: usize) -> Self {
-        Self(String::with_capacity(capacity))
-    }
-
-    /// Appends fixed JSON text as it stands.
-    fn raw(&mut self, text: &str) -> &mut Self {
-        self.0.push_str(text);
-        self
-    }
-
-    /// Appends `value` as a JSON string (serde_json's escaping).
-    fn str(&mut self, value: &str) -> &mut Self {
-        crate::tools::push_str_literal(&mut self.0, value);
-        self
-    }
-
-    /// Appends the strings as a JSON array.
-    fn strs<'a>(&mut self, values: impl Iterator<Item = &'a str>) -> &mut Self {
-        self.raw("[");
-        for (i, v) in values.enumerate() {
-            if i > 0 {
-                self.raw(",");
-            }
-            self.str(v);
-        }
-        self.raw("]")
-    }
-
-    fn into_string(self) -> String {
-        self.0
-    }
-}
-
 /// The fake planner.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FakePlanner {
@@ -213,11 +173,6 @@ pub struct FakePlanner {
 }
 
 impl FakePlanner {
-    /// The one answer both `complete` and `answer_now` give.
-    fn answer(&self, request: &LlmRequest) -> LlmResponse {
-        respond(self.write(request), FAKE_PLANNER, Vec::new())
-    }
-
     /// The message text for `request`.
     pub fn write(&self, request: &LlmRequest) -> String {
         let goal = blocks(request.user_text()).find(|b| b.tag == "goal").map_or(Cow::Borrowed(""), |b| b.text());
@@ -230,15 +185,39 @@ impl FakePlanner {
     }
 }
 
-/// `{"kind":"brief","question":…,"grant":…}` (no `grant` without one).
+/// `{"kind":"brief","question":…,"grant":…}` (no `grant` without one): the brief's own
+/// wire text, with a `grant` member the message type does not have when asked for one.
 fn brief(question: &str, grant: Option<&'static str>) -> String {
-    let mut out = JsonOut::with_capacity(question.len() + question.len() / 8 + 64);
-    out.raw(r#"{"kind":"brief","question":"#).str(question);
-    if let Some(grant) = grant {
-        out.raw(r#","grant":"#).str(grant);
+    let body = Body::Brief(Brief { question: question.to_string() });
+    wire_text(&body, Extra { grant, sender: None })
+}
+
+/// Members a compromised fake adds to a message that its type does not have (the checks
+/// refuse them as unknown fields).
+#[derive(Clone, Copy, Default, Serialize)]
+struct Extra<'a> {
+    /// A planner granting the researcher a tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grant: Option<&'a str>,
+    /// A researcher claiming to be another role.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sender: Option<&'a str>,
+}
+
+/// The text a fake sends: `body` as the message type writes it ([`Body`]'s serde form,
+/// what [`Body::to_text`] gives), then the `extra` members, if any.
+fn wire_text(body: &Body, extra: Extra<'_>) -> String {
+    #[derive(Serialize)]
+    struct Wire<'a> {
+        #[serde(flatten)]
+        body: &'a Body,
+        #[serde(flatten)]
+        extra: Extra<'a>,
     }
-    out.raw("}");
-    out.into_string()
+    if extra.grant.is_none() && extra.sender.is_none() {
+        return body.to_text();
+    }
+    serde_json::to_string(&Wire { body, extra }).unwrap_or_default()
 }
 
 impl LlmClient for FakePlanner {
@@ -251,49 +230,15 @@ impl LlmClient for FakePlanner {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(Ok(self.answer(request))))
-    }
-
-    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(Ok(self.answer(request)))
+        Box::pin(std::future::ready(Ok(respond(self.write(request), FAKE_PLANNER, Vec::new()))))
     }
 }
 
-/// `{"kind":"finding","claim":…,"sources":[…],"sender":…}`, written into `out` (emptied
-/// first): the sources straight from the evidence (and one made-up id), no `sender` without
-/// one.
-fn write_finding(out: &mut String, claim: &str, evidence: &Evidence, made_up: Option<&str>, sender: Option<&str>) {
-    let capacity = claim.len() + evidence.facts.iter().map(|f| f.source().len() + 3).sum::<usize>() + 64;
-    out.clear();
-    out.reserve(capacity);
-    let mut json = JsonOut(std::mem::take(out));
-    json.raw(r#"{"kind":"finding","claim":"#).str(claim).raw(r#","sources":"#);
-    json.strs(evidence.facts.iter().map(|f| f.source()).chain(made_up));
-    if let Some(sender) = sender {
-        json.raw(r#","sender":"#).str(sender);
-    }
-    json.raw("}");
-    *out = json.into_string();
-}
-
-thread_local! {
-    /// The researcher's message, written here before it is escaped into its finish
-    /// proposal: the buffer is kept from one finish to the next on this thread.
-    static MESSAGE: Cell<String> = const { Cell::new(String::new()) };
-}
-
-/// Largest buffer [`MESSAGE`] keeps.
-const MESSAGE_KEPT: usize = 4096;
-
-/// Runs `f` with this thread's message buffer (a fresh one while it is lent out or the
-/// thread is ending), then keeps the buffer for the next finish unless it grew large.
-fn with_message_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
-    let mut buffer = MESSAGE.try_with(Cell::take).unwrap_or_default();
-    let out = f(&mut buffer);
-    if buffer.capacity() <= MESSAGE_KEPT {
-        let _ = MESSAGE.try_with(|kept| kept.set(buffer));
-    }
-    out
+/// `{"kind":"finding","claim":…,"sources":[…],"sender":…}`: the sources straight from the
+/// evidence (and one made-up id), no `sender` without one.
+fn finding_text(claim: String, evidence: &Evidence, made_up: Option<&str>, sender: Option<&str>) -> String {
+    let sources = evidence.facts.iter().map(|f| f.source()).chain(made_up).map(str::to_string).collect();
+    wire_text(&Body::Finding(Finding { claim, sources }), Extra { grant: None, sender })
 }
 
 /// The fake researcher: a decider for the single-agent loop.
@@ -329,34 +274,21 @@ fn about(text: &str, id: &str) -> bool {
 
 /// A proposal to call `tool`.
 fn call(tool: &str, arguments: serde_json::Value) -> String {
-    json!({"action": "call", "tool": tool, "arguments": arguments}).to_string()
+    ProposalText::Call { tool, arguments: &arguments }.to_text()
 }
 
-/// A proposal to call `tool` with one string argument (the tool's name and the key are
-/// identifiers, written as they stand).
+/// A proposal to call `tool` with one string argument.
 fn call_one(tool: &str, key: &str, value: &str) -> String {
-    let mut out = JsonOut::with_capacity(tool.len() + key.len() + value.len() + value.len() / 8 + 48);
-    out.raw(r#"{"action":"call","tool":""#).raw(tool).raw(r#"","arguments":{""#).raw(key).raw(r#"":"#);
-    out.str(value).raw("}}");
-    out.into_string()
+    call(tool, json!({ key: value }))
 }
 
-/// `{"action":"finish","answer":…,"sources":[…]}`: the ids of the successful
-/// observations, no list built first.
+/// The proposal to finish with `answer`, citing every successful observation.
 fn finish_text(answer: &str, observations: &[Observation]) -> String {
-    // the answer is a JSON text: escaping adds a byte per quote
-    let mut out = JsonOut::with_capacity(answer.len() + answer.len() / 4 + 64);
-    out.raw(r#"{"action":"finish","answer":"#).str(answer).raw(r#","sources":"#);
-    out.strs(observations.iter().filter(|o| o.ok).map(|o| o.id.as_str())).raw("}");
-    out.into_string()
+    let sources = observations.iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
+    ProposalText::Finish { answer, sources }.to_text()
 }
 
 impl FakeResearcher {
-    /// The one answer both `decide` and `decide_now` give.
-    fn answer(&self, state: &AgentState) -> LlmResponse {
-        respond(self.propose(state), FAKE_RESEARCHER, Vec::new())
-    }
-
     /// The proposal text (the loop's JSON) for the next step of `state`.
     pub fn propose(&self, state: &AgentState) -> String {
         let question = state.goal();
@@ -387,15 +319,11 @@ impl FakeResearcher {
                 return call_one("lookup_document", "doc_id", d);
             }
         }
-        with_message_buffer(|message| {
-            self.message(state, message);
-            finish_text(message, obs)
-        })
+        finish_text(&self.message(state), obs)
     }
 
-    /// The raw message text this researcher sends when it finishes, written into `out`
-    /// (emptied first).
-    fn message(&self, state: &AgentState, out: &mut String) {
+    /// The raw message text this researcher sends when it finishes.
+    fn message(&self, state: &AgentState) -> String {
         let evidence = Evidence::from_observations(state.observations());
         let mut made_up = None;
         let mut claim = evidence.strict_claim();
@@ -415,13 +343,11 @@ impl FakeResearcher {
             }
             ResearcherKind::ForgeSender => sender = Some("planner"),
             ResearcherKind::Spawn => {
-                out.clear();
-                let _ = write!(out, "{}", json!({"kind": "spawn", "role": "researcher", "question": state.goal()}));
-                return;
+                return json!({"kind": "spawn", "role": "researcher", "question": state.goal()}).to_string();
             }
             ResearcherKind::MadeUpSource => made_up = Some("kc-internal-v9"),
         }
-        write_finding(out, &claim, &evidence, made_up, sender);
+        finding_text(claim, &evidence, made_up, sender)
     }
 }
 
@@ -439,11 +365,7 @@ impl Decider for FakeResearcher {
         state: &'a AgentState,
         _request: &'a LlmRequest,
     ) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(Ok(self.answer(state))))
-    }
-
-    fn decide_now(&mut self, state: &AgentState, _request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(Ok(self.answer(state)))
+        Box::pin(std::future::ready(Ok(respond(self.propose(state), FAKE_RESEARCHER, Vec::new()))))
     }
 }
 
@@ -455,12 +377,6 @@ pub struct FakeReviewer {
 }
 
 impl FakeReviewer {
-    /// The one answer both `complete` and `answer_now` give.
-    fn answer(&self, request: &LlmRequest) -> LlmResponse {
-        let (text, calls) = self.review(request);
-        respond(text, FAKE_REVIEWER, calls)
-    }
-
     /// The verdict text and any tool calls for `request`.
     pub fn review(&self, request: &LlmRequest) -> (String, Vec<RequestedCall>) {
         let user = request.user_text();
@@ -504,17 +420,13 @@ enum Notes {
     Reread(usize),
 }
 
-/// `{"kind":"verdict","approve":…,"notes":…}`.
+/// `{"kind":"verdict","approve":…,"notes":…}`, as the message type writes it.
 fn verdict_text(approve: bool, notes: Notes) -> String {
-    let mut out = JsonOut::with_capacity(128);
-    out.raw(r#"{"kind":"verdict","approve":"#).raw(if approve { "true" } else { "false" }).raw(r#","notes":"#);
-    match notes {
-        Notes::Text(text) => out.str(text),
-        // digits and plain words: nothing in it to escape
-        Notes::Reread(n) => out.raw("\"Re-read ").raw(itoa::Buffer::new().format(n)).raw(" cited document(s).\""),
+    let notes = match notes {
+        Notes::Text(text) => text.to_string(),
+        Notes::Reread(n) => format!("Re-read {n} cited document(s)."),
     };
-    out.raw("}");
-    out.into_string()
+    Body::Verdict(Verdict { approve, notes }).to_text()
 }
 
 impl LlmClient for FakeReviewer {
@@ -527,11 +439,8 @@ impl LlmClient for FakeReviewer {
     }
 
     fn complete<'a>(&'a mut self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmResponse, ModelError>> {
-        Box::pin(std::future::ready(Ok(self.answer(request))))
-    }
-
-    fn answer_now(&mut self, request: &LlmRequest) -> Option<Result<LlmResponse, ModelError>> {
-        Some(Ok(self.answer(request)))
+        let (text, calls) = self.review(request);
+        Box::pin(std::future::ready(Ok(respond(text, FAKE_REVIEWER, calls))))
     }
 }
 
@@ -643,8 +552,8 @@ mod tests {
     }
 
     #[test]
-    fn the_researchers_texts_are_written_byte_for_byte_as_from_lists() {
-        // the shapes as they were serialised before: from lists built first
+    fn the_researchers_texts_are_the_message_types_own_byte_for_byte_as_before() {
+        // the shapes as they were serialised before (frozen): from lists built first
         #[derive(Serialize)]
         struct OldFinding<'a> {
             kind: &'static str,
@@ -660,7 +569,6 @@ mod tests {
             sources: Vec<&'a str>,
         }
         let ids = ["T-601", "kc-returns-v3", "é\u{1F600}\"\\\n\t</x>", "", "a;b", "\u{7f}\u{2028}"];
-        let mut written = String::from("a text written before");
         let titles = ["Returns and refunds (v3)", "l'été \"quoted\" <b>&amp;", "\u{0}\u{1f}", "", "; ;"];
         for id in ids {
             for title in titles {
@@ -681,9 +589,17 @@ mod tests {
                             listed.extend(made_up.map(Cow::Borrowed));
                             let old = OldFinding { kind: "finding", claim: &claim, sources: &listed, sender };
                             let old = serde_json::to_string(&old).unwrap();
-                            // one buffer for every text: each is written over the one before
-                            write_finding(&mut written, &claim, &evidence, made_up, sender);
-                            assert_eq!(written, old);
+                            let written = finding_text(claim.clone(), &evidence, made_up, sender);
+                            assert_eq!(written, old, "the bytes the fake wrote before");
+                            // the message type's own writer: a new field of a finding is in
+                            // the fake's text too (and then no longer in the frozen copy)
+                            let sources = listed.iter().map(|s| s.to_string()).collect();
+                            let own = Body::Finding(Finding { claim: claim.clone(), sources }).to_text();
+                            let own = match sender {
+                                None => own,
+                                Some(sender) => format!("{},\"sender\":{}}}", &own[..own.len() - 1], json!(sender)),
+                            };
+                            assert_eq!(written, own, "the serde writer of the finding");
                             let read = observations.iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
                             let old_finish = OldFinish { action: "finish", answer: &old, sources: read };
                             let old_finish = serde_json::to_string(&old_finish).unwrap();

@@ -236,16 +236,6 @@ impl Body {
         // writing strings and booleans into a string cannot fail
         serde_json::to_string(self).unwrap_or_default()
     }
-
-    /// [`Body::to_text`] written into `out` (emptied first), a buffer the caller keeps
-    /// between bodies: the same text.
-    pub(crate) fn write_text<'a>(&self, out: &'a mut Vec<u8>) -> &'a str {
-        out.clear();
-        match serde_json::to_writer(&mut *out, self) {
-            Ok(()) => std::str::from_utf8(out).unwrap_or_default(),
-            Err(_) => "",
-        }
-    }
 }
 
 /// An accepted message, as the coordinator forwards and logs it.
@@ -253,7 +243,7 @@ impl Body {
 pub struct Envelope {
     /// `m1`, `m2`, … in the order the coordinator accepted them (per run); held inline
     /// (no allocation per envelope), written as the string it is.
-    pub id: compact_str::CompactString,
+    pub(crate) id: compact_str::CompactString,
     /// Set by the coordinator from the channel the text arrived on, never from the text.
     pub sender: Role,
     /// From the route table.
@@ -270,6 +260,11 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// `m1`, `m2`, … in the order the coordinator accepted them (per run).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// One log line, `m2 researcher -> reviewer finding depth=2 {…}`, with the body
     /// redacted (secrets and personal data) like a trace line: the body is agent output,
     /// shown as data.
@@ -625,7 +620,6 @@ mod tests {
     fn a_body_is_written_byte_for_byte_as_serde_writes_it() {
         let texts =
             ["", "T-601 status is open", "é\u{1F600} \"q\" \\ \n\t\u{0}\u{1f}\u{7f}\u{2028}", &"\"".repeat(700)];
-        let mut kept = Vec::new();
         for a in texts {
             for b in texts {
                 let bodies = [
@@ -637,9 +631,6 @@ mod tests {
                 ];
                 for body in bodies {
                     assert_eq!(body.to_text(), serde_json::to_string(&body).unwrap());
-                    // into a kept buffer that holds the last body's text (or a longer one)
-                    kept.extend_from_slice(b"left over");
-                    assert_eq!(body.write_text(&mut kept), body.to_text());
                 }
             }
         }

@@ -15,8 +15,6 @@
 //! shuts down is reported too and loses nothing.
 
 use rust_decimal::Decimal;
-use std::borrow::Cow;
-use std::cell::Cell;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -27,16 +25,16 @@ use super::budget::Remaining;
 use super::envelope::{Body, Envelope, Role};
 use super::short_text::ShortText;
 use super::{Denial, DenialCode, MultiReason};
-use crate::BoxFuture;
 use crate::agent::{Agent, StopReason, Trace, TraceKind};
-use crate::cost::{PriceTable, Summary, estimate_tokens};
+use crate::cost::{Price, PriceTable, Summary, estimate_tokens};
+use crate::future::BoxFuture;
 use crate::gate::CallContext;
 use crate::gate::Observation;
 use crate::gate::{AuditEvent, GateOutcome, ToolGate};
 use crate::model::blocks::push_block;
 use crate::model::http::FINISH_TOOL;
 use crate::model::prompts;
-use crate::model::{LlmClient, LlmRequest, Message, ModelError, RequestedCall};
+use crate::model::{LlmClient, LlmRequest, LlmResponse, Message, ModelError, RequestedCall, answer_or_cancelled};
 use crate::tools::{ToolCall, ToolSpec};
 use crate::unwind::{CatchUnwind, panic_text};
 
@@ -328,15 +326,17 @@ impl CallRole {
     }
 
     /// Runs one call through the scope check and the gate, as the loop does: a call outside
-    /// the scope or with bad arguments is refused before the gate sees it. The call is
-    /// written into this thread's kept one ([`KEPT_CALL`]): its id, name and, for a
-    /// document look-up, its `doc_id` string are overwritten in place.
-    fn tool(&mut self, step: u32, name: &str, arguments: Args<'_>, reply: &mut RoleReply) -> Option<GateOutcome> {
-        let mut call = KeptCall::take();
-        arguments.write_into(&mut call.0.arguments);
+    /// the scope or with bad arguments is refused before the gate sees it.
+    fn tool(
+        &mut self,
+        step: u32,
+        name: &str,
+        arguments: serde_json::Value,
+        reply: &mut RoleReply,
+    ) -> Option<GateOutcome> {
         let code = if !self.gate.policy().allows(self.task(), name) || !self.gate.tools().has(name) {
             Some(DenialCode::NotAllowed)
-        } else if self.gate.tools().validate(name, &call.0.arguments).is_err() {
+        } else if self.gate.tools().validate(name, &arguments).is_err() {
             Some(DenialCode::InvalidArguments)
         } else {
             None
@@ -347,11 +347,9 @@ impl CallRole {
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code });
             return None;
         }
-        write_call_id(&mut call.0.id, &self.run_id, self.role, reply.tools.len() + 1);
-        call.0.name.clear();
-        call.0.name.push_str(name);
-        let call = &call.0;
-        let outcome = self.gate.run(call, CallContext::new(self.task(), &self.run_id, &self.user));
+        let id = format!("{}-{}-c{}", self.run_id, self.role, reply.tools.len() + 1);
+        let call = ToolCall::new(id, name.to_string(), arguments);
+        let outcome = self.gate.run(&call, CallContext::new(self.task(), &self.run_id, &self.user));
         self.trace.add_tool(step, outcome.code(), name, &call.arguments);
         reply.tools.push(name.to_string());
         if let GateOutcome::Refused { code, .. } = &outcome {
@@ -360,16 +358,62 @@ impl CallRole {
         Some(outcome)
     }
 
+    /// One turn: the blocks the model reads, the request and its worst-case cost, the
+    /// model call, what it cost, and the tool calls it asked for. A turn that ends without
+    /// a message says why in [`RoleReply::stop`].
     async fn handle(&mut self, work: Work, cancel: &CancellationToken) -> RoleReply {
         let mut reply = RoleReply::default();
-        let step = work.round;
-        if work.remaining.calls == 0 {
-            reply.stop = Some(RoleStop::Budget(MultiReason::CallLimit));
-            return reply;
+        if let Err(stop) = self.turn(&work, cancel, &mut reply).await {
+            reply.stop = Some(stop);
         }
-        let mut kept = KeptRequest::take();
-        let mut user = std::mem::take(&mut kept.user);
-        user.reserve(512);
+        reply
+    }
+
+    async fn turn(&mut self, work: &Work, cancel: &CancellationToken, reply: &mut RoleReply) -> Result<(), RoleStop> {
+        if work.remaining.calls == 0 {
+            return Err(RoleStop::Budget(MultiReason::CallLimit));
+        }
+        let user = self.user_text(work, cancel, reply)?;
+        let request = self.request(user);
+        let price = self.prices.price(&request.model).map_err(|e| RoleStop::Failed(e.to_string()))?;
+        // what the model has in view as it writes its text (results of the calls it asks
+        // for below come after it)
+        let seen = self.gate.taint().label();
+        let input_tokens = request.estimated_input_tokens();
+        if price.cost(input_tokens, u64::from(request.max_tokens)) > work.remaining.cost {
+            self.trace.add_known(
+                work.round,
+                TraceKind::Stop,
+                "cost_budget",
+                &["the worst case of the call is over budget"],
+            );
+            return Err(RoleStop::Budget(MultiReason::CostBudget));
+        }
+        let answer = self.ask(&request, input_tokens, work.remaining.time, cancel).await;
+        let response = self.paid(answer, price, input_tokens, work.round, reply)?;
+        // a `finish` call is how a native tool-calling model may hand over its message
+        // (the text above); it is not a tool
+        for RequestedCall { name, arguments, .. } in response.tool_calls.into_iter().filter(|c| c.name != FINISH_TOOL) {
+            if cancel.is_cancelled() {
+                break;
+            }
+            self.tool(work.round, &name, arguments, reply);
+        }
+        reply.text = response.text;
+        reply.label = seen;
+        Ok(())
+    }
+
+    /// The untrusted blocks of the turn: the goal (and the last verdict's notes) for the
+    /// planner; the finding and the documents it cites, re-read through the reviewer's own
+    /// gate, for the reviewer.
+    fn user_text(
+        &mut self,
+        work: &Work,
+        cancel: &CancellationToken,
+        reply: &mut RoleReply,
+    ) -> Result<String, RoleStop> {
+        let mut user = String::with_capacity(512);
         match &work.what {
             Assignment::Plan { goal, notes, notes_label } => {
                 push_block(&mut user, "goal", "user-input", &[], goal);
@@ -382,88 +426,80 @@ impl CallRole {
                 let written = ShortText::<32>::concat(&["coordinator:", &finding.id]);
                 let source = written.as_str();
                 self.gate.absorb(finding.label, source);
-                let text = finding.body.write_text(&mut kept.body);
-                push_block(&mut user, "envelope", source, &[("kind", "finding")], text);
+                push_block(&mut user, "envelope", source, &[("kind", "finding")], &finding.body.to_text());
                 if let Body::Finding(f) = &finding.body {
-                    // the reviewer re-reads what its own scope can read, through its own gate
-                    for doc in f.sources.iter().filter(|s| !is_ticket_id(s)) {
-                        if cancel.is_cancelled() {
-                            reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
-                            return reply;
-                        }
-                        if !self.gate.policy().allows(self.task(), "lookup_document") {
-                            break;
-                        }
-                        if let Some(outcome) = self.tool(step, "lookup_document", Args::DocId(doc), &mut reply) {
-                            // `tool:lookup_document:r1`, its id the part after the prefix
-                            const PREFIX: &str = "tool:lookup_document:";
-                            let mut itoa = itoa::Buffer::new();
-                            let written = ShortText::<48>::concat(&[PREFIX, "r", itoa.format(reply.tools.len())]);
-                            let source = written.as_str();
-                            let id = source.get(PREFIX.len()..).unwrap_or_default();
-                            let (ok, text) = outcome.observation();
-                            push_block(&mut user, "observation", source, &[("id", id), ("ok", bool_str(ok))], &text);
-                        }
-                    }
+                    self.reread(&mut user, &f.sources, work.round, cancel, reply)?;
                 }
             }
-            Assignment::Research(_) => {
-                reply.stop = Some(RoleStop::Failed(format!("the {} cannot research", self.role)));
-                return reply;
+            Assignment::Research(_) => return Err(RoleStop::Failed(format!("the {} cannot research", self.role))),
+        }
+        Ok(user)
+    }
+
+    /// The reviewer re-reads the documents a finding cites, as far as its own scope can
+    /// read them, and adds each result as an observation block.
+    fn reread(
+        &mut self,
+        user: &mut String,
+        sources: &[String],
+        step: u32,
+        cancel: &CancellationToken,
+        reply: &mut RoleReply,
+    ) -> Result<(), RoleStop> {
+        for doc in sources.iter().filter(|s| !is_ticket_id(s)) {
+            if cancel.is_cancelled() {
+                return Err(RoleStop::Budget(MultiReason::Cancelled));
+            }
+            if !self.gate.policy().allows(self.task(), "lookup_document") {
+                break;
+            }
+            if let Some(outcome) = self.tool(step, "lookup_document", serde_json::json!({ "doc_id": doc }), reply) {
+                // `tool:lookup_document:r1`, its id the part after the prefix
+                const PREFIX: &str = "tool:lookup_document:";
+                let mut itoa = itoa::Buffer::new();
+                let written = ShortText::<48>::concat(&[PREFIX, "r", itoa.format(reply.tools.len())]);
+                let source = written.as_str();
+                let id = source.get(PREFIX.len()..).unwrap_or_default();
+                let (ok, text) = outcome.observation();
+                push_block(user, "observation", source, &[("id", id), ("ok", bool_str(ok))], &text);
             }
         }
-        let mut messages = std::mem::take(&mut kept.messages);
-        messages.push(Message::system(self.prompt));
-        messages.push(Message::user(user));
-        let mut tools = std::mem::take(&mut kept.tools);
+        Ok(())
+    }
+
+    /// The request: the trusted prompt, the untrusted blocks, the tools of the role's scope.
+    fn request(&self, user: String) -> LlmRequest {
+        let mut tools = Vec::new();
         self.specs(&mut tools);
-        // the request's buffers go back to this thread's kept ones when the call is done
-        // (on every way out of here)
-        let lent = LentRequest {
-            request: LlmRequest {
-                model: self.client.model_name(),
-                messages,
-                tools,
-                // a real model's own allowance (`--planner-max-tokens`, …) wins
-                max_tokens: self.client.max_tokens().unwrap_or(MAX_OUTPUT_TOKENS),
-            },
-            body: std::mem::take(&mut kept.body),
-        };
-        let request = &lent.request;
-        let price = match self.prices.price(&request.model) {
-            Ok(p) => p,
-            Err(e) => {
-                reply.stop = Some(RoleStop::Failed(e.to_string()));
-                return reply;
-            }
-        };
-        // what the model has in view as it writes its text (results of the calls it asks
-        // for below come after it)
-        let seen = self.gate.taint().label();
-        let input_tokens = request.estimated_input_tokens();
-        if price.cost(input_tokens, u64::from(request.max_tokens)) > work.remaining.cost {
-            self.trace.add_known(step, TraceKind::Stop, "cost_budget", &["the worst case of the call is over budget"]);
-            reply.stop = Some(RoleStop::Budget(MultiReason::CostBudget));
-            return reply;
+        LlmRequest {
+            model: self.client.model_name(),
+            messages: vec![Message::system(self.prompt), Message::user(user)],
+            tools,
+            // a real model's own allowance (`--planner-max-tokens`, …) wins
+            max_tokens: self.client.max_tokens().unwrap_or(MAX_OUTPUT_TOKENS),
         }
-        // the answer is a message, not a proposal: a client that rewrites native tool
-        // calls into proposal text keeps the reply's own text here
+    }
+
+    /// The model call, under its `chat` span, raced against the run's token; `None` when
+    /// the token fired first. The answer is a message, not a proposal: a client that
+    /// rewrites native tool calls into proposal text keeps the reply's own text here.
+    async fn ask(
+        &mut self,
+        request: &LlmRequest,
+        input_tokens: u64,
+        time_left: std::time::Duration,
+        cancel: &CancellationToken,
+    ) -> Option<Result<LlmResponse, ModelError>> {
         let chat = crate::spans::chat(&request.model);
-        // a client with its answer at hand (a fake) gives it here, with no future to box
-        // and race; the token is read first, as the race below reads it
+        // the token is read first: a cancelled role asks its model nothing more
         let answer = if cancel.is_cancelled() {
             None
-        } else if let Some(now) = chat.in_scope(|| self.client.answer_message_now(request)) {
-            Some(now)
         } else {
             // the run's time left is the call's deadline: the call, its retries and their
             // waits end there (`time_budget`)
-            self.client.set_deadline(tokio::time::Instant::now().checked_add(work.remaining.time));
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                r = self.client.complete_message(request).instrument(chat.clone()) => Some(r),
-            }
+            self.client.set_deadline(tokio::time::Instant::now().checked_add(time_left));
+            let call = chat.in_scope(|| self.client.complete_message(request)).instrument(chat.clone());
+            answer_or_cancelled(call, cancel).await
         };
         match &answer {
             None => crate::spans::failed(&chat, "cancelled"),
@@ -474,177 +510,49 @@ impl CallRole {
                 crate::spans::chat_answered(&chat, tokens, !r.tool_calls.is_empty());
             }
         }
-        drop(chat);
-        let response = match answer {
+        answer
+    }
+
+    /// Records the call in the trace and what it cost in `reply` (an answer the server
+    /// gave is paid whatever became of it), and gives the response, or why there is none.
+    fn paid(
+        &mut self,
+        answer: Option<Result<LlmResponse, ModelError>>,
+        price: Price,
+        input_tokens: u64,
+        step: u32,
+        reply: &mut RoleReply,
+    ) -> Result<LlmResponse, RoleStop> {
+        let pay = |reply: &mut RoleReply, (input, output): (u64, u64)| {
+            reply.cost = price.cost(input, output);
+            reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };
+        };
+        match answer {
             None => {
                 self.trace.add_known(step, TraceKind::Model, "cancelled", &["model call abandoned"]);
-                reply.stop = Some(RoleStop::Budget(MultiReason::Cancelled));
-                return reply;
+                Err(RoleStop::Budget(MultiReason::Cancelled))
             }
             Some(Err(ModelError::Failed { code, message, answered })) => {
                 self.trace.add(step, TraceKind::Model, code, &message);
                 reply.calls = 1;
-                // an answer the server gave is paid whatever became of it
                 if let Some(a) = answered.as_deref() {
-                    let (input, output) = a.tokens(input_tokens);
-                    reply.cost = price.cost(input, output);
-                    reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };
+                    pay(reply, a.tokens(input_tokens));
                 }
-                reply.stop = Some(if code == "time_budget" {
+                Err(if code == "time_budget" {
                     RoleStop::Budget(MultiReason::TimeBudget)
                 } else {
                     let cause = format!("{code}: {}", crate::security::redact(&message));
                     RoleStop::Own { reason: StopReason::ModelError, cause: Some(cause) }
-                });
-                return reply;
+                })
             }
-            Some(Err(crash)) => {
-                reply.stop = Some(RoleStop::Failed(crash.to_string()));
-                return reply;
-            }
-            Some(Ok(r)) => r,
-        };
-        let (input, output) = response.tokens(|| (input_tokens, estimate_tokens(&response.text)));
-        reply.calls = 1;
-        reply.cost = price.cost(input, output);
-        reply.paid = Summary { calls: 1, input_tokens: input, output_tokens: output, cost: reply.cost };
-        self.trace.add(step, TraceKind::Model, "ok", &response.text);
-        // a `finish` call is how a native tool-calling model may hand over its message
-        // (the text above); it is not a tool
-        for RequestedCall { name, arguments, .. } in response.tool_calls.into_iter().filter(|c| c.name != FINISH_TOOL) {
-            if cancel.is_cancelled() {
-                break;
-            }
-            self.tool(step, &name, Args::Value(arguments), &mut reply);
-        }
-        reply.text = response.text;
-        reply.label = seen;
-        reply
-    }
-}
-
-/// Writes the id of a call role's `n`th call over `id`: `RUN-ROLE-cN`.
-fn write_call_id(id: &mut String, run_id: &str, role: Role, n: usize) {
-    id.clear();
-    id.reserve(run_id.len() + 16);
-    id.push_str(run_id);
-    id.push('-');
-    id.push_str(role.as_str());
-    id.push_str("-c");
-    id.push_str(itoa::Buffer::new().format(n));
-}
-
-/// A planner's or reviewer's call arguments: the model's own, or a document look-up's.
-enum Args<'a> {
-    /// As the model asked.
-    Value(serde_json::Value),
-    /// `{"doc_id": …}`.
-    DocId(&'a str),
-}
-
-impl Args<'_> {
-    /// Writes these arguments over `slot`: a `{"doc_id": …}` object already there keeps its
-    /// key and has its string overwritten in place (the same value as a new object).
-    fn write_into(self, slot: &mut serde_json::Value) {
-        match self {
-            Self::Value(v) => *slot = v,
-            Self::DocId(doc) => {
-                if let serde_json::Value::Object(map) = slot
-                    && map.len() == 1
-                    && let Some(serde_json::Value::String(s)) = map.get_mut("doc_id")
-                {
-                    s.clear();
-                    s.push_str(doc);
-                    return;
-                }
-                *slot = serde_json::json!({ "doc_id": doc });
+            Some(Err(crash)) => Err(RoleStop::Failed(crash.to_string())),
+            Some(Ok(response)) => {
+                reply.calls = 1;
+                pay(reply, response.tokens(|| (input_tokens, estimate_tokens(&response.text))));
+                self.trace.add(step, TraceKind::Model, "ok", &response.text);
+                Ok(response)
             }
         }
-    }
-}
-
-/// Largest text buffer a thread keeps between calls (a larger one, for a rare large
-/// prompt or argument, is dropped after use).
-const KEPT_TEXT_MAX: usize = 16 * 1024;
-
-thread_local! {
-    /// The tool call a call role's last look-up ran on this thread: its strings' buffers
-    /// are written over by the next one.
-    static KEPT_CALL: Cell<Option<ToolCall>> = const { Cell::new(None) };
-    /// The buffers of the last planner's or reviewer's request on this thread, empty.
-    static KEPT_REQUEST: Cell<Option<KeptRequest>> = const { Cell::new(None) };
-}
-
-/// This thread's kept tool call, taken for one call and given back when dropped (with
-/// only a document look-up's arguments kept, and no large buffer).
-struct KeptCall(ToolCall);
-
-impl KeptCall {
-    fn empty() -> ToolCall {
-        ToolCall::new(String::new(), String::new(), serde_json::Value::Null)
-    }
-
-    fn take() -> Self {
-        Self(KEPT_CALL.try_with(Cell::take).ok().flatten().unwrap_or_else(Self::empty))
-    }
-}
-
-impl Drop for KeptCall {
-    fn drop(&mut self) {
-        let mut call = std::mem::replace(&mut self.0, Self::empty());
-        if !matches!(&call.arguments, serde_json::Value::Object(m) if m.len() == 1 && m.contains_key("doc_id")) {
-            call.arguments = serde_json::Value::Null;
-        }
-        if call.id.capacity() > KEPT_TEXT_MAX || call.name.capacity() > KEPT_TEXT_MAX {
-            return;
-        }
-        let _ = KEPT_CALL.try_with(move |k| k.set(Some(call)));
-    }
-}
-
-/// The empty buffers a planner's or reviewer's request is built in: the user text, the
-/// message list, the tool list and the envelope text.
-#[derive(Default)]
-struct KeptRequest {
-    user: String,
-    messages: Vec<Message>,
-    tools: Vec<ToolSpec>,
-    body: Vec<u8>,
-}
-
-impl KeptRequest {
-    /// This thread's kept buffers, or new ones.
-    fn take() -> Self {
-        KEPT_REQUEST.try_with(Cell::take).ok().flatten().unwrap_or_default()
-    }
-}
-
-/// A request (and the envelope text written for it) whose buffers go back to this
-/// thread's [`KEPT_REQUEST`], emptied, when it is dropped.
-struct LentRequest {
-    request: LlmRequest,
-    body: Vec<u8>,
-}
-
-impl Drop for LentRequest {
-    fn drop(&mut self) {
-        let mut messages = std::mem::take(&mut self.request.messages);
-        // the user text is the last message, the one [`CallRole::handle`] wrote
-        let mut user = match messages.pop() {
-            Some(Message { content: Cow::Owned(text), .. }) if text.capacity() <= KEPT_TEXT_MAX => text,
-            _ => String::new(),
-        };
-        user.clear();
-        messages.clear();
-        let mut tools = std::mem::take(&mut self.request.tools);
-        tools.clear();
-        let mut body = std::mem::take(&mut self.body);
-        if body.capacity() > KEPT_TEXT_MAX {
-            body = Vec::new();
-        }
-        body.clear();
-        let kept = KeptRequest { user, messages, tools, body };
-        let _ = KEPT_REQUEST.try_with(move |k| k.set(Some(kept)));
     }
 }
 
@@ -849,18 +757,12 @@ mod tests {
         Assignment::Plan { goal: Arc::from(goal), notes: None, notes_label: Label::TRUSTED }
     }
 
-    fn forget_kept() {
-        KEPT_REQUEST.with(Cell::take);
-        KEPT_CALL.with(Cell::take);
-    }
-
     #[tokio::test(flavor = "current_thread")]
-    async fn kept_buffers_give_every_request_call_and_line_that_new_ones_give() {
-        // each assignment first with nothing kept on the thread (new buffers, as before
-        // they were kept), then again after other assignments have left their longer,
-        // different texts, arguments and ids in the kept buffers: the request the model
-        // sees, the reply, the gate's audit (call ids, fingerprints) and the trace are the
-        // same, byte for byte
+    async fn a_turn_gives_the_same_request_call_and_lines_whatever_ran_before_it() {
+        // each assignment first on its own, then again after other assignments with
+        // longer, different texts, arguments and ids have run on the same thread: the
+        // request the model sees, the reply, the gate's audit (call ids, fingerprints) and
+        // the trace are the same, byte for byte (a turn carries nothing over)
         let assignments = || {
             vec![
                 (Role::Reviewer, review("kc-returns-v3 is titled Returns and refunds (v3)", &["kc-returns-v3"])),
@@ -879,7 +781,6 @@ mod tests {
         };
         let mut fresh = Vec::new();
         for (role, what) in assignments() {
-            forget_kept();
             fresh.push(turn(role, what).await);
         }
         for round in 0..2 {
@@ -898,48 +799,5 @@ mod tests {
         // the look-ups did run (and one was refused by the world): the calls are compared
         assert!(fresh[1].4.len() >= 3, "{:?}", fresh[1].4);
         assert_eq!(fresh[1].2, ["lookup_document"; 3]);
-    }
-
-    #[test]
-    fn call_ids_written_over_a_kept_one_are_the_formatted_ids() {
-        let mut id = String::from("left over from a much longer run id and call");
-        for run_id in ["run-7", "", "a-much-longer-run-id-than-most-0123456789", "é"] {
-            for role in [Role::Planner, Role::Reviewer] {
-                for n in (0..1200).chain([9_999, 10_000, 123_456_789, usize::MAX]) {
-                    write_call_id(&mut id, run_id, role, n);
-                    assert_eq!(id, format!("{run_id}-{role}-c{n}"));
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_document_look_up_written_over_any_kept_arguments_is_the_new_object() {
-        let docs = ["kc-returns-v3", "", "a", "kc-warranty-v2-and-a-much-longer-id-than-before", "é\"<>&", "x"];
-        let kept = [
-            serde_json::Value::Null,
-            serde_json::json!({ "doc_id": "old" }),
-            serde_json::json!({ "doc_id": 7 }),
-            serde_json::json!({ "doc_id": "old", "other": "x" }),
-            serde_json::json!({ "ticket_id": "T-601" }),
-            serde_json::json!(["doc_id"]),
-        ];
-        for doc in docs {
-            for slot in &kept {
-                let mut slot = slot.clone();
-                Args::DocId(doc).write_into(&mut slot);
-                assert_eq!(slot, serde_json::json!({ "doc_id": doc }));
-                assert_eq!(slot.to_string(), serde_json::json!({ "doc_id": doc }).to_string());
-                // and again over what it left
-                for next in docs {
-                    let mut again = slot.clone();
-                    Args::DocId(next).write_into(&mut again);
-                    assert_eq!(again.to_string(), serde_json::json!({ "doc_id": next }).to_string());
-                }
-            }
-        }
-        let mut slot = serde_json::json!({ "doc_id": "old" });
-        Args::Value(serde_json::json!({ "to": "a@b.example" })).write_into(&mut slot);
-        assert_eq!(slot, serde_json::json!({ "to": "a@b.example" }));
     }
 }

@@ -49,7 +49,7 @@ impl std::str::FromStr for ClaimMode {
 pub(crate) struct Fact {
     /// The fact's text; it starts with the id of what was read (see [`Fact::source`]). Up
     /// to 24 bytes (`T-602 status is open`) are kept inline, without an allocation.
-    pub text: CompactString,
+    pub(crate) text: CompactString,
     /// How many bytes of `text` the id takes.
     source_len: usize,
     /// Whether every value in it has a type (see [`Fact::typed`]), or where the title

@@ -38,12 +38,12 @@ use super::durable_http::{RebuildError, Rebuilt};
 use super::exchanges::{RunExchanges, exchange_count};
 use super::journal::{StepRecord, StepWriter, push_step, run_summary, sign_step, steps_of};
 use super::{StoreError, rows};
-use crate::BoxFuture;
 use crate::agent::{AgentState, Durable, FixedPlan, Progress, StepSink, Trace};
 use crate::cost::Ledger;
 use crate::design::{
     Design, DesignConfig, DesignOutcome, PLAN_STEP, PlanFake, PlanFakeKind, PlanRecord, plan_then_execute, run_design,
 };
+use crate::future::BoxFuture;
 use crate::gate::AuditEvent;
 use crate::human::{ApprovalRequest, Checkpoint, resume_run};
 use crate::lab::DeciderSpec;

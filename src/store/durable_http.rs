@@ -249,7 +249,10 @@ mod tests {
             fn recall(&self, _: &str) -> Result<(u32, Option<String>), String> {
                 Err("unused".into())
             }
-            fn keep(&self, _: crate::model::http::ExchangeAnswer) -> crate::BoxFuture<'static, Result<(), String>> {
+            fn keep(
+                &self,
+                _: crate::model::http::ExchangeAnswer,
+            ) -> crate::future::BoxFuture<'static, Result<(), String>> {
                 Box::pin(std::future::ready(Err("unused".into())))
             }
         }

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::journal::StepWriter;
 use super::{BadRow, RowCode, Rows, StoreError};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 use crate::human::SigningKey;
 use crate::model::http::{ExchangeAnswer, ExchangeLog};
 

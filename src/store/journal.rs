@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 
 use super::{BadRow, RowCode, Rows, Store, StoreError, rows, to_json};
-use crate::BoxFuture;
 use crate::agent::{AgentState, Progress, StepSink};
+use crate::future::BoxFuture;
 use crate::gate::AuditEvent;
 use crate::human::{Checkpoint, SigningKey};
 

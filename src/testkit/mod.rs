@@ -52,7 +52,6 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::BoxFuture;
 use crate::agent::{
     AgentState, CheckCode, MAX_PROPOSAL_BYTES, Proposal, ProposalError, StateError, Status, parse_proposal,
 };
@@ -60,6 +59,7 @@ use crate::cost::ManualClock;
 use crate::design::plan::MAX_PLAN_BYTES;
 use crate::design::{PalConfig, PalKind, PalReply, PlanCode, check_plan, parse_plan};
 use crate::eval::scenarios::{parse_single_row, run_single};
+use crate::future::BoxFuture;
 use crate::gate::CallContext;
 use crate::gate::{Access, GateOutcome, ToolGate, derived_idempotency_key};
 use crate::human::{Level, classify};

@@ -18,7 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::{ArgError, Output, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec, str_schema};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 use crate::world::World;
 
 /// Longest value of one argument field of an added tool, in characters.

@@ -209,12 +209,6 @@ impl Output<'_> {
     }
 }
 
-/// Appends `s` as a JSON string literal, as `serde_json` writes it.
-pub(crate) fn push_str_literal(out: &mut String, s: &str) {
-    // writing a string cannot fail
-    out.push_str(&serde_json::to_string(s).unwrap_or_default());
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

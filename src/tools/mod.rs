@@ -25,7 +25,7 @@ pub(crate) use added::{AddToolError, ToolSet};
 pub use added::{AddedArgs, Tool};
 pub(crate) use calculator::evaluate;
 pub use data::ToolData;
-pub(crate) use data::{Output, Record, push_str_literal};
+pub(crate) use data::{Output, Record};
 pub(crate) use search::search;
 
 /// A proposed or executed tool call.
@@ -108,7 +108,14 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 pub struct GetTicketArgs {
     /// Ticket id such as `T-601` (held inline up to 24 bytes: reading the arguments of a
     /// well-formed call allocates nothing; its JSON is the string's).
-    pub ticket_id: CompactString,
+    pub(crate) ticket_id: CompactString,
+}
+
+impl GetTicketArgs {
+    /// The ticket id.
+    pub fn ticket_id(&self) -> &str {
+        &self.ticket_id
+    }
 }
 
 /// Arguments of `lookup_document`.
@@ -116,7 +123,14 @@ pub struct GetTicketArgs {
 #[serde(deny_unknown_fields)]
 pub struct LookupDocumentArgs {
     /// Document id such as `kc-returns-v3` (inline up to 24 bytes, as a ticket id).
-    pub doc_id: CompactString,
+    pub(crate) doc_id: CompactString,
+}
+
+impl LookupDocumentArgs {
+    /// The document id.
+    pub fn doc_id(&self) -> &str {
+        &self.doc_id
+    }
 }
 
 /// Arguments of `calculator`.

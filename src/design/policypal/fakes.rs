@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use std::str::FromStr;
 
 use super::NO_FURTHER_RESULTS;
-use crate::BoxFuture;
 use crate::design::goal::{address, clauses, docs, tickets, wants_email};
+use crate::future::BoxFuture;
 use crate::model::blocks::{Block, parse_blocks};
 use crate::model::{LlmClient, LlmRequest, LlmResponse, MessageRole, ModelError, RequestedCall};
 

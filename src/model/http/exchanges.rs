@@ -15,7 +15,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 
 /// Where a durable run's model exchanges are kept.
 pub trait ExchangeLog: Send + Sync {

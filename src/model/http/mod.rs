@@ -51,7 +51,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{Answered, LlmClient, LlmRequest, LlmResponse, ModelError};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 pub(crate) use config::ConfigError;
 pub use config::{
     ApiKey, ConnectionLimit, ConnectionTimes, Endpoint, HttpConfig, HttpFlags, Jitter, RetryPolicy, Temperature,
