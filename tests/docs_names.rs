@@ -56,8 +56,8 @@ fn candidates(root: &Path, path: &str) -> Vec<PathBuf> {
 }
 
 fn defines(files: &[PathBuf], name: &str) -> bool {
-    let wanted = format!("fn {name}(");
-    files.iter().any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(&wanted)))
+    let wanted = [format!("fn {name}("), format!("fn {name}<")];
+    files.iter().any(|f| std::fs::read_to_string(f).is_ok_and(|t| wanted.iter().any(|w| t.contains(w))))
 }
 
 /// The names of `text` (a page at `page`) that match no function, as `page:line: name`.
