@@ -13,7 +13,7 @@ use crate::cost::SharedClock;
 use crate::human::{
     ApprovalError, ApprovalQueue, ApprovalRequest, Approver, ApproverKey, AuditLine, Checkpoint, CheckpointCode,
     CheckpointError, DecisionCode, DecisionStatement, IdentityCode, IdentityError, RequestStatus, ResumeError,
-    ResumeVerdict, SigningKey, cancel_waiting, resume_with_decision,
+    ResumeVerdict, SignedDecision, SigningKey, cancel_waiting, resume_with_decision,
 };
 use crate::lab::{DeciderSpec, Lab, LabConfig};
 use crate::model::{FakeKind, ScriptedModel, research_script};
@@ -424,6 +424,41 @@ enum Actor<'a> {
     Key(&'a ApproverKey),
 }
 
+/// Who decides `req`, by name, and their signed decision when they decide with a key:
+/// a name, the requester withdrawing their own request, or a registered approver's key,
+/// whose statement is signed and checked as a recorded decision is, before anything runs.
+fn identify(
+    who: Actor<'_>,
+    req: &ApprovalRequest,
+    registry: &Rows<Approver>,
+    action: DeskAction,
+    clock: &SharedClock,
+) -> Result<(String, Option<SignedDecision>), DeskError> {
+    Ok(match who {
+        Actor::Named(name) => (name.to_string(), None),
+        Actor::Requester(name) if name == req.requested_by => (name.to_string(), None),
+        Actor::Requester(name) => {
+            let detail = format!(
+                "{name} is not the requester of {}; only the requester withdraws by name, an approver signs with --key",
+                req.id
+            );
+            return Err(DeskError::Identity(IdentityError::new(IdentityCode::NoKey, detail)));
+        }
+        Actor::Key(k) => {
+            let approver = registered(registry, k.name())?;
+            if approver.public_key != k.public_hex() {
+                let detail = format!("this key ({}) is not the one registered for {}", k.fingerprint(), k.name());
+                return Err(DeskError::Identity(IdentityError::new(IdentityCode::UnknownKey, detail)));
+            }
+            let statement = DecisionStatement::new(req, action.verb(), clock.now().as_secs_f64(), k);
+            let signed = k.sign(&statement)?;
+            // the same check a recorded decision passes, before anything runs
+            signed.verify(&approver, req, action.verb())?;
+            (approver.name, Some(signed))
+        }
+    })
+}
+
 /// The registered approver `name`, from rows that verify.
 fn registered(registry: &Rows<Approver>, name: &str) -> Result<Approver, DeskError> {
     if let Some(bad) = registry.bad.iter().find(|b| b.id == name) {
@@ -705,28 +740,7 @@ impl Desk {
             return Ok(Decided { code: DecisionCode::UnknownRequest, run: None, replayed: false, sent_now: 0 });
         };
         let registry = rows::approvers(&tx, key)?;
-        let (actor, signed) = match who {
-            Actor::Named(name) => (name.to_string(), None),
-            Actor::Requester(name) if name == req.requested_by => (name.to_string(), None),
-            Actor::Requester(name) => {
-                let detail = format!(
-                    "{name} is not the requester of {request_id}; only the requester withdraws by name, an approver signs with --key"
-                );
-                return Err(DeskError::Identity(IdentityError::new(IdentityCode::NoKey, detail)));
-            }
-            Actor::Key(k) => {
-                let approver = registered(&registry, k.name())?;
-                if approver.public_key != k.public_hex() {
-                    let detail = format!("this key ({}) is not the one registered for {}", k.fingerprint(), k.name());
-                    return Err(DeskError::Identity(IdentityError::new(IdentityCode::UnknownKey, detail)));
-                }
-                let statement = DecisionStatement::new(&req, action.verb(), clock.now().as_secs_f64(), k);
-                let signed = k.sign(&statement)?;
-                // the same check a recorded decision passes, before anything runs
-                signed.verify(&approver, &req, action.verb())?;
-                (approver.name, Some(signed))
-            }
-        };
+        let (actor, signed) = identify(who, &req, &registry, action, clock)?;
         let actor = actor.as_str();
         let spec: RunSpec = serde_json::from_str(&rows::run_spec(&tx, &req.run_id, key)?)
             .map_err(|e| StoreError::BadRow { what: format!("run {}", req.run_id), detail: e.to_string() })?;
@@ -760,27 +774,15 @@ impl Desk {
             recorded_approval(&tx, &registry, &req, &lab.agent.gate)?;
         }
         let before = checkpoint.clone();
-        let resumed = match action {
-            DeskAction::Approve => {
-                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, ResumeVerdict::Approve)
-                    .await?
-            }
-            DeskAction::Deny => {
-                resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, ResumeVerdict::Deny)
-                    .await?
-            }
-            DeskAction::DenyReplan => {
-                resume_with_decision(
-                    &mut lab.agent,
-                    &mut queue,
-                    checkpoint,
-                    request_id,
-                    actor,
-                    ResumeVerdict::DenyReplan,
-                )
-                .await?
-            }
-            DeskAction::Cancel => cancel_waiting(&mut lab.agent, &mut queue, checkpoint, request_id, actor)?,
+        let verdict = match action {
+            DeskAction::Approve => Some(ResumeVerdict::Approve),
+            DeskAction::Deny => Some(ResumeVerdict::Deny),
+            DeskAction::DenyReplan => Some(ResumeVerdict::DenyReplan),
+            DeskAction::Cancel => None,
+        };
+        let resumed = match verdict {
+            Some(v) => resume_with_decision(&mut lab.agent, &mut queue, checkpoint, request_id, actor, v).await?,
+            None => cancel_waiting(&mut lab.agent, &mut queue, checkpoint, request_id, actor)?,
         };
         save_queue(&tx, &queue, audit_before, key)?;
         if let (DecisionCode::Ok, Some(signed)) = (resumed.code, &signed) {

@@ -371,9 +371,7 @@ impl Desk {
         if let Some(bad) = pending.bad.into_iter().next() {
             return Err(DeskError::Quarantined(bad));
         }
-        for action in pending.good {
-            lab.agent.gate.restore_pending(action);
-        }
+        pending.good.into_iter().for_each(|action| lab.agent.gate.restore_pending(action));
         let latest = self.latest_of(run_id)?;
         // the resumed loop's first step is the latest checkpoint again: not written twice
         let again: VecDeque<(u32, String)> =
@@ -391,14 +389,7 @@ impl Desk {
         let (run, ledger, trace) = match (latest, plan) {
             (_, Some(None)) => {
                 // plan: ask the planner; the checked plan is durable before it runs
-                let mut planner: Box<dyn LlmClient> = match models.and_then(|m| m.model.clone()) {
-                    Some(http) => Box::new(HttpClient::new(http)),
-                    None => {
-                        let kind = if d.fake.is_empty() { "sensible" } else { d.fake.as_str() };
-                        let kind: PlanFakeKind = kind.parse().map_err(store_err)?;
-                        Box::new(PlanFake::new(kind))
-                    }
-                };
+                let mut planner = planner_of(d, models)?;
                 let out =
                     plan_then_execute(planner.as_mut(), &mut lab.agent, &d.goal, run_id).await.map_err(store_err)?;
                 match out.run {
@@ -444,25 +435,7 @@ impl Desk {
         rows::push_gate_audit(&tx, lab.agent.gate.audit().get(lab.agent.audit_flushed()..).unwrap_or_default(), key)?;
         save_queue(&tx, &queue, audit_before, key)?;
         rows::push_sent(&tx, run_id, lab.world.outbox.sent().get(sent_before.len()..).unwrap_or(&[]), key)?;
-        let lines = if d.design == "single" {
-            // the lines `rolegate run` has always printed for a single run
-            let mut lines = run.trace().lines();
-            let state = &run.state;
-            lines.push(crate::design::usage_line("agent", &run.ledger().summary()));
-            if let Some(answer) = state.answer() {
-                lines.push(crate::design::answer_line(answer));
-            }
-            lines.push(format!(
-                "{} {} {} calls={:?}",
-                state.run_id(),
-                state.status().name(),
-                run.reason(),
-                run.calls()
-            ));
-            lines
-        } else {
-            outcome.lines()
-        };
+        let lines = if d.design == "single" { single_lines(&run) } else { outcome.lines() };
         let end = EndRecord {
             code: outcome.code.as_str().to_string(),
             lines,
@@ -668,4 +641,29 @@ impl RunSpec {
             }),
         }
     }
+}
+
+/// The lines `rolegate run` has always printed for a single run: its trace, usage, answer
+/// and the state line.
+fn single_lines(run: &crate::agent::Run) -> Vec<String> {
+    let mut lines = run.trace().lines();
+    let state = &run.state;
+    lines.push(crate::design::usage_line("agent", &run.ledger().summary()));
+    if let Some(answer) = state.answer() {
+        lines.push(crate::design::answer_line(answer));
+    }
+    lines.push(format!("{} {} {} calls={:?}", state.run_id(), state.status().name(), run.reason(), run.calls()));
+    lines
+}
+
+/// The planner of a durable plan run: the run's real model when it had one, else its fake.
+fn planner_of(d: &DurableSpec, models: Option<&Rebuilt>) -> Result<Box<dyn LlmClient>, DeskError> {
+    Ok(match models.and_then(|m| m.model.clone()) {
+        Some(http) => Box::new(HttpClient::new(http)),
+        None => {
+            let kind = if d.fake.is_empty() { "sensible" } else { d.fake.as_str() };
+            let kind: PlanFakeKind = kind.parse().map_err(store_err)?;
+            Box::new(PlanFake::new(kind))
+        }
+    })
 }

@@ -748,7 +748,6 @@ pub(crate) async fn run_variant(
     // answered never got to run (it waited for a connection): it is no result
     let real = shared.models.single.as_ref().is_some_and(|d| matches!(d, DeciderSpec::Http(_)))
         || shared.models.roles.is_some();
-    let ended;
     let model = super::templated::reader_model(&shared.models, &config);
     let attack = attack.map(|a| filled_for(&shared.env.world, &task.user, &model, &a)).transpose()?;
     let name = format!("{}/{}", task.id, attack.as_ref().map_or("benign", |a| a.id.as_str()));
@@ -764,109 +763,24 @@ pub(crate) async fn run_variant(
         ),
         None => shared.env.world.clone(),
     };
-    let planted: Arc<[Attack]> = attack.iter().cloned().collect();
-    let approval_mode = |s: Switch| if s == Switch::On { ApprovalMode::Required } else { ApprovalMode::Off };
-    let ifc_mode = |s: Switch| if s == Switch::On { IfcMode::On } else { IfcMode::Off };
-    let mut refusals = Vec::new();
-    let mut stopped = None;
-    let hop;
-    let (done, tools, verdict, answer_ok, usage) = match config {
+    let cell = Cell { shared: &shared, task: &task, attack: attack.as_ref(), rep, name: &name, run_id: &run_id, world };
+    let ran = match config {
         DefenseConfig::Single { scopes, loop_check, approval, ifc } => {
-            let policy = match scopes {
-                ScopeWidth::Narrow => shared.env.policy.clone(),
-                ScopeWidth::Wide => shared.env.policy.clone().widened(&task.task),
-            };
-            let env = Env { world, policy, prices: shared.env.prices.clone() };
-            let decider = match shared.models.single.clone() {
-                // each repetition is its own recorded exchange (`--cache`)
-                Some(DeciderSpec::Http(cfg)) => DeciderSpec::Http(HttpConfig { repetition: rep, ..cfg }),
-                Some(other) => other,
-                None => DeciderSpec::Compromised(planted),
-            };
-            let mut cfg = LabConfig {
-                decider,
-                user: task.user.clone(),
-                task: task.task.clone(),
-                checks: if loop_check == Switch::On { CheckMode::Full } else { CheckMode::TrustModel },
-                ..LabConfig::default()
-            };
-            if let Some(t) = shared.time_budget {
-                cfg.budget.max_seconds = t;
-            }
-            let mut lab = cfg.build(&env);
-            let policy = lab.agent.gate.policy().clone();
-            lab.agent.gate.set_policy(policy.with_approval_shared(approval_mode(approval)));
-            lab.agent.gate.set_ifc(ifc_mode(ifc));
-            let run = lab
-                .agent
-                .run(&task.goal, &run_id)
-                .await
-                .map_err(|source| ScenarioError::Run { id: name.clone(), source })?;
-            refusal_codes(run.trace(), &mut refusals);
-            stopped = stopped.or_else(|| first_refusal(run.trace(), "agent"));
-            let tools: Vec<String> = ran_ok(run.trace()).map(str::to_string).collect();
-            let email = env.world.users().get(&task.user).map(|u| u.email.as_str());
-            let verdict = attack
-                .as_ref()
-                .map(|a| single_verdict(&a.effect, &lab.world.outbox, email, run.trace(), lab.agent.gate.audit()));
-            let done = run.reason() == crate::agent::StopReason::Done;
-            ended = run.reason().as_str();
-            hop = attack
-                .as_ref()
-                .zip(verdict)
-                .map(|(a, v)| single_propagation(a, v, &SingleSeen::of(&run, &lab.agent, &task.into)));
-            let answer_ok = super::graded::single_ok(&task.expect, &task.needs, &run);
-            (done, tools, verdict, answer_ok, run.ledger().summary())
+            run_single(cell, scopes, loop_check, approval, ifc).await?
         }
         DefenseConfig::Multi { filter, claims, scopes, approval, ifc } => {
-            let scopes = match scopes {
-                ScopeWidth::Narrow => shared.narrow.scopes.clone(),
-                ScopeWidth::Wide => shared.wide.clone(),
-            };
-            let menv = Arc::new(MultiEnv {
-                world,
-                prices: shared.env.prices.clone(),
-                scopes,
-                graph: shared.narrow.graph.clone(),
-            });
-            let mut cfg = MultiConfig {
-                user: task.user.clone(),
-                claims,
-                filter: if filter == Switch::On { InstructionFilter::On } else { InstructionFilter::Off },
-                approval: approval_mode(approval),
-                ifc: ifc_mode(ifc),
-                ..MultiConfig::default()
-            };
-            if let Some(t) = shared.time_budget {
-                cfg.budget.max_seconds = t;
-            }
-            let models = role_models(&shared, planted, rep);
-            let run = crate::multi::run(&menv, cfg, models, &task.goal, &run_id)
-                .await
-                .map_err(|source| ScenarioError::Multi { id: name.clone(), source })?;
-            let mut tools = Vec::new();
-            for t in &run.traces {
-                refusal_codes(t, &mut refusals);
-                stopped = stopped.or_else(|| first_refusal(t, "coordinator"));
-                tools.extend(ran_ok(t).map(str::to_string));
-            }
-            let verdict = attack.as_ref().map(|a| multi_verdict(&a.effect, &run));
-            hop = attack.as_ref().zip(verdict).map(|(a, v)| multi_propagation(a, v, &run, &task.into, &[]));
-            let covers = task.needs.iter().all(|n| tools.iter().any(|t| t == n));
-            let answer_ok = super::graded::multi_ok(&task.expect, &run, covers);
-            ended = run.reason.as_str();
-            (run.reason == MultiReason::Done, tools, verdict, answer_ok, super::graded::multi_usage(&run))
+            run_multi(cell, filter, claims, scopes, approval, ifc).await?
         }
     };
-    let never_ran = match ended {
+    let never_ran = match ran.ended {
         "time_budget" => Some("time_budget"),
         "cancelled" => Some("cancelled"),
         _ => None,
     }
-    .filter(|_| real && usage.calls == 0);
-    let covered = task.needs.iter().all(|n| tools.iter().any(|t| t == n));
-    let (stopped_at, stopped_by) = stopped.unzip();
-    let (hop, hop_stopped_by) = hop.map_or((None, None), |p: Propagation| (Some(p.hop), p.stopped_by));
+    .filter(|_| real && ran.usage.calls == 0);
+    let covered = task.needs.iter().all(|n| ran.tools.iter().any(|t| t == n));
+    let (stopped_at, stopped_by) = ran.stopped.unzip();
+    let (hop, hop_stopped_by) = ran.hop.map_or((None, None), |p: Propagation| (Some(p.hop), p.stopped_by));
     let run = VariantRun {
         config: index,
         task: task.id,
@@ -874,22 +788,176 @@ pub(crate) async fn run_variant(
         style: attack.as_ref().map(|a| a.style),
         template: attack.as_ref().and_then(|a| a.template),
         attack: attack.map(|a| a.id),
-        done,
+        done: ran.done,
         covered,
-        verdict,
-        refusals,
-        answer_ok,
+        verdict: ran.verdict,
+        refusals: ran.refusals,
+        answer_ok: ran.answer_ok,
         stopped_at,
         stopped_by,
-        model_calls: usage.calls,
-        tokens_in: usage.input_tokens,
-        tokens_out: usage.output_tokens,
-        credits: usage.cost,
+        model_calls: ran.usage.calls,
+        tokens_in: ran.usage.input_tokens,
+        tokens_out: ran.usage.output_tokens,
+        credits: ran.usage.cost,
         wall_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         hop,
         hop_stopped_by,
     };
     Ok((run, never_ran))
+}
+
+/// One cell of the matrix, ready to run under a configuration: its task, planted payload,
+/// repetition, names and the world with the payload planted.
+struct Cell<'a> {
+    shared: &'a Shared,
+    task: &'a BenignTask,
+    attack: Option<&'a Attack>,
+    rep: u32,
+    /// `TASK/PAYLOAD`, for errors.
+    name: &'a str,
+    run_id: &'a str,
+    world: Arc<WorldData>,
+}
+
+/// What one run of a cell gave, whatever the design.
+struct Ran {
+    done: bool,
+    /// The tools that ran successfully.
+    tools: Vec<String>,
+    verdict: Option<AttackVerdict>,
+    answer_ok: bool,
+    usage: crate::cost::Summary,
+    /// The run's stop reason.
+    ended: &'static str,
+    /// The codes of its refusals, in trace order.
+    refusals: Vec<String>,
+    /// Where and by what the first refusal happened.
+    stopped: Option<(String, String)>,
+    hop: Option<Propagation>,
+}
+
+fn approval_mode(s: Switch) -> ApprovalMode {
+    if s == Switch::On { ApprovalMode::Required } else { ApprovalMode::Off }
+}
+
+fn ifc_mode(s: Switch) -> IfcMode {
+    if s == Switch::On { IfcMode::On } else { IfcMode::Off }
+}
+
+/// `cell` through the single agent under these switches.
+async fn run_single(
+    cell: Cell<'_>,
+    scopes: ScopeWidth,
+    loop_check: Switch,
+    approval: Switch,
+    ifc: Switch,
+) -> Result<Ran, ScenarioError> {
+    let (shared, task) = (cell.shared, cell.task);
+    let policy = match scopes {
+        ScopeWidth::Narrow => shared.env.policy.clone(),
+        ScopeWidth::Wide => shared.env.policy.clone().widened(&task.task),
+    };
+    let env = Env { world: cell.world, policy, prices: shared.env.prices.clone() };
+    let decider = match shared.models.single.clone() {
+        // each repetition is its own recorded exchange (`--cache`)
+        Some(DeciderSpec::Http(cfg)) => DeciderSpec::Http(HttpConfig { repetition: cell.rep, ..cfg }),
+        Some(other) => other,
+        None => DeciderSpec::Compromised(cell.attack.into_iter().cloned().collect()),
+    };
+    let mut cfg = LabConfig {
+        decider,
+        user: task.user.clone(),
+        task: task.task.clone(),
+        checks: if loop_check == Switch::On { CheckMode::Full } else { CheckMode::TrustModel },
+        ..LabConfig::default()
+    };
+    if let Some(t) = shared.time_budget {
+        cfg.budget.max_seconds = t;
+    }
+    let mut lab = cfg.build(&env);
+    let policy = lab.agent.gate.policy().clone();
+    lab.agent.gate.set_policy(policy.with_approval_shared(approval_mode(approval)));
+    lab.agent.gate.set_ifc(ifc_mode(ifc));
+    let run = lab
+        .agent
+        .run(&task.goal, cell.run_id)
+        .await
+        .map_err(|source| ScenarioError::Run { id: cell.name.to_string(), source })?;
+    let mut refusals = Vec::new();
+    refusal_codes(run.trace(), &mut refusals);
+    let email = env.world.users().get(&task.user).map(|u| u.email.as_str());
+    let verdict =
+        cell.attack.map(|a| single_verdict(&a.effect, &lab.world.outbox, email, run.trace(), lab.agent.gate.audit()));
+    let hop =
+        cell.attack.zip(verdict).map(|(a, v)| single_propagation(a, v, &SingleSeen::of(&run, &lab.agent, &task.into)));
+    Ok(Ran {
+        done: run.reason() == crate::agent::StopReason::Done,
+        tools: ran_ok(run.trace()).map(str::to_string).collect(),
+        verdict,
+        answer_ok: super::graded::single_ok(&task.expect, &task.needs, &run),
+        usage: run.ledger().summary(),
+        ended: run.reason().as_str(),
+        refusals,
+        stopped: first_refusal(run.trace(), "agent"),
+        hop,
+    })
+}
+
+/// `cell` through the three roles under these switches.
+async fn run_multi(
+    cell: Cell<'_>,
+    filter: Switch,
+    claims: ClaimMode,
+    scopes: ScopeWidth,
+    approval: Switch,
+    ifc: Switch,
+) -> Result<Ran, ScenarioError> {
+    let (shared, task) = (cell.shared, cell.task);
+    let scopes = match scopes {
+        ScopeWidth::Narrow => shared.narrow.scopes.clone(),
+        ScopeWidth::Wide => shared.wide.clone(),
+    };
+    let menv = Arc::new(MultiEnv {
+        world: cell.world,
+        prices: shared.env.prices.clone(),
+        scopes,
+        graph: shared.narrow.graph.clone(),
+    });
+    let mut cfg = MultiConfig {
+        user: task.user.clone(),
+        claims,
+        filter: if filter == Switch::On { InstructionFilter::On } else { InstructionFilter::Off },
+        approval: approval_mode(approval),
+        ifc: ifc_mode(ifc),
+        ..MultiConfig::default()
+    };
+    if let Some(t) = shared.time_budget {
+        cfg.budget.max_seconds = t;
+    }
+    let models = role_models(shared, cell.attack.into_iter().cloned().collect(), cell.rep);
+    let run = crate::multi::run(&menv, cfg, models, &task.goal, cell.run_id)
+        .await
+        .map_err(|source| ScenarioError::Multi { id: cell.name.to_string(), source })?;
+    let (mut tools, mut refusals, mut stopped) = (Vec::new(), Vec::new(), None);
+    for t in &run.traces {
+        refusal_codes(t, &mut refusals);
+        stopped = stopped.or_else(|| first_refusal(t, "coordinator"));
+        tools.extend(ran_ok(t).map(str::to_string));
+    }
+    let verdict = cell.attack.map(|a| multi_verdict(&a.effect, &run));
+    let hop = cell.attack.zip(verdict).map(|(a, v)| multi_propagation(a, v, &run, &task.into, &[]));
+    let covers = task.needs.iter().all(|n| tools.iter().any(|t| t == n));
+    Ok(Ran {
+        done: run.reason == MultiReason::Done,
+        answer_ok: super::graded::multi_ok(&task.expect, &run, covers),
+        tools,
+        verdict,
+        usage: super::graded::multi_usage(&run),
+        ended: run.reason.as_str(),
+        refusals,
+        stopped,
+        hop,
+    })
 }
 
 /// `attack` as planted for `user` and read by `model`: a template payload filled (see

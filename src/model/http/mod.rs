@@ -303,27 +303,8 @@ impl HttpClient {
         let url = ep.chat_url();
         let mut retries = 0u32;
         let deadline = self.deadline;
-        let past_deadline =
-            |what: &str| HttpFailure::new(HttpCode::TimeBudget, format!("the run's time budget ends {what}"));
         loop {
-            // a permit first: the wait is bounded by the run's deadline, never by the
-            // attempt's timeout, which starts once the permit is held
-            let permit = match deadline {
-                Some(d) => match tokio::time::timeout_at(d, ep.connections.acquire()).await {
-                    Ok(p) => p,
-                    Err(_) => return Err(past_deadline("while waiting for a connection")),
-                },
-                None => ep.connections.acquire().await,
-            };
-            // an attempt gets its own timeout, cut to what is left before the deadline
-            let mut limit = ep.timeout;
-            if let Some(d) = deadline {
-                let left = d.saturating_duration_since(tokio::time::Instant::now());
-                if left.is_zero() {
-                    return Err(past_deadline("before the call"));
-                }
-                limit = limit.min(left);
-            }
+            let (permit, limit) = connection(&ep, deadline).await?;
             let cut = limit < ep.timeout;
             let outcome = attempt(&pool, &ep, &url, &body, limit).await;
             drop(permit);
@@ -344,42 +325,7 @@ impl HttpClient {
                 Attempt::Fail(f) => return Err(f),
                 Attempt::Retry { failure, retry_after } => (failure, retry_after),
             };
-            if retries >= ep.retry.max_retries {
-                return Err(HttpFailure::new(failure.code, format!("{} (after {retries} retries)", failure.message)));
-            }
-            let wait = match retry_after {
-                Some(wait) if wait > ep.retry.max_retry_after => {
-                    return Err(HttpFailure::new(
-                        failure.code,
-                        format!(
-                            "{} (Retry-After {}s is longer than the {}s allowed)",
-                            failure.message,
-                            wait.as_secs(),
-                            ep.retry.max_retry_after.as_secs()
-                        ),
-                    ));
-                }
-                Some(wait) => {
-                    let chance = self.chance();
-                    ep.retry.jittered(wait, true, chance)
-                }
-                None => {
-                    let chance = self.chance();
-                    ep.retry.jittered(ep.retry.backoff(retries), false, chance)
-                }
-            };
-            if let Some(d) = deadline {
-                if tokio::time::Instant::now() + wait >= d {
-                    return Err(HttpFailure::new(
-                        HttpCode::TimeBudget,
-                        format!(
-                            "{} (a wait of {:.1}s before retrying passes the run's time budget)",
-                            failure.message,
-                            wait.as_secs_f64()
-                        ),
-                    ));
-                }
-            }
+            let wait = self.retry_wait(&ep, &failure, retry_after, retries)?;
             tracing::debug!(
                 model = %self.config.model,
                 code = failure.code.as_str(),
@@ -391,6 +337,87 @@ impl HttpClient {
             retries += 1;
         }
     }
+}
+
+impl HttpClient {
+    /// How long to wait before retry number `retries + 1` after `failure`: the server's
+    /// `Retry-After` (refused when longer than allowed) or the backoff, jittered; refused
+    /// when the wait would pass the run's deadline or no retry is left.
+    fn retry_wait(
+        &mut self,
+        ep: &Endpoint,
+        failure: &HttpFailure,
+        retry_after: Option<Duration>,
+        retries: u32,
+    ) -> Result<Duration, HttpFailure> {
+        if retries >= ep.retry.max_retries {
+            return Err(HttpFailure::new(failure.code, format!("{} (after {retries} retries)", failure.message)));
+        }
+        let wait = match retry_after {
+            Some(wait) if wait > ep.retry.max_retry_after => {
+                return Err(HttpFailure::new(
+                    failure.code,
+                    format!(
+                        "{} (Retry-After {}s is longer than the {}s allowed)",
+                        failure.message,
+                        wait.as_secs(),
+                        ep.retry.max_retry_after.as_secs()
+                    ),
+                ));
+            }
+            Some(wait) => {
+                let chance = self.chance();
+                ep.retry.jittered(wait, true, chance)
+            }
+            None => {
+                let chance = self.chance();
+                ep.retry.jittered(ep.retry.backoff(retries), false, chance)
+            }
+        };
+        if let Some(d) = self.deadline {
+            if tokio::time::Instant::now() + wait >= d {
+                return Err(HttpFailure::new(
+                    HttpCode::TimeBudget,
+                    format!(
+                        "{} (a wait of {:.1}s before retrying passes the run's time budget)",
+                        failure.message,
+                        wait.as_secs_f64()
+                    ),
+                ));
+            }
+        }
+        Ok(wait)
+    }
+}
+
+/// A failure for a call that ran out of the run's time budget `what` (`before the call`).
+fn past_deadline(what: &str) -> HttpFailure {
+    HttpFailure::new(HttpCode::TimeBudget, format!("the run's time budget ends {what}"))
+}
+
+/// A connection permit and the attempt's timeout. The wait for the permit is bounded by
+/// the run's deadline, never by the attempt's timeout, which starts once the permit is
+/// held and is cut to what is left before the deadline.
+async fn connection(
+    ep: &Endpoint,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<(Option<config::Held>, Duration), HttpFailure> {
+    let permit = match deadline {
+        Some(d) => match tokio::time::timeout_at(d, ep.connections.acquire()).await {
+            Ok(p) => p,
+            Err(_) => return Err(past_deadline("while waiting for a connection")),
+        },
+        None => ep.connections.acquire().await,
+    };
+    let mut limit = ep.timeout;
+    if let Some(d) = deadline {
+        let left = d.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Err(past_deadline("before the call"));
+        }
+        limit = limit.min(left);
+    }
+    Ok((permit, limit))
 }
 
 impl LlmClient for HttpClient {
