@@ -37,41 +37,12 @@ fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The special bytes among the eight of `word` (read little-endian: byte `k` of the text
-/// is bits `8k..8k+8`): the lowest set bit is the high bit of the first special byte
-/// (`&`, `<`, `>` or `"`); bits above it may be set without meaning anything. Two tests
-/// cover the four bytes: `b | 0x04` is `&` exactly for `"` (0x22) and `&` (0x26), and
-/// `b | 0x02` is `>` exactly for `<` (0x3c) and `>` (0x3e); each is the classic "has a zero
-/// byte" test on `word ^ c…c`, exact for the lowest zero byte.
-const fn specials(word: u64) -> u64 {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    let quote_amp = (word | (ONES * 0x04)) ^ (ONES * b'&' as u64);
-    let angles = (word | (ONES * 0x02)) ^ (ONES * b'>' as u64);
-    ((quote_amp.wrapping_sub(ONES) & !quote_amp) | (angles.wrapping_sub(ONES) & !angles)) & HIGHS
-}
-
-/// Where the first special byte at or after `from` is, eight bytes at a time; the last
-/// few bytes (fewer than eight) are tested one by one.
+/// Where the first special byte (`&`, `<`, `>` or `"`) at or after `from` is.
 fn next_special(bytes: &[u8], from: usize) -> Option<usize> {
-    let rest = bytes.get(from..)?;
-    let mut chunks = rest.chunks_exact(8);
-    let mut at = from;
-    for chunk in &mut chunks {
-        // every chunk is eight bytes: the conversion cannot fail
-        let found = specials(<[u8; 8]>::try_from(chunk).map_or(0, u64::from_le_bytes));
-        if found != 0 {
-            // the lowest set bit is exact
-            return Some(at + found.trailing_zeros() as usize / 8);
-        }
-        at += 8;
-    }
-    chunks.remainder().iter().position(|b| matches!(b, b'&' | b'<' | b'>' | b'"')).map(|i| at + i)
+    bytes.get(from..)?.iter().position(|b| matches!(b, b'&' | b'<' | b'>' | b'"')).map(|i| from + i)
 }
 
-/// Appends `text` escaped to `out`, copying the runs between special characters whole
-/// (eight bytes are tested at once, and a group that holds a special byte jumps straight
-/// to it).
+/// Appends `text` escaped to `out`, copying the runs between special characters whole.
 fn push_escaped(out: &mut String, text: &str) {
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -282,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn escaping_eight_bytes_at_a_time_matches_byte_by_byte() {
+    fn escaping_matches_escaping_character_by_character() {
         let slow = |t: &str| {
             t.chars()
                 .map(|c| match c {
