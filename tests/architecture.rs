@@ -8,6 +8,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::util::rust_files;
+
 /// The library's top-level modules, lowest layer first. Modules in one layer do not import
 /// each other.
 const LAYERS: &[&[&str]] = &[
@@ -113,17 +115,6 @@ fn violations(src: &Path, files: &[PathBuf]) -> Vec<String> {
         }
     }
     bad
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The library's files: everything under `src/` but the crate root and the binary.

@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::util::rust_files;
+
 /// Every backquoted `a::b::c_d_e` path of `text` whose last segment looks like a test name
 /// (lower case, three or more words), with the line it is on.
 fn named_tests(text: &str) -> Vec<(usize, String)> {
@@ -23,18 +25,6 @@ fn named_tests(text: &str) -> Vec<(usize, String)> {
         }
     }
     found
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The files a path's function may be defined in: the integration test module it names,

@@ -243,3 +243,16 @@ pub fn corner_configs() -> Vec<rolegate::suite::DefenseConfig> {
         DefenseConfig::Multi { filter: off, claims: ClaimMode::Free, scopes: wide, approval: off, ifc: off },
     ]
 }
+
+/// Every `.rs` file under `dir`, depth first (none for a folder that does not exist).
+pub fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}

@@ -93,7 +93,7 @@ const LOWERED_ON_STACK: usize = 64;
 impl WorldIndex {
     pub(super) fn new(world: &WorldData) -> Self {
         let users: Vec<String> = world.users.keys().cloned().collect();
-        let at = |id: &str| users.binary_search_by(|u| u.as_str().cmp(id)).ok().and_then(|i| UserAt::try_from(i).ok());
+        let at = |id: &str| position_of(&users, id);
         let mut owners: BTreeMap<String, BTreeSet<UserAt>> = BTreeMap::new();
         let mut add = |word: String, user: Option<UserAt>| {
             if let (false, Some(user)) = (word.is_empty(), user) {
@@ -138,7 +138,7 @@ impl WorldIndex {
 
     /// The position of user `id`; `None` for someone who is not a user of the world.
     fn user_at(&self, id: &str) -> Option<UserAt> {
-        self.users.binary_search_by(|u| u.as_str().cmp(id)).ok().and_then(|i| UserAt::try_from(i).ok())
+        position_of(&self.users, id)
     }
 
     /// What the world keeps of ticket `id` as `get_ticket` answers it.
@@ -259,6 +259,11 @@ impl<'i> OtherWords<'i> {
         });
         first
     }
+}
+
+/// The position of user `id` among `users` (ordered by id).
+fn position_of(users: &[String], id: &str) -> Option<UserAt> {
+    users.binary_search_by(|u| u.as_str().cmp(id)).ok().and_then(|i| UserAt::try_from(i).ok())
 }
 
 fn len_bit(n: usize) -> u64 {
