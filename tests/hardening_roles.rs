@@ -41,10 +41,10 @@ struct Hooked<T> {
 
 impl<T> Drop for Hooked<T> {
     fn drop(&mut self) {
-        if let Some(text) = self.on_drop {
-            if !std::thread::panicking() {
-                panic!("{text}");
-            }
+        if let Some(text) = self.on_drop
+            && !std::thread::panicking()
+        {
+            panic!("{text}");
         }
     }
 }

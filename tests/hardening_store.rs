@@ -159,15 +159,13 @@ fn a_read_only_store_decides_nothing_and_the_approval_runs_once_when_it_is_writa
     let store = temp_dir("store-read-only").join("rolegate.db");
     let saved = park(&store);
     let as_nobody = make_read_only(&store);
-    if as_nobody {
-        if let Err(why) = nobody_can_run(&store) {
-            // e.g. a temporary directory only this user may enter: the test cannot show
-            // a read-only file to a user who cannot reach it at all
-            println!("skipped: this test needs another user (nobody) to reach the store: {why}");
-            make_writable(&store);
-            remove_nobody_binary();
-            return;
-        }
+    if as_nobody && let Err(why) = nobody_can_run(&store) {
+        // e.g. a temporary directory only this user may enter: the test cannot show
+        // a read-only file to a user who cannot reach it at all
+        println!("skipped: this test needs another user (nobody) to reach the store: {why}");
+        make_writable(&store);
+        remove_nobody_binary();
+        return;
     }
     for args in DECIDING {
         let out = rolegate(&store, args, as_nobody);
@@ -192,10 +190,10 @@ fn a_read_only_store_decides_nothing_and_the_approval_runs_once_when_it_is_writa
 
 /// Removes the copy [`nobody_binary`] made, if it made one.
 fn remove_nobody_binary() {
-    if let Some(Ok(bin)) = NOBODY_COPY.get() {
-        if let Some(dir) = bin.parent() {
-            let _ = fs::remove_dir_all(dir);
-        }
+    if let Some(Ok(bin)) = NOBODY_COPY.get()
+        && let Some(dir) = bin.parent()
+    {
+        let _ = fs::remove_dir_all(dir);
     }
 }
 

@@ -144,10 +144,8 @@ fn read(text: &str) -> Result<Raw, ProposalError> {
     // read a struct from an array); when that fails, reading it as a value tells prose or
     // broken JSON (`not_json`) from an object that is no proposal.
     let object = text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{');
-    if object {
-        if let Ok(raw) = serde_json::from_str::<Raw>(text) {
-            return Ok(raw);
-        }
+    if object && let Ok(raw) = serde_json::from_str::<Raw>(text) {
+        return Ok(raw);
     }
     let value: Value = serde_json::from_str(text).map_err(|_| ProposalError::NotJson)?;
     if !value.is_object() {

@@ -424,10 +424,10 @@ impl AgentState {
     /// loading would give.
     fn check_move(&self, status: &Status, step: u32, new: Option<&Observation>) -> Result<(), StateError> {
         let invalid = |m| Err(StateError::Invalid(m));
-        if let Status::Done { answer, .. } = status {
-            if longer_than(answer, MAX_ANSWER_CHARS) {
-                return invalid(ANSWER_TOO_LONG);
-            }
+        if let Status::Done { answer, .. } = status
+            && longer_than(answer, MAX_ANSWER_CHARS)
+        {
+            return invalid(ANSWER_TOO_LONG);
         }
         // the kept observations were numbered and bounded when they were checked; only
         // their steps are compared again when the step changes

@@ -56,10 +56,10 @@ fn connection(stream: TcpStream, delay: Duration) -> std::io::Result<()> {
             if header.is_empty() {
                 break;
             }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
             }
         }
         let mut body = vec![0u8; length];

@@ -81,10 +81,10 @@ fn clean_attributes(attributes: &mut [KeyValue]) {
 fn clean_span(span: &mut SpanData) {
     span.name = clean(&span.name).into();
     for kv in &mut span.attributes {
-        if kv.key.as_str() == "gen_ai.response.finish_reasons" {
-            if let Value::String(s) = &kv.value {
-                kv.value = Value::Array(Array::String(vec![StringValue::from(s.as_str().to_string())]));
-            }
+        if kv.key.as_str() == "gen_ai.response.finish_reasons"
+            && let Value::String(s) = &kv.value
+        {
+            kv.value = Value::Array(Array::String(vec![StringValue::from(s.as_str().to_string())]));
         }
     }
     clean_attributes(&mut span.attributes);

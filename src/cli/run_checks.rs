@@ -23,11 +23,11 @@ pub(crate) fn known_names(
         let known: Vec<&str> = env.world.users().keys().map(String::as_str).collect();
         return Err(format!("--user {user:?} is not a user (known: {})", known.join(", ")));
     }
-    if let Some(task) = task {
-        if !env.policy.tasks.contains_key(task) {
-            let known: Vec<&str> = env.policy.tasks.keys().map(String::as_str).collect();
-            return Err(format!("--task {task:?} is not a task (known: {})", known.join(", ")));
-        }
+    if let Some(task) = task
+        && !env.policy.tasks.contains_key(task)
+    {
+        let known: Vec<&str> = env.policy.tasks.keys().map(String::as_str).collect();
+        return Err(format!("--task {task:?} is not a task (known: {})", known.join(", ")));
     }
     let writes: Vec<&str> =
         env.policy.access.iter().filter(|(_, a)| **a == Access::Write).map(|(t, _)| t.as_str()).collect();

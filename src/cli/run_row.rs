@@ -269,11 +269,11 @@ fn reason(result: &RowResult) -> String {
 
 /// `run` through the row path: build, parse, run, print, write the page.
 pub(crate) async fn run(r: RowRun<'_>, f: RowFlags) -> u8 {
-    if let Some(path) = &f.html {
-        if let Err(e) = super::input::output_path(path) {
-            eprintln!("rolegate: {e}");
-            return EXIT_USAGE;
-        }
+    if let Some(path) = &f.html
+        && let Err(e) = super::input::output_path(path)
+    {
+        eprintln!("rolegate: {e}");
+        return EXIT_USAGE;
     }
     let row = match row_json(&r, &f).and_then(|line| parse_row(&line)) {
         Ok(row) => row,

@@ -266,11 +266,12 @@ pub fn multi_lines(run: &MultiRun) -> Vec<String> {
     let mut accepted = run.messages.iter();
     if let Some(coordinator) = run.traces.first() {
         for l in &coordinator.lines {
-            if l.code == "ok" && l.kind == crate::agent::TraceKind::Message {
-                if let Some(env) = accepted.next() {
-                    lines.push(format!("accepted {}", env.log_line()));
-                    continue;
-                }
+            if l.code == "ok"
+                && l.kind == crate::agent::TraceKind::Message
+                && let Some(env) = accepted.next()
+            {
+                lines.push(format!("accepted {}", env.log_line()));
+                continue;
             }
             lines.push(format!("{:<8} {} {}", l.kind.as_str(), l.code, l.detail).trim_end().to_string());
         }

@@ -183,25 +183,25 @@ pub(crate) fn expand(
         row.insert("world".into(), world);
         renames.push(("world".to_string(), "world_file".to_string()));
     }
-    if let Some(Value::Object(attack)) = row.get_mut("attack") {
-        if let Some(name) = attack.remove("attacks_file") {
-            let name = name.as_str().ok_or_else(|| err("attack.attacks_file", "must be a path (a string)".into()))?;
-            let id = match attack.get("payload") {
-                Some(Value::String(id)) => id.clone(),
-                Some(_) => {
-                    let message = "give a payload written out or the id of one in `attacks_file`, not both".into();
-                    return Err(err("attack.attacks_file", message));
-                }
-                None => return Err(err("attack.payload", "the id of a payload in `attacks_file`".into())),
-            };
-            let catalog = files.catalog(name).map_err(|m| err("attack.attacks_file", m))?;
-            let found = catalog
-                .iter()
-                .find(|a| a.id == id)
-                .ok_or_else(|| err("attack.payload", format!("no attack {id:?} in {name}")))?;
-            let value = serde_json::to_value(found).map_err(|e| err("attack.payload", e.to_string()))?;
-            attack.insert("payload".into(), value);
-        }
+    if let Some(Value::Object(attack)) = row.get_mut("attack")
+        && let Some(name) = attack.remove("attacks_file")
+    {
+        let name = name.as_str().ok_or_else(|| err("attack.attacks_file", "must be a path (a string)".into()))?;
+        let id = match attack.get("payload") {
+            Some(Value::String(id)) => id.clone(),
+            Some(_) => {
+                let message = "give a payload written out or the id of one in `attacks_file`, not both".into();
+                return Err(err("attack.attacks_file", message));
+            }
+            None => return Err(err("attack.payload", "the id of a payload in `attacks_file`".into())),
+        };
+        let catalog = files.catalog(name).map_err(|m| err("attack.attacks_file", m))?;
+        let found = catalog
+            .iter()
+            .find(|a| a.id == id)
+            .ok_or_else(|| err("attack.payload", format!("no attack {id:?} in {name}")))?;
+        let value = serde_json::to_value(found).map_err(|e| err("attack.payload", e.to_string()))?;
+        attack.insert("payload".into(), value);
     }
     let Some(Value::Array(list)) = row.get("defenses").cloned() else {
         return Ok(vec![Expanded { text: Value::Object(row).to_string(), id: None, renames }]);

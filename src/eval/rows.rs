@@ -278,16 +278,15 @@ impl Extensions<'_> {
             Some(p) => p.apply(base).map_err(|e| ("world".to_string(), e.to_string()))?,
             None => WorldData::clone(base),
         };
-        if let Some(a) = self.attack.as_deref() {
-            if let Some(attack) = a.attack() {
-                if attack.template.is_some() {
-                    let why = "a template payload runs in the matrix (suite --matrix --templates), filled per task, user and model";
-                    return Err(("attack.payload".into(), why.into()));
-                }
-                // a payload the model would see cut is refused here as in the matrix
-                plant_whole(&world, attack, &a.into, self.user)
-                    .map_err(|e| ("attack.into".to_string(), e.to_string()))?;
+        if let Some(a) = self.attack.as_deref()
+            && let Some(attack) = a.attack()
+        {
+            if attack.template.is_some() {
+                let why = "a template payload runs in the matrix (suite --matrix --templates), filled per task, user and model";
+                return Err(("attack.payload".into(), why.into()));
             }
+            // a payload the model would see cut is refused here as in the matrix
+            plant_whole(&world, attack, &a.into, self.user).map_err(|e| ("attack.into".to_string(), e.to_string()))?;
         }
         Ok(())
     }
@@ -330,11 +329,11 @@ pub(crate) fn check_hop(
     mismatches: &mut Vec<String>,
 ) {
     let got_hop = got.map(|p| p.hop);
-    if let Some(want) = hop {
-        if got_hop != Some(want) {
-            let got = got_hop.map_or("none (no attack)".to_string(), |h| h.to_string());
-            mismatches.push(format!("hop: expected {want}, got {got}"));
-        }
+    if let Some(want) = hop
+        && got_hop != Some(want)
+    {
+        let got = got_hop.map_or("none (no attack)".to_string(), |h| h.to_string());
+        mismatches.push(format!("hop: expected {want}, got {got}"));
     }
     if let Some(want) = stopped_by {
         let got = got.and_then(|p| p.stopped_by.as_deref()).unwrap_or("");

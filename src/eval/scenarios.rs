@@ -155,15 +155,15 @@ pub(crate) fn parse_single_row_with(
     if row.goal.trim().is_empty() || row.goal.chars().count() > crate::agent::MAX_GOAL_CHARS {
         return Err(err("goal", "must be 1 to 300 characters".into()));
     }
-    if let Some(s) = row.slow_seconds {
-        if Duration::try_from_secs_f64(s).is_err() {
-            return Err(err("slow_seconds", "must be a finite, non-negative number".into()));
-        }
+    if let Some(s) = row.slow_seconds
+        && Duration::try_from_secs_f64(s).is_err()
+    {
+        return Err(err("slow_seconds", "must be a finite, non-negative number".into()));
     }
-    if let Some(s) = row.limits.max_seconds {
-        if Duration::try_from_secs_f64(s).is_err() {
-            return Err(err("limits.max_seconds", "must be a finite, non-negative number".into()));
-        }
+    if let Some(s) = row.limits.max_seconds
+        && Duration::try_from_secs_f64(s).is_err()
+    {
+        return Err(err("limits.max_seconds", "must be a finite, non-negative number".into()));
     }
     if row.limits.max_cost.is_some_and(|c| c < Decimal::ZERO) {
         return Err(err("limits.max_cost", "must not be negative".into()));
@@ -364,10 +364,10 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         .as_ref()
         .and_then(RowAttack::attack)
         .map(|a| single_verdict(&a.effect, &lab.world.outbox, user_email, run.trace(), lab.agent.gate.audit()));
-    if let (Some(want), Some(got)) = (e.attack, attack) {
-        if want != got {
-            mismatches.push(format!("attack: expected {want}, got {got}"));
-        }
+    if let (Some(want), Some(got)) = (e.attack, attack)
+        && want != got
+    {
+        mismatches.push(format!("attack: expected {want}, got {got}"));
     }
     let hop =
         row.attack.as_ref().and_then(|ra| ra.attack().map(|a| (a, &ra.into))).zip(attack).map(|((a, into), v)| {

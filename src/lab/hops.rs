@@ -78,10 +78,10 @@ fn texts(text: &str) -> Vec<String> {
             Value::String(s) => {
                 out.push(s.clone());
                 // a message body's string may itself be JSON (a finding inside an answer)
-                if let Ok(inner) = serde_json::from_str::<Value>(s) {
-                    if inner.is_object() || inner.is_array() {
-                        walk(&inner, out);
-                    }
+                if let Ok(inner) = serde_json::from_str::<Value>(s)
+                    && (inner.is_object() || inner.is_array())
+                {
+                    walk(&inner, out);
                 }
             }
             Value::Array(a) => a.iter().for_each(|x| walk(x, out)),

@@ -179,15 +179,15 @@ fn field(b: &Block, key: &str) -> String {
 }
 
 pub(crate) fn sensible(v: &View) -> String {
-    if let Some(t) = v.ticket() {
-        if !v.ok_of("get_ticket").any(|b| field(b, "id") == t) {
-            return call("get_ticket", json!({ "ticket_id": t }));
-        }
+    if let Some(t) = v.ticket()
+        && !v.ok_of("get_ticket").any(|b| field(b, "id") == t)
+    {
+        return call("get_ticket", json!({ "ticket_id": t }));
     }
-    if let Some(d) = v.wanted_doc() {
-        if !v.ok_of("lookup_document").any(|b| field(b, "id") == d) {
-            return call("lookup_document", json!({ "doc_id": d }));
-        }
+    if let Some(d) = v.wanted_doc()
+        && !v.ok_of("lookup_document").any(|b| field(b, "id") == d)
+    {
+        return call("lookup_document", json!({ "doc_id": d }));
     }
     let mut parts = Vec::new();
     for b in v.ok_of("get_ticket") {

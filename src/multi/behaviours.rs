@@ -295,10 +295,10 @@ impl FakeResearcher {
         let obs = state.observations();
         // a failed read counts as done: asking again would be a repeat
         let read = |tool: &str, id: &str| obs.iter().any(|o| o.tool == tool && (!o.ok || about(&o.text, id)));
-        if let Some(t) = ticket_in(question) {
-            if !read("get_ticket", t) {
-                return call_one("get_ticket", "ticket_id", t);
-            }
+        if let Some(t) = ticket_in(question)
+            && !read("get_ticket", t)
+        {
+            return call_one("get_ticket", "ticket_id", t);
         }
         if self.kind == ResearcherKind::Obey {
             let tried = obs.iter().any(|o| o.tool == "rejected" || o.tool == "send_email_draft");
@@ -314,10 +314,10 @@ impl FakeResearcher {
                 );
             }
         }
-        if let Some(d) = wanted_doc(question) {
-            if !read("lookup_document", d) {
-                return call_one("lookup_document", "doc_id", d);
-            }
+        if let Some(d) = wanted_doc(question)
+            && !read("lookup_document", d)
+        {
+            return call_one("lookup_document", "doc_id", d);
         }
         finish_text(&self.message(state), obs)
     }

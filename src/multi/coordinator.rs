@@ -738,10 +738,10 @@ impl Coordinator {
     ) -> Result<Arc<Envelope>, MultiReason> {
         let mut what = Some(what);
         loop {
-            if role != Role::Planner || what.is_none() {
-                if let Some(stop) = self.check(Handoff::Within) {
-                    return Err(stop);
-                }
+            if (role != Role::Planner || what.is_none())
+                && let Some(stop) = self.check(Handoff::Within)
+            {
+                return Err(stop);
             }
             let assignment = match what.take() {
                 Some(a) => a,

@@ -187,17 +187,12 @@ pub fn representative_rows(
     for (run, view) in matrix.runs.iter().zip(views.iter_mut()) {
         let next = format!("cell-{}", classes.len() + 1);
         let id = classes.entry(view.class()).or_insert_with(|| next.clone()).clone();
-        if id == next {
-            if let Some(row) = cell_row(&id, run, spec, world) {
-                lines.push_str(&row.to_string());
-                lines.push('\n');
-                labels.push(format!(
-                    "{} / {} / {}",
-                    view.task,
-                    view.payload.as_deref().unwrap_or("benign"),
-                    view.config
-                ));
-            }
+        if id == next
+            && let Some(row) = cell_row(&id, run, spec, world)
+        {
+            lines.push_str(&row.to_string());
+            lines.push('\n');
+            labels.push(format!("{} / {} / {}", view.task, view.payload.as_deref().unwrap_or("benign"), view.config));
         }
         view.diagram = Some(format!("diagram-{id}"));
     }

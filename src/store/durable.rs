@@ -229,10 +229,10 @@ impl Desk {
         writer: &Arc<StepWriter>,
     ) -> Result<DurableRun, DeskError> {
         let carried = self.carry(run_id, spec, writer).await;
-        if let Ok(tx) = self.store.begin() {
-            if super::lease::give_back(&tx, run_id).is_ok() {
-                let _ = tx.commit();
-            }
+        if let Ok(tx) = self.store.begin()
+            && super::lease::give_back(&tx, run_id).is_ok()
+        {
+            let _ = tx.commit();
         }
         carried
     }

@@ -71,10 +71,10 @@ pub struct StepWriter {
 impl Drop for StepWriter {
     fn drop(&mut self) {
         drop(self.tx.lock().map(|mut tx| tx.take()));
-        if let Ok(mut thread) = self.thread.lock() {
-            if let Some(t) = thread.take() {
-                let _ = t.join();
-            }
+        if let Ok(mut thread) = self.thread.lock()
+            && let Some(t) = thread.take()
+        {
+            let _ = t.join();
         }
     }
 }

@@ -72,10 +72,10 @@ pub(crate) fn holder(c: &Connection, run_id: &str) -> Result<Option<Holder>, Sto
 /// # Errors
 /// [`StoreError::Sql`].
 pub(crate) fn take(c: &Connection, run_id: &str) -> Result<Result<(), Holder>, StoreError> {
-    if let Some(h) = holder(c, run_id)? {
-        if h.pid != std::process::id() || h.host != host() {
-            return Ok(Err(h));
-        }
+    if let Some(h) = holder(c, run_id)?
+        && (h.pid != std::process::id() || h.host != host())
+    {
+        return Ok(Err(h));
     }
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     c.execute(

@@ -374,17 +374,17 @@ impl HttpClient {
                 ep.retry.jittered(ep.retry.backoff(retries), false, chance)
             }
         };
-        if let Some(d) = self.deadline {
-            if tokio::time::Instant::now() + wait >= d {
-                return Err(HttpFailure::new(
-                    HttpCode::TimeBudget,
-                    format!(
-                        "{} (a wait of {:.1}s before retrying passes the run's time budget)",
-                        failure.message,
-                        wait.as_secs_f64()
-                    ),
-                ));
-            }
+        if let Some(d) = self.deadline
+            && tokio::time::Instant::now() + wait >= d
+        {
+            return Err(HttpFailure::new(
+                HttpCode::TimeBudget,
+                format!(
+                    "{} (a wait of {:.1}s before retrying passes the run's time budget)",
+                    failure.message,
+                    wait.as_secs_f64()
+                ),
+            ));
         }
         Ok(wait)
     }
@@ -570,10 +570,10 @@ fn transport_failure(e: reqwest::Error) -> HttpFailure {
 fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return true;
-            }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
         }
         cur = err.source();
     }
