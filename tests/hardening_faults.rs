@@ -332,7 +332,7 @@ async fn an_added_tool_keeps_the_allowlist_the_argument_types_the_limits_and_nev
         assert!(gate.clone().with_tool(other).is_err(), "{name}");
     }
     let spec = gate.spec("faulty_lookup").unwrap();
-    assert_eq!((spec.name, &spec.parameters["required"]), ("faulty_lookup", &json!(["ticket_id"])));
+    assert_eq!((spec.name.as_ref(), &spec.parameters["required"]), ("faulty_lookup", &json!(["ticket_id"])));
 }
 
 #[tokio::test(start_paused = true)]

@@ -33,6 +33,7 @@ mod human_keys;
 mod human_memory;
 mod human_resume;
 mod human_store;
+mod mcp_tools;
 mod store_concurrency;
 mod store_effects;
 mod store_outbox;

@@ -867,20 +867,24 @@ const TOOLS_HEADER: &str = "\nTools for this task:\n";
 #[allow(clippy::ptr_arg)] // the variant is read: only a lent prompt is `'static`
 fn system_message(prompt: &Cow<'static, str>, tools: &[ToolSpec]) -> (Cow<'static, str>, Option<u64>) {
     // each tool's line looked up twice (a short table) rather than listed first
-    let lines = || tools.iter().map(|t| tool_line(t.name));
+    let lines = || tools.iter().map(tool_line);
     let write = |prompt: &str| {
         let mut system =
-            String::with_capacity(prompt.len() + TOOLS_HEADER.len() + lines().map(str::len).sum::<usize>());
+            String::with_capacity(prompt.len() + TOOLS_HEADER.len() + lines().map(|l| l.len()).sum::<usize>());
         system.push_str(prompt);
         system.push_str(TOOLS_HEADER);
         for line in lines() {
-            system.push_str(line);
+            system.push_str(&line);
         }
         system
     };
+    // only built-in pieces are kept: a tool added to a gate has a line of its own
     let Cow::Borrowed(prompt) = *prompt else {
         return (Cow::Owned(write(prompt)), None);
     };
+    if lines().any(|l| matches!(l, Cow::Owned(_))) {
+        return (Cow::Owned(write(prompt)), None);
+    }
     // a poisoned lock (a panic while the list was pushed to) only means: write it anew
     let Ok(mut kept) = SYSTEM_TEXTS.lock() else {
         return (Cow::Owned(write(prompt)), None);
@@ -888,7 +892,7 @@ fn system_message(prompt: &Cow<'static, str>, tools: &[ToolSpec]) -> (Cow<'stati
     let same = |k: &&KeptSystem| {
         std::ptr::eq(k.prompt, prompt)
             && k.lines.len() == tools.len()
-            && k.lines.iter().zip(lines()).all(|(a, b)| std::ptr::eq(*a, b))
+            && k.lines.iter().zip(lines()).all(|(a, b)| matches!(b, Cow::Borrowed(b) if std::ptr::eq(*a, b)))
     };
     if let Some(k) = kept.iter().find(same) {
         return (Cow::Borrowed(k.text), Some(k.tokens));
@@ -899,7 +903,8 @@ fn system_message(prompt: &Cow<'static, str>, tools: &[ToolSpec]) -> (Cow<'stati
     }
     let text: &'static str = Box::leak(text.into_boxed_str());
     let tokens = estimate_tokens(text);
-    kept.push(KeptSystem { prompt, lines: lines().collect(), text, tokens });
+    let lines = lines().filter_map(|l| if let Cow::Borrowed(l) = l { Some(l) } else { None }).collect();
+    kept.push(KeptSystem { prompt, lines, text, tokens });
     (Cow::Borrowed(text), Some(tokens))
 }
 
@@ -918,16 +923,18 @@ struct KeptSystem {
 /// The system messages kept by [`system_message`].
 static SYSTEM_TEXTS: std::sync::Mutex<Vec<KeptSystem>> = std::sync::Mutex::new(Vec::new());
 
-/// The system message's line for one tool, written once per tool (the specs are fixed).
-fn tool_line(name: &str) -> &'static str {
-    static LINES: LazyLock<Vec<(&'static str, String)>> = LazyLock::new(|| {
-        TOOL_NAMES
-            .iter()
-            .filter_map(|n| Registry.spec(n))
-            .map(|t| (t.name, format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"])))
-            .collect()
-    });
-    LINES.iter().find(|(n, _)| *n == name).map_or("", |(_, l)| l.as_str())
+/// The system message's line for one tool: a built-in tool's written once (the specs are
+/// fixed), a tool added to the gate (or an MCP server's) written from its spec.
+fn tool_line(spec: &ToolSpec) -> Cow<'static, str> {
+    fn line(t: &ToolSpec) -> String {
+        format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"])
+    }
+    static LINES: LazyLock<Vec<(&'static str, String)>> =
+        LazyLock::new(|| TOOL_NAMES.iter().filter_map(|n| Registry.spec(n).map(|t| (*n, line(&t)))).collect());
+    match LINES.iter().find(|(n, _)| *n == spec.name) {
+        Some((_, l)) => Cow::Borrowed(l.as_str()),
+        None => Cow::Owned(line(spec)),
+    }
 }
 
 /// Appends one observation's block (the source tells a tool's result from a refusal).
@@ -958,7 +965,7 @@ mod tests {
         let mut text = prompt.to_string();
         text.push_str(TOOLS_HEADER);
         for t in tools {
-            text.push_str(tool_line(t.name));
+            text.push_str(&tool_line(t));
         }
         text
     }

@@ -31,6 +31,7 @@ mod durable_http;
 mod experiment;
 mod format;
 mod input;
+mod mcp;
 mod merge;
 mod model_args;
 #[cfg(feature = "otlp")]
@@ -240,6 +241,11 @@ pub enum Command {
     },
     /// Throughput and memory of three-role runs, with ratios against the peers.
     Bench(bench::BenchArgs),
+    /// MCP tool servers: list a server's tools with the digests a policy pins them by.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
 }
 
 /// Exit code: everything as expected.
@@ -388,6 +394,14 @@ impl Exporters {
     }
 }
 
+/// `rolegate mcp …`.
+#[derive(clap::Subcommand, Debug)]
+pub enum McpCommand {
+    /// Start each server, list its tools (name, digest, problems) and stop it; exit 1 when
+    /// a tool has a problem (a poisoned description, a schema that cannot be checked).
+    List(mcp::McpListArgs),
+}
+
 /// Runs one subcommand; its exit code.
 async fn dispatch(command: Command) -> u8 {
     match command {
@@ -443,6 +457,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Outbox { format, store } => outbox::outbox(&store, format),
         Command::Store { command } => store_check::store(&command),
         Command::Approvers { command } => approvers::approvers(command),
+        Command::Mcp { command: McpCommand::List(args) } => mcp::list(&args).await,
     }
 }
 

@@ -31,7 +31,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::future::BoxFuture;
-use crate::label::{IfcMode, Label, Taint};
+use crate::label::{IfcMode, Integrity, Label, Taint};
+use crate::tools::mcp::{McpError, McpServer, McpServers};
 use crate::tools::{
     AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
     ToolSpec, concat_compact, fingerprint_inline,
@@ -123,6 +124,12 @@ codes! {
         ToolPanicked = "tool_panicked",
         /// The caller stopped waiting for a tool that answers later.
         ToolAbandoned = "tool_abandoned",
+        /// A tool server answered that the call failed.
+        ToolError = "tool_error",
+        /// A tool server could not be reached or did not answer as MCP says.
+        ToolUnavailable = "tool_unavailable",
+        /// A tool server changed a pinned tool mid-run; nothing was sent.
+        ToolChanged = "tool_changed",
         /// A decided parked action could not run (denied, cancelled or unknown).
         NotRunnable = "not_runnable",
         /// A person confirmed a parked action (a PolicyPal card).
@@ -182,6 +189,9 @@ impl From<ToolFailureCode> for GateCode {
             ToolFailureCode::BadInput => Self::BadInput,
             ToolFailureCode::ToolTimeout => Self::ToolTimeout,
             ToolFailureCode::ToolPanicked => Self::ToolPanicked,
+            ToolFailureCode::ToolError => Self::ToolError,
+            ToolFailureCode::ToolUnavailable => Self::ToolUnavailable,
+            ToolFailureCode::ToolChanged => Self::ToolChanged,
         }
     }
 }
@@ -519,6 +529,40 @@ impl ToolGate {
         self.registry.add(tool)
     }
 
+    /// Adds the checked tools of a started MCP server (the ones the policy named and
+    /// pinned). Each runs where the policy lists it, with the access the policy gives it:
+    /// `read` at once, `write` parked for a person once granted; every result untrusted,
+    /// as confidential as the policy says ([`Policy::confidentiality_of`]).
+    ///
+    /// # Errors
+    /// [`AddToolError::Taken`] for a name in use; the gate is unchanged then.
+    pub fn add_mcp(&mut self, server: &McpServer) -> Result<(), AddToolError> {
+        self.registry.add_mcp(server)
+    }
+
+    /// Starts every server of `servers` whose tools this gate's policy names, holds each
+    /// to the policy's pins ([`McpServer::connect`]) and adds its tools. The servers stop
+    /// when the gate (and every clone of their tools) is dropped.
+    ///
+    /// # Errors
+    /// The first [`McpError`]: a server the policy names that `servers` does not list
+    /// ([`McpError::BadConfig`]), or a refusal of [`McpServer::connect`]. Tools of servers
+    /// started before it stay added.
+    pub async fn connect_mcp(&mut self, servers: &McpServers) -> Result<Vec<McpServer>, McpError> {
+        let mut started = Vec::new();
+        for name in self.policy.mcp_servers() {
+            let Some(spec) = servers.servers.get(&name) else {
+                return Err(McpError::BadConfig(format!(
+                    "the policy names tools of server {name:?}, which is not listed"
+                )));
+            };
+            let server = McpServer::connect(&name, spec, &self.policy.mcp_tools_of(&name)).await?;
+            self.add_mcp(&server).map_err(|e| McpError::Unusable { tool: name.clone(), message: e.to_string() })?;
+            started.push(server);
+        }
+        Ok(started)
+    }
+
     /// This gate waiting at most `limit` for one call of a tool that answers later.
     pub fn with_call_timeout(mut self, limit: Duration) -> Self {
         self.call_timeout = limit;
@@ -710,10 +754,10 @@ impl ToolGate {
     /// Sets the status of a parked action after a recorded decision (approved, denied,
     /// cancelled). Executed actions keep their status.
     pub(crate) fn mark(&mut self, pending_id: &str, status: PendingStatus) {
-        if let Some(pa) = self.pending.get_mut(pending_id) {
-            if pa.status != PendingStatus::Executed {
-                pa.status = status;
-            }
+        if let Some(pa) = self.pending.get_mut(pending_id)
+            && pa.status != PendingStatus::Executed
+        {
+            pa.status = status;
         }
     }
 
@@ -725,6 +769,32 @@ impl ToolGate {
     /// run); [`GateError::NotRunnable`] when it was denied or cancelled;
     /// [`GateError::ChangedSinceApproval`] when its call is not the one approved.
     pub fn execute_approved(&mut self, token: &ApprovalToken) -> Result<GateOutcome, GateError> {
+        let (id, may_run) = self.approved(token)?;
+        self.run_parked_once(&id, may_run)
+    }
+
+    /// [`ToolGate::execute_approved`] for a tool that answers later (an MCP server's):
+    /// the call is awaited under [`ToolGate::call_timeout`] instead of answering at once.
+    ///
+    /// # Errors
+    /// As [`ToolGate::execute_approved`].
+    pub async fn execute_approved_async(&mut self, token: &ApprovalToken) -> Result<GateOutcome, GateError> {
+        let (id, may_run) = self.approved(token)?;
+        let pa = match self.parked_to_run(&id, may_run)? {
+            Ok(pa) => pa,
+            Err(replayed) => return Ok(replayed),
+        };
+        let span = crate::spans::tool(&pa.call.name, &pa.call.id);
+        let outcome = match self.start_parked(&pa) {
+            Ok(outcome) => outcome,
+            Err(answer) => wait_for(&pa.call.name, self.call_timeout, answer).instrument(span.clone()).await,
+        };
+        Ok(self.finish_parked(&pa, outcome, &span))
+    }
+
+    /// The parked action a token approves, and which statuses let it run; a confirmed
+    /// card's confirmation is audited here, before the outcome.
+    fn approved(&mut self, token: &ApprovalToken) -> Result<(String, MayRun), GateError> {
         let Some(pa) = self.pending.get(&token.pending_id).filter(|p| p.run_id == token.run_id).cloned() else {
             return Err(GateError::UnknownPending(token.pending_id.clone()));
         };
@@ -732,27 +802,38 @@ impl ToolGate {
             return Err(GateError::ChangedSinceApproval(pa.id));
         }
         if !token.card {
-            return self.run_parked_once(&pa.id, |s| s == PendingStatus::Approved);
+            return Ok((pa.id, |s| s == PendingStatus::Approved));
         }
-        // A confirmed card: the confirmation itself is audited before the outcome.
         let runnable = |s| matches!(s, PendingStatus::Pending | PendingStatus::Approved);
         if runnable(pa.status) {
             self.record(&pa.call, &pa.run_id, &token.approver, GateCode::Confirmed);
         }
-        self.run_parked_once(&pa.id, runnable)
+        Ok((pa.id, runnable))
     }
 
     /// Runs the call stored in parked action `id` exactly once, when its status passes
     /// `may_run`. An action that already ran replays its stored result (marked
     /// `"replayed": true`) and runs nothing; a failed run stays runnable.
-    pub(crate) fn run_parked_once(
-        &mut self,
-        id: &str,
-        may_run: fn(PendingStatus) -> bool,
-    ) -> Result<GateOutcome, GateError> {
-        let pa = self.pending.get(id).cloned().ok_or_else(|| GateError::UnknownPending(id.into()))?;
+    pub(crate) fn run_parked_once(&mut self, id: &str, may_run: MayRun) -> Result<GateOutcome, GateError> {
+        let pa = match self.parked_to_run(id, may_run)? {
+            Ok(pa) => pa,
+            Err(replayed) => return Ok(replayed),
+        };
         let span = crate::spans::tool(&pa.call.name, &pa.call.id);
-        let _in = span.enter();
+        let outcome = {
+            let _in = span.enter();
+            match self.start_parked(&pa) {
+                Ok(outcome) => outcome,
+                Err(answer) => answer_at_once(&pa.call.name, answer),
+            }
+        };
+        Ok(self.finish_parked(&pa, outcome, &span))
+    }
+
+    /// The parked action `id` when it may run now; its stored result (audited as
+    /// `replayed`) when it ran already.
+    fn parked_to_run(&mut self, id: &str, may_run: MayRun) -> Result<Result<PendingAction, GateOutcome>, GateError> {
+        let pa = self.pending.get(id).cloned().ok_or_else(|| GateError::UnknownPending(id.into()))?;
         match (pa.status, &pa.result) {
             (PendingStatus::Executed, Some(stored)) => {
                 let mut again = stored.clone();
@@ -760,25 +841,33 @@ impl ToolGate {
                     obj.insert("replayed".into(), Value::Bool(true));
                 }
                 self.record(&pa.call, &pa.run_id, &pa.caller, GateCode::Replayed);
-                return Ok(GateOutcome::Ok(again.into()));
+                Ok(Err(GateOutcome::Ok(again.into())))
             }
-            (status, _) if may_run(status) => {}
-            (status, _) => return Err(GateError::NotRunnable { id: pa.id, status }),
+            (status, _) if may_run(status) => Ok(Ok(pa)),
+            (status, _) => Err(GateError::NotRunnable { id: pa.id, status }),
         }
-        let outcome = match self.registry.validate(&pa.call.name, &pa.call.arguments) {
+    }
+
+    /// Starts a parked call: its outcome now, or the answer to wait for.
+    fn start_parked(&self, pa: &PendingAction) -> Result<GateOutcome, BoxFuture<'static, Result<Value, ToolFailure>>> {
+        match self.registry.validate(&pa.call.name, &pa.call.arguments) {
             Ok(args) => match self.start(&pa.call.name, &pa.caller, &args) {
-                Started::Done(result) => outcome_of(result.map(Output::into_data)),
-                Started::Waiting(answer) => answer_at_once(&pa.call.name, answer),
+                Started::Done(result) => Ok(outcome_of(result.map(Output::into_data))),
+                Started::Waiting(answer) => Err(answer),
             },
-            Err(e) => GateOutcome::Refused { code: Refusal::InvalidArguments, message: e.to_string() },
-        };
+            Err(e) => Ok(GateOutcome::Refused { code: Refusal::InvalidArguments, message: e.to_string() }),
+        }
+    }
+
+    /// Stores a parked call's result (an action that ran never runs again) and audits it.
+    fn finish_parked(&mut self, pa: &PendingAction, outcome: GateOutcome, span: &tracing::Span) -> GateOutcome {
         if let (GateOutcome::Ok(v), Some(stored)) = (&outcome, self.pending.get_mut(&pa.id)) {
             stored.status = PendingStatus::Executed;
             stored.result = Some(v.value().clone());
         }
         self.record(&pa.call, &pa.run_id, &pa.caller, outcome.code());
-        tool_span_outcome(&span, &outcome);
-        Ok(outcome)
+        tool_span_outcome(span, &outcome);
+        outcome
     }
 
     /// Starts a validated call: a built-in tool runs now, an added tool's future is
@@ -806,19 +895,21 @@ impl ToolGate {
             Err(ArgError::Invalid(m)) => return refuse(Refusal::InvalidArguments, m),
         };
         let access = self.policy.access_of(&call.name);
-        if self.registry.is_added(&call.name) && access != Access::Read {
-            // an added tool only reads: it never parks, never needs a person, never sends
+        let mcp = self.registry.is_mcp(&call.name);
+        if (self.registry.is_added(&call.name) && access != Access::Read) || (mcp && access == Access::Internal) {
+            // an added tool only reads: it never parks, never needs a person, never sends;
+            // an MCP tool reads or writes, and its writes park like any other
             return refuse(Refusal::NotAllowed, format!("{} is not available in this task", call.name));
         }
         // the information-flow rules, before the call counts (a refused call did nothing)
-        if self.ifc == IfcMode::On {
-            if let Some(controls) = ifc::controls(&call.name, access) {
-                let world = &self.world.data;
-                if let Err((code, message)) =
-                    ifc::check_call(&call.name, controls, &call.arguments, caller, world, &self.taint)
-                {
-                    return refuse(code, message);
-                }
+        if self.ifc == IfcMode::On
+            && let Some(controls) = ifc::controls(&call.name, access)
+        {
+            let world = &self.world.data;
+            if let Err((code, message)) =
+                ifc::check_call(&call.name, controls, &call.arguments, caller, world, &self.taint)
+            {
+                return refuse(code, message);
             }
         }
         let used = self.count(run_id, &call.name);
@@ -846,10 +937,10 @@ impl ToolGate {
             }
             let id = format!("pa-{}", self.pending.len() + 1);
             let mut parked = call.clone();
-            if let Some(obj) = parked.arguments.as_object_mut() {
-                if obj.contains_key("idempotency_key") {
-                    obj.insert("idempotency_key".into(), Value::String(derived_idempotency_key(run_id, &id)));
-                }
+            if let Some(obj) = parked.arguments.as_object_mut()
+                && obj.contains_key("idempotency_key")
+            {
+                obj.insert("idempotency_key".into(), Value::String(derived_idempotency_key(run_id, &id)));
             }
             self.pending.insert(
                 id.clone(),
@@ -882,12 +973,16 @@ impl ToolGate {
             }
             Started::Done(Err(f)) => Decided::Now(GateOutcome::Failed { code: f.code.into(), message: f.message }),
             Started::Waiting(answer) => {
-                self.taint.absorb(Label::UNTRUSTED, &call.name);
+                let label = Label::new(Integrity::Untrusted, self.policy.confidentiality_of(&call.name));
+                self.taint.absorb(label, &call.name);
                 Decided::Waiting(answer)
             }
         }
     }
 }
+
+/// Which statuses of a parked action let it run.
+type MayRun = fn(PendingStatus) -> bool;
 
 /// A call through [`ToolGate::run_async`]: decided already (refused, parked, or a
 /// built-in tool that answered at once: no allocation, and only the outcome is held while

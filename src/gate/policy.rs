@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::GateError;
+use crate::label::Confidentiality;
+use crate::tools::mcp::is_mcp_name;
 
 /// The bundled policy, `data/policy.json`.
 pub(super) const BUNDLED_POLICY: &str = include_str!("../../data/policy.json");
@@ -61,6 +63,15 @@ pub struct Policy {
     /// answer is read.
     #[serde(default)]
     pub free_answers: BTreeSet<String>,
+    /// MCP tool (`<server>__<tool>`) → the digest of the definition a person reviewed
+    /// (`sha256:…`, as `rolegate mcp list` prints it). A named MCP tool without a pin, or
+    /// whose server now lists another definition, is refused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pins: BTreeMap<String, String>,
+    /// Tool → whose data its results are. Unlisted: `public` for a built-in or added tool
+    /// (whose labels come from the world), `user` for an MCP tool.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub confidentiality: BTreeMap<String, Confidentiality>,
 }
 
 impl Policy {
@@ -93,6 +104,37 @@ impl Policy {
     /// The access of `tool`; unknown tools are writes.
     pub fn access_of(&self, tool: &str) -> Access {
         self.access.get(tool).copied().unwrap_or(Access::Write)
+    }
+
+    /// Whose data the results of `tool` are ([`Policy::confidentiality`]).
+    pub fn confidentiality_of(&self, tool: &str) -> Confidentiality {
+        match self.confidentiality.get(tool) {
+            Some(c) => *c,
+            None if is_mcp_name(tool) => Confidentiality::User,
+            None => Confidentiality::Public,
+        }
+    }
+
+    /// The MCP tools this policy's tasks name for `server` (a tool in no task is never called),
+    /// each with its pin if it has one: what [`McpServer::connect`](crate::tools::mcp::McpServer::connect) holds the server to.
+    pub fn mcp_tools_of(&self, server: &str) -> BTreeMap<String, Option<String>> {
+        let prefix = format!("{server}{}", crate::tools::mcp::SEPARATOR);
+        self.tasks
+            .values()
+            .flatten()
+            .filter(|t| t.starts_with(&prefix) && t.len() > prefix.len())
+            .map(|t| (t.clone(), self.pins.get(t).cloned()))
+            .collect()
+    }
+
+    /// The servers whose tools this policy's tasks name.
+    pub fn mcp_servers(&self) -> BTreeSet<String> {
+        self.tasks
+            .values()
+            .flatten()
+            .filter(|t| is_mcp_name(t))
+            .filter_map(|t| t.split_once(crate::tools::mcp::SEPARATOR).map(|(s, _)| s.to_string()))
+            .collect()
     }
 
     /// The per-run call limit of `tool`.

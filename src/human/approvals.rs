@@ -207,6 +207,13 @@ impl Decision {
     fn refused(code: DecisionCode) -> Self {
         Self { code, outcome: None }
     }
+
+    /// An approval whose action ran (or could not run, as a `not_runnable` failure).
+    fn ran(outcome: Result<GateOutcome, crate::gate::GateError>) -> Self {
+        let outcome =
+            outcome.unwrap_or_else(|e| GateOutcome::Failed { code: GateCode::NotRunnable, message: e.to_string() });
+        Self { code: DecisionCode::Ok, outcome: Some(outcome) }
+    }
 }
 
 /// The preview of a call as a person reads it: the tool, then its arguments as sorted
@@ -411,19 +418,32 @@ impl ApprovalQueue {
     /// Approves request `id` as `actor` and, when every rule passes, runs the action once
     /// through `gate` (which stores its result for replay).
     pub fn approve(&mut self, id: &str, actor: &str, gate: &mut ToolGate) -> Decision {
+        match self.approval(id, actor, gate) {
+            Ok(token) => Decision::ran(gate.execute_approved(&token)),
+            Err(refused) => refused,
+        }
+    }
+
+    /// [`ApprovalQueue::approve`] for an action whose tool answers later (an MCP server's
+    /// write): the call is awaited under the gate's per-call timeout.
+    pub async fn approve_async(&mut self, id: &str, actor: &str, gate: &mut ToolGate) -> Decision {
+        match self.approval(id, actor, gate) {
+            Ok(token) => Decision::ran(gate.execute_approved_async(&token).await),
+            Err(refused) => refused,
+        }
+    }
+
+    /// Checks and records an approval; the token that lets the action run.
+    fn approval(&mut self, id: &str, actor: &str, gate: &mut ToolGate) -> Result<ApprovalToken, Decision> {
         let code = self.check(id, actor, Act::Approve, gate);
         if code != DecisionCode::Ok {
-            return Decision::refused(code);
+            return Err(Decision::refused(code));
         }
         let Some(req) = self.record(id, actor, RequestStatus::Approved) else {
-            return Decision::refused(DecisionCode::UnknownRequest);
+            return Err(Decision::refused(DecisionCode::UnknownRequest));
         };
         gate.mark(&req.pending_id, PendingStatus::Approved);
-        let token = ApprovalToken::mint(&req.run_id, &req.pending_id, actor, &req.fingerprint);
-        let outcome = gate
-            .execute_approved(&token)
-            .unwrap_or_else(|e| GateOutcome::Failed { code: GateCode::NotRunnable, message: e.to_string() });
-        Decision { code, outcome: Some(outcome) }
+        Ok(ApprovalToken::mint(&req.run_id, &req.pending_id, actor, &req.fingerprint))
     }
 
     /// Denies request `id` as `actor`; nothing runs.
@@ -446,10 +466,10 @@ impl ApprovalQueue {
         gate: &mut ToolGate,
     ) -> DecisionCode {
         let code = self.check(id, actor, act, gate);
-        if code == DecisionCode::Ok {
-            if let Some(req) = self.record(id, actor, status) {
-                gate.mark(&req.pending_id, pending);
-            }
+        if code == DecisionCode::Ok
+            && let Some(req) = self.record(id, actor, status)
+        {
+            gate.mark(&req.pending_id, pending);
         }
         code
     }

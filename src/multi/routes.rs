@@ -64,7 +64,7 @@ impl Scopes {
             let access = tools.iter().map(|t| (t.clone(), policy.access_of(t))).collect();
             let call_limits = tools.iter().map(|t| (t.clone(), policy.limit_of(t))).collect();
             let free_answers = policy.free_answers.iter().filter(|t| *t == role.as_str()).cloned().collect();
-            Ok(Policy { tasks, access, grants: BTreeSet::new(), call_limits, free_answers })
+            Ok(Policy { tasks, access, grants: BTreeSet::new(), call_limits, free_answers, ..Policy::default() })
         };
         Ok(Self { policies: [one(Role::Planner)?, one(Role::Researcher)?, one(Role::Reviewer)?].map(Arc::new) })
     }

@@ -451,6 +451,7 @@ fn args_value(args: &ToolArgs) -> Result<Value, serde_json::Error> {
         ToolArgs::SearchDocuments(a) => serde_json::to_value(a),
         ToolArgs::Remember(a) => serde_json::to_value(a),
         ToolArgs::Added(a) => Ok(a.to_value()),
+        ToolArgs::Mcp(a) => Ok(Value::Object(a.arguments.clone())),
     }
 }
 
@@ -492,10 +493,10 @@ pub fn check_tool_arguments(fx: &Fixture, tool: &str, arguments: &Value) -> Resu
         if let GateOutcome::NeedsApproval { pending_id } = &outcome {
             let parked = lab.agent.gate.pending().get(pending_id).map(|p| p.call.arguments.clone());
             let mut expected = arguments.clone();
-            if let Some(obj) = expected.as_object_mut() {
-                if obj.contains_key("idempotency_key") {
-                    obj.insert("idempotency_key".into(), json!(derived_idempotency_key(RUN_ID, pending_id)));
-                }
+            if let Some(obj) = expected.as_object_mut()
+                && obj.contains_key("idempotency_key")
+            {
+                obj.insert("idempotency_key".into(), json!(derived_idempotency_key(RUN_ID, pending_id)));
             }
             ensure(parked.as_ref() == Some(&expected), "parked_as_asked", || format!("{parked:?} vs {expected}"))?;
         }

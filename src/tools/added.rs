@@ -17,9 +17,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::{ArgError, Output, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec, str_schema};
+use super::mcp::{McpServer, McpTool};
+use super::{ArgError, McpArgs, Output, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec, str_schema};
 use crate::future::BoxFuture;
 use crate::world::World;
+use std::borrow::Cow;
 
 /// Longest value of one argument field of an added tool, in characters.
 pub(super) const MAX_FIELD_CHARS: usize = 200;
@@ -78,6 +80,8 @@ fn good_name(name: &str) -> bool {
 pub(crate) struct ToolSet {
     /// Added tools by name.
     added: BTreeMap<&'static str, Arc<dyn Tool>>,
+    /// Tools of MCP servers by name (`<server>__<tool>`).
+    mcp: BTreeMap<String, McpTool>,
 }
 
 /// A validated call, started: its result now, or a future the gate must wait for.
@@ -113,9 +117,28 @@ impl ToolSet {
         Ok(())
     }
 
-    /// True when a tool of this name exists (built in or added).
+    /// Adds the checked tools of an MCP server.
+    ///
+    /// # Errors
+    /// [`AddToolError::Taken`] when a name is in use (nothing is added then).
+    pub(crate) fn add_mcp(&mut self, server: &McpServer) -> Result<(), AddToolError> {
+        if let Some(taken) = server.tools().iter().find(|t| self.has(t.name())) {
+            return Err(AddToolError::Taken(taken.name().to_string()));
+        }
+        for tool in server.tools() {
+            self.mcp.insert(tool.name().to_string(), tool.clone());
+        }
+        Ok(())
+    }
+
+    /// True when a tool of this name exists (built in, added or from an MCP server).
     pub(crate) fn has(&self, name: &str) -> bool {
-        Registry.has(name) || self.added.contains_key(name)
+        Registry.has(name) || self.added.contains_key(name) || self.mcp.contains_key(name)
+    }
+
+    /// True when `name` is a tool of an MCP server.
+    pub(crate) fn is_mcp(&self, name: &str) -> bool {
+        self.mcp.contains_key(name)
     }
 
     /// The name of the tool called `name` (built in or added) as this set holds it.
@@ -133,10 +156,17 @@ impl ToolSet {
         if let Some(spec) = SPECS.iter().find(|s| s.name == name) {
             return Some(spec.clone());
         }
+        if let Some(tool) = self.mcp.get(name) {
+            return Some(ToolSpec {
+                name: Cow::Owned(tool.name().to_string()),
+                description: Cow::Owned(tool.description().to_string()),
+                parameters: tool.schema().clone(),
+            });
+        }
         let tool = self.added.get(name)?;
         Some(ToolSpec {
-            name: tool.name(),
-            description: tool.description(),
+            name: Cow::Borrowed(tool.name()),
+            description: Cow::Borrowed(tool.description()),
             parameters: Arc::new(str_schema(tool.fields())),
         })
     }
@@ -147,6 +177,10 @@ impl ToolSet {
     /// # Errors
     /// [`ArgError::UnknownTool`] or [`ArgError::Invalid`].
     pub(crate) fn validate(&self, name: &str, arguments: &Value) -> Result<ToolArgs, ArgError> {
+        if let Some(tool) = self.mcp.get(name) {
+            let arguments = tool.check(arguments).map_err(ArgError::Invalid)?;
+            return Ok(ToolArgs::Mcp(McpArgs { tool: name.to_string(), arguments }));
+        }
         let Some(tool) = self.added.get(name) else { return Registry.validate(name, arguments) };
         let obj = arguments.as_object().ok_or_else(|| ArgError::Invalid("arguments must be an object".into()))?;
         let declared = tool.fields();
@@ -173,6 +207,10 @@ impl ToolSet {
         match args {
             ToolArgs::Added(a) => match self.added.get(a.tool.as_str()) {
                 Some(tool) => Started::Waiting(tool.call(caller, a)),
+                None => Started::Done(Registry.run(world, caller, args)),
+            },
+            ToolArgs::Mcp(a) => match self.mcp.get(a.tool.as_str()) {
+                Some(tool) => Started::Waiting(tool.call(a.arguments.clone())),
                 None => Started::Done(Registry.run(world, caller, args)),
             },
             _ => Started::Done(Registry.run(world, caller, args)),

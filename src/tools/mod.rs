@@ -8,6 +8,7 @@
 mod added;
 mod calculator;
 mod data;
+pub mod mcp;
 mod search;
 
 use crate::codes::codes;
@@ -16,6 +17,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
 use crate::world::World;
@@ -189,6 +191,17 @@ pub enum ToolArgs {
     Remember(RememberArgs),
     /// A tool added to one gate ([`Tool`]); only that gate runs it.
     Added(AddedArgs),
+    /// A tool of an MCP server ([`mcp::McpTool`]); only the gate holding it runs it.
+    Mcp(McpArgs),
+}
+
+/// The checked arguments of an MCP tool: the declared fields only, each of a declared type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpArgs {
+    /// The tool's name (`<server>__<tool>`).
+    pub tool: String,
+    /// The arguments object.
+    pub arguments: serde_json::Map<String, Value>,
 }
 
 /// Why arguments were refused.
@@ -215,6 +228,12 @@ codes! {
         ToolTimeout = "tool_timeout",
         /// The tool panicked; the gate caught it.
         ToolPanicked = "tool_panicked",
+        /// A tool server answered that the call failed (an MCP result flagged as an error).
+        ToolError = "tool_error",
+        /// A tool server could not be reached, or did not answer as MCP says it must.
+        ToolUnavailable = "tool_unavailable",
+        /// A tool server changed a pinned tool's definition mid-run; nothing was sent.
+        ToolChanged = "tool_changed",
     }
 }
 
@@ -231,9 +250,9 @@ pub struct ToolFailure {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ToolSpec {
     /// Name.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// One-line description.
-    pub description: &'static str,
+    pub description: Cow<'static, str>,
     /// JSON schema of the arguments object, shared: every request that shows the tool
     /// holds the same schema instead of a deep copy of it.
     #[serde(serialize_with = "shared_value")]
@@ -336,7 +355,11 @@ impl Registry {
             ),
             _ => return None,
         };
-        Some(ToolSpec { name, description, parameters: Arc::new(str_schema(fields)) })
+        Some(ToolSpec {
+            name: Cow::Borrowed(name),
+            description: Cow::Borrowed(description),
+            parameters: Arc::new(str_schema(fields)),
+        })
     }
 
     /// Checks a call's arguments against the tool's schema and content rules.
@@ -448,9 +471,9 @@ impl Registry {
                 message: "remember is applied by the agent's guarded memory, not by the registry".into(),
             }),
             // an added tool answers only through the gate that holds it
-            ToolArgs::Added(a) => Err(ToolFailure {
+            ToolArgs::Added(AddedArgs { tool, .. }) | ToolArgs::Mcp(McpArgs { tool, .. }) => Err(ToolFailure {
                 code: ToolFailureCode::BadInput,
-                message: format!("{} runs only through the gate it was added to", a.tool),
+                message: format!("{tool} runs only through the gate it was added to"),
             }),
         }
     }

@@ -572,7 +572,7 @@ mod tests {
         assert_eq!(native["tool_choice"], "auto", "tool_choice goes with the tools");
         assert!(native.get("temperature").is_none() && native.get("seed").is_none(), "unset: the server's own");
         let mut clash = req.clone();
-        clash.tools[0].name = "finish";
+        clash.tools[0].name = "finish".into();
         assert_eq!(request_body("d", &ep, &clash).map_err(|f| f.code).err(), Some(HttpCode::ReservedToolName));
         let no_tools = LlmRequest { tools: Vec::new(), ..req.clone() };
         let bare: Value = serde_json::from_slice(&request_body("d", &ep, &no_tools).unwrap()).unwrap();
