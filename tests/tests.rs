@@ -2,6 +2,7 @@
 
 mod util;
 
+mod agentdojo_run;
 mod architecture;
 
 mod single_loop;

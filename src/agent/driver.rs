@@ -186,6 +186,8 @@ pub struct Agent {
     /// The code and whole message (redacted) of the model failure that ended its last run,
     /// if one did: what a role reports as the cause of its stop (the trace line is clipped).
     pub(crate) model_failure: Option<(&'static str, String)>,
+    /// Most characters kept of an observation's text, when not the default.
+    observation_chars: Option<usize>,
 }
 
 /// How an agent runs, beyond what it acts on: everything has a default (the default
@@ -206,6 +208,9 @@ pub struct AgentConfig {
     pub role: Option<String>,
     /// The run's cancellation token.
     pub cancel: CancellationToken,
+    /// Most characters kept of an observation's text (`None`: 400; at most
+    /// [`MAX_OBSERVATION_LIMIT`](super::MAX_OBSERVATION_LIMIT)).
+    pub observation_chars: Option<usize>,
 }
 
 impl Default for AgentConfig {
@@ -218,6 +223,7 @@ impl Default for AgentConfig {
             system_prompt: Cow::Borrowed(crate::model::prompts::single()),
             role: None,
             cancel: CancellationToken::new(),
+            observation_chars: None,
         }
     }
 }
@@ -255,7 +261,7 @@ impl Agent {
         prices: Arc<PriceTable>,
         config: AgentConfig,
     ) -> Self {
-        let AgentConfig { budget, checks, memory, guarded, system_prompt, role, cancel } = config;
+        let AgentConfig { budget, checks, memory, guarded, system_prompt, role, cancel, observation_chars } = config;
         Self {
             decider,
             gate,
@@ -274,6 +280,7 @@ impl Agent {
             system_prompt,
             trace_role: role,
             model_failure: None,
+            observation_chars,
         }
     }
 
@@ -347,7 +354,10 @@ impl Agent {
     /// decider, an unpriced model, a failed checkpoint hook). Every other ending is a
     /// [`Run`] with a named reason.
     pub async fn run(&mut self, goal: &str, run_id: &str) -> Result<Run, AgentError> {
-        let state = AgentState::new(run_id, &self.session.user_id, &self.task, goal)?;
+        let mut state = AgentState::new(run_id, &self.session.user_id, &self.task, goal)?;
+        if let Some(chars) = self.observation_chars {
+            state = state.with_observation_chars(chars)?;
+        }
         let mut progress = Progress::new(run_id);
         progress.trace.role = self.trace_role.as_deref().map(Into::into);
         if self.session.user_id.is_empty() {

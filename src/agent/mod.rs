@@ -30,6 +30,7 @@ pub(crate) use finish::answer_problem;
 pub(crate) use proposal::MAX_PROPOSAL_BYTES;
 pub(crate) use proposal::ProposalText;
 pub use proposal::{Proposal, ProposalError, parse_proposal};
+pub use state::MAX_OBSERVATION_LIMIT;
 pub use state::{AgentState, MAX_ANSWER_CHARS, RawState, StateError, Status, StopReason};
 pub(crate) use state::{MAX_GOAL_CHARS, MAX_OBSERVATION_CHARS};
 pub use trace::TraceKind;

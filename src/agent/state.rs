@@ -19,8 +19,11 @@ use crate::security::clip;
 pub(crate) const MAX_GOAL_CHARS: usize = 300;
 /// Most characters of a final answer.
 pub const MAX_ANSWER_CHARS: usize = 600;
-/// Most characters kept of an observation's text.
+/// Most characters kept of an observation's text, unless a run sets its own limit
+/// ([`AgentState::with_observation_chars`]).
 pub(crate) const MAX_OBSERVATION_CHARS: usize = 400;
+/// The largest limit a run may set on an observation's text.
+pub const MAX_OBSERVATION_LIMIT: usize = 16_000;
 
 codes! {
     /// Why a run ended (or paused). A closed set: the state refuses any other reason.
@@ -156,6 +159,9 @@ pub struct RawState {
     /// Pending action (awaiting only).
     #[serde(default)]
     pub pending_id: String,
+    /// The run's limit on an observation's text, when it is not the default 400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation_chars: Option<u32>,
 }
 
 /// The durable facts of one run. Raw chat is not in here.
@@ -169,6 +175,8 @@ pub struct AgentState {
     status: Status,
     step: u32,
     observations: Vec<Observation>,
+    /// Most characters kept of an observation's text.
+    observation_chars: usize,
 }
 
 /// True when `text` has more than `max` characters (bytes bound characters from above,
@@ -216,11 +224,11 @@ const DONE_NEEDS_SUPPORT: &str = "done needs an answer and the observations that
 const AWAITING_NEEDS_ID: &str = "awaiting_approval needs a pending action id";
 
 /// The rules of the `n`th observation (1-based) of a state at `step`.
-fn check_observation(o: &Observation, n: usize, step: u32) -> Result<(), StateError> {
+fn check_observation(o: &Observation, n: usize, step: u32, limit: usize) -> Result<(), StateError> {
     if !is_observation_id(&o.id, n) || o.step > step {
         return Err(StateError::Invalid(BAD_OBSERVATION));
     }
-    if longer_than(&o.text, MAX_OBSERVATION_CHARS) {
+    if longer_than(&o.text, limit) {
         return Err(StateError::Invalid("an observation's text is too long"));
     }
     Ok(())
@@ -241,8 +249,13 @@ impl TryFrom<RawState> for AgentState {
         if longer_than(&raw.answer, MAX_ANSWER_CHARS) {
             return invalid(ANSWER_TOO_LONG);
         }
+        let limit = match raw.observation_chars.map(|n| usize::try_from(n).unwrap_or(usize::MAX)) {
+            None => MAX_OBSERVATION_CHARS,
+            Some(n) if (1..=MAX_OBSERVATION_LIMIT).contains(&n) => n,
+            Some(_) => return invalid("the observation limit must be 1 to 16000 characters"),
+        };
         for (i, o) in raw.observations.iter().enumerate() {
-            check_observation(o, i + 1, raw.step)?;
+            check_observation(o, i + 1, raw.step, limit)?;
         }
         check_sources(&raw.sources, &raw.observations)?;
         let status = match raw.status.as_str() {
@@ -296,6 +309,7 @@ impl TryFrom<RawState> for AgentState {
             status,
             step: raw.step,
             observations: raw.observations,
+            observation_chars: limit,
         })
     }
 }
@@ -321,6 +335,8 @@ impl From<AgentState> for RawState {
             sources,
             reason,
             pending_id,
+            observation_chars: (s.observation_chars != MAX_OBSERVATION_CHARS)
+                .then(|| u32::try_from(s.observation_chars).unwrap_or(u32::MAX)),
         }
     }
 }
@@ -345,7 +361,31 @@ impl AgentState {
             status: Status::Running,
             step: 0,
             observations: Vec::new(),
+            observation_chars: MAX_OBSERVATION_CHARS,
         })
+    }
+
+    /// This (new) state keeping up to `chars` characters of each observation's text
+    /// instead of 400: for tools whose results are long (a month of bank transactions).
+    /// The limit is part of the state: a checkpoint carries it, a resumed run keeps it.
+    ///
+    /// # Errors
+    /// [`StateError::Invalid`] for 0 or more than [`MAX_OBSERVATION_LIMIT`], or for a
+    /// state that already holds observations.
+    pub fn with_observation_chars(mut self, chars: usize) -> Result<Self, StateError> {
+        if !(1..=MAX_OBSERVATION_LIMIT).contains(&chars) {
+            return Err(StateError::Invalid("the observation limit must be 1 to 16000 characters"));
+        }
+        if !self.observations.is_empty() {
+            return Err(StateError::Invalid("the observation limit is set before the first observation"));
+        }
+        self.observation_chars = chars;
+        Ok(self)
+    }
+
+    /// Most characters kept of an observation's text.
+    pub fn observation_chars(&self) -> usize {
+        self.observation_chars
     }
 
     /// The run id.
@@ -435,7 +475,7 @@ impl AgentState {
             return invalid(BAD_OBSERVATION);
         }
         if let Some(o) = new {
-            check_observation(o, self.observations.len() + 1, step)?;
+            check_observation(o, self.observations.len() + 1, step, self.observation_chars)?;
         }
         match status {
             // no reason, answer, sources or pending action: nothing else to check
@@ -526,7 +566,7 @@ impl AgentState {
             step: self.step,
             tool: CompactString::from(clip(tool, 40)),
             ok,
-            text: clip(text, MAX_OBSERVATION_CHARS).to_string(),
+            text: clip(text, self.observation_chars).to_string(),
         }
     }
 
@@ -668,7 +708,37 @@ mod tests {
             sources: Vec::new(),
             reason: String::new(),
             pending_id: String::new(),
+            observation_chars: None,
         })
+    }
+
+    #[test]
+    fn a_runs_own_observation_limit_is_kept_checked_and_carried_by_its_state() {
+        let long = "x".repeat(1_000);
+        let state = AgentState::new("r1", "kwame", "triage", "Check T-601.").unwrap().into_next_step().unwrap();
+        let (_, default) = state.observe(true, "t", &long).unwrap();
+        assert_eq!(default.text.chars().count(), MAX_OBSERVATION_CHARS);
+        let wide =
+            AgentState::new("r1", "kwame", "triage", "Check T-601.").unwrap().with_observation_chars(800).unwrap();
+        let (wide, seen) = wide.into_next_step().unwrap().observe(true, "t", &long).unwrap();
+        assert_eq!(seen.text.chars().count(), 800);
+        // the limit travels with the state, and only a changed one is written
+        let raw = RawState::from(wide.clone());
+        assert_eq!(raw.observation_chars, Some(800));
+        assert_eq!(AgentState::try_from(raw.clone()).unwrap(), wide);
+        assert_eq!(RawState::from(state).observation_chars, None);
+        // a state whose observation is longer than its own limit, or whose limit is out of range, is refused
+        let mut tight = raw.clone();
+        tight.observation_chars = None;
+        assert!(AgentState::try_from(tight).is_err());
+        for bad in [0, 16_001] {
+            let mut r = raw.clone();
+            r.observation_chars = Some(bad);
+            assert!(AgentState::try_from(r).is_err(), "{bad}");
+        }
+        assert!(
+            AgentState::new("r1", "k", "t", "g").unwrap().with_observation_chars(MAX_OBSERVATION_LIMIT + 1).is_err()
+        );
     }
 
     #[test]

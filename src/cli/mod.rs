@@ -17,6 +17,7 @@ macro_rules! eprintln {
     ($($arg:tt)*) => { std::eprintln!("{}", rolegate::security::terminal_safe(&format!($($arg)*))) };
 }
 
+mod agentdojo;
 mod approvals;
 mod approvers;
 mod bench;
@@ -241,6 +242,9 @@ pub enum Command {
     },
     /// Throughput and memory of three-role runs, with ratios against the peers.
     Bench(bench::BenchArgs),
+    /// Run an AgentDojo suite (user tasks x injection tasks x designs x defenses) through
+    /// its tools served over MCP, graded by AgentDojo's own checks (docs/agentdojo.md).
+    Agentdojo(agentdojo::AgentDojoArgs),
     /// MCP tool servers: list a server's tools with the digests a policy pins them by.
     Mcp {
         #[command(subcommand)]
@@ -458,6 +462,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Store { command } => store_check::store(&command),
         Command::Approvers { command } => approvers::approvers(command),
         Command::Mcp { command: McpCommand::List(args) } => mcp::list(&args).await,
+        Command::Agentdojo(args) => agentdojo::run(args).await,
     }
 }
 

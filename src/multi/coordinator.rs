@@ -628,6 +628,7 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
         system_prompt: crate::model::prompts::researcher().into(),
         role: Some(Role::Researcher.as_str().to_string()),
         cancel: researcher_cancel.clone(),
+        observation_chars: None,
     };
     let agent = Agent::new(
         models.researcher,

@@ -3,6 +3,7 @@
 //! results files, resume and shards ([`experiment`], [`results`], [`shard`]), and the 95%
 //! Wilson interval of a rate ([`wilson`]).
 
+pub mod agentdojo;
 mod bounded;
 pub(crate) mod checkers;
 pub(crate) mod context;
