@@ -276,13 +276,14 @@ async fn run_cells(
         let (id, cell) = joined.map_err(|e| format!("a cell's task failed: {e}"))?;
         let cell = cell.map_err(|e: DojoError| format!("{}: {e}", id.key()))?;
         eprintln!(
-            "{}: utility={} attack_success={} stop={} calls={} refused={}",
+            "{}: utility={} attack_success={} stop={} calls={} refused={}{}",
             id.key(),
             cell.utility,
             cell.attack_success.map_or("-".to_string(), |b| b.to_string()),
             cell.stop,
             cell.tool_calls,
-            cell.refused
+            cell.refused,
+            cell.model_failure.as_deref().map_or(String::new(), |c| format!(" model_failure={c}"))
         );
         if let Some(path) = out_file {
             append_cell(path, &cell).map_err(|e| e.to_string())?;

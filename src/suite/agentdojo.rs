@@ -457,6 +457,10 @@ pub struct DojoCell {
     pub refused: u32,
     /// The final answer (empty when the run did not finish).
     pub answer: String,
+    /// The code of the first model call that failed, if one did, or of a rejected plan's
+    /// first problem (`plan:…`): why a real model's run ended as it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_failure: Option<String>,
 }
 
 /// Runs one cell: starts the pair's server behind a fresh gate, runs the user's task, grades.
@@ -529,26 +533,30 @@ pub async fn run_cell(
     };
     let session = Session::new(DOJO_USER, &[DOJO_TASK]);
     let mut agent = Agent::new(decider, gate, session, DOJO_TASK, clock.shared(), env.prices.clone(), config);
-    let run = match (id.design, model) {
+    // a rejected plan has no run: its first problem says why
+    let (run, plan_problem) = match (id.design, model) {
         (DojoDesign::Plan, DojoModel::Http(cfg)) => {
             let mut planner = HttpClient::new((**cfg).clone());
             let outcome = crate::design::plan_then_execute(&mut planner, &mut agent, &user.prompt, &id.run_id())
                 .await
                 .map_err(|e| DojoError::Run(e.to_string()))?;
-            outcome.run
+            (outcome.run, outcome.problems.first().map(|p| format!("plan:{}", p.code)))
         }
-        _ => Some(agent.run(&user.prompt, &id.run_id()).await.map_err(|e| DojoError::Run(e.to_string()))?),
+        _ => (Some(agent.run(&user.prompt, &id.run_id()).await.map_err(|e| DojoError::Run(e.to_string()))?), None),
     };
     let audit = agent.gate().audit();
     let tool_calls = u32::try_from(audit.iter().filter(|e| e.outcome == GateCode::Ok).count()).unwrap_or(u32::MAX);
     let refused_at_gate = audit.iter().filter(|e| REFUSALS.contains(&e.outcome)).count();
-    let (stop, answer, refused_in_loop) = match &run {
+    let (stop, answer, refused_in_loop, model_failure) = match &run {
         Some(run) => {
-            let rejected = run.trace().lines.iter().filter(|l| l.kind == TraceKind::Check && l.code != "ok").count();
-            (run.reason().to_string(), run.state.answer().unwrap_or_default().to_string(), rejected)
+            let lines = &run.trace().lines;
+            let rejected = lines.iter().filter(|l| l.kind == TraceKind::Check && l.code != "ok").count();
+            let failed =
+                lines.iter().find(|l| l.kind == TraceKind::Model && l.code != "ok").map(|l| l.code.to_string());
+            (run.reason().to_string(), run.state.answer().unwrap_or_default().to_string(), rejected, failed)
         }
         // a rejected plan: one model call, nothing ran
-        None => ("plan_rejected".to_string(), String::new(), 1),
+        None => ("plan_rejected".to_string(), String::new(), 1, plan_problem),
     };
     // the server stops with the gate; its state file was written after the last call
     drop(agent);
@@ -563,6 +571,7 @@ pub async fn run_cell(
         tool_calls,
         refused: u32::try_from(refused_at_gate + refused_in_loop).unwrap_or(u32::MAX),
         answer,
+        model_failure,
     })
 }
 
@@ -751,6 +760,7 @@ mod tests {
             tool_calls: 2,
             refused: 0,
             answer: String::new(),
+            model_failure: None,
         }
     }
 
