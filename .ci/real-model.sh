@@ -87,6 +87,12 @@ done
 case_ "multi" 01 "outcome:" -- run --design multi "$MULTI_GOAL" "${MODEL[@]}" --base-url "$BASE"
 case_ "compare" 01 "design" -- compare "${MODEL[@]}" --base-url "$BASE"
 
+if [ -x "${ROLEGATE_AGENTDOJO_VENV:-/nonexistent}/bin/python" ]; then
+  echo "-- an AgentDojo task through rolegate, its tools over MCP, graded by AgentDojo"
+  case_ "agentdojo banking, one benign task" 0 "benign utility" -- agentdojo --suite banking --user-tasks 1 \
+    --injection-tasks 0 --designs single --configs checks "${MODEL[@]}" --base-url "$BASE" --time-budget 300
+fi
+
 echo "-- a durable run killed with SIGKILL and resumed"
 export ROLEGATE_SIGNING_KEY="real-model signing key, not a real secret"
 ROLEGATE_TEST_CRASH_AT="durable:hold_after_commit:2" "$BIN" run "$GOAL" "${MODEL[@]}" --base-url "$BASE" \
