@@ -623,9 +623,10 @@ impl AgentState {
         self.clone().moved(Status::Running, self.step, None)
     }
 
-    /// The observations, taking the state (what a finished run hands on).
-    pub(crate) fn into_observations(self) -> Vec<Observation> {
-        self.observations
+    /// The status and the observations, taking the state (what a finished run hands on:
+    /// a done status's answer and sources move out, not copied).
+    pub(crate) fn into_status_and_observations(self) -> (Status, Vec<Observation>) {
+        (self.status, self.observations)
     }
 }
 
