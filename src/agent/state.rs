@@ -515,7 +515,7 @@ impl AgentState {
     /// [`AgentState::check_move`]. Taking the state by value, the move keeps its strings
     /// and observations without copying them. In debug builds (the tests) every move is
     /// also checked through the whole loading path, and the two must agree.
-    fn moved(self, status: Status, step: u32, new: Option<Observation>) -> Result<Self, StateError> {
+    fn moved(mut self, status: Status, step: u32, new: Option<Observation>) -> Result<Self, StateError> {
         if !self.status.may_go_to(&status) {
             return Err(StateError::BadTransition { from: self.status.name(), to: status.name().into() });
         }
@@ -528,13 +528,17 @@ impl AgentState {
             next.observations.extend(new.clone());
             Self::try_from(RawState::from(next))
         };
-        let result = checked.map(|()| {
-            let mut next = self;
-            next.status = status;
-            next.step = step;
-            next.observations.extend(new);
-            next
-        });
+        // changed where it is: neither the state nor the new status is moved into a closure
+        // or a new binding on the way out (each such move copies the whole state)
+        let result = match checked {
+            Ok(()) => {
+                self.status = status;
+                self.step = step;
+                self.observations.extend(new);
+                Ok(self)
+            }
+            Err(e) => Err(e),
+        };
         #[cfg(debug_assertions)]
         assert_eq!(result, loaded, "a move and loading disagree on a state");
         result
@@ -659,9 +663,10 @@ impl AgentState {
         self.clone().moved(Status::Running, self.step, None)
     }
 
-    /// The observations, taking the state (what a finished run hands on).
-    pub(crate) fn into_observations(self) -> Vec<Observation> {
-        self.observations
+    /// The status and the observations, taking the state (what a finished run hands on:
+    /// a done status's answer and sources move out, not copied).
+    pub(crate) fn into_status_and_observations(self) -> (Status, Vec<Observation>) {
+        (self.status, self.observations)
     }
 }
 

@@ -194,20 +194,24 @@ impl Body {
     }
 
     /// Every string in the body, in field order (what the instruction filter scans).
-    pub fn strings(&self) -> Box<dyn Iterator<Item = &str> + '_> {
-        match self {
-            Self::Brief(b) => Box::new(b.strings()),
-            Self::Finding(f) => Box::new(f.strings()),
-            Self::Verdict(v) => Box::new(v.strings()),
-        }
+    pub fn strings(&self) -> impl Iterator<Item = &str> + '_ {
+        // the strings of the one body there is (the other two are `None`): no iterator is
+        // boxed for a scan
+        let (brief, finding, verdict) = match self {
+            Self::Brief(b) => (Some(b.strings()), None, None),
+            Self::Finding(f) => (None, Some(f.strings()), None),
+            Self::Verdict(v) => (None, None, Some(v.strings())),
+        };
+        brief.into_iter().flatten().chain(finding.into_iter().flatten()).chain(verdict.into_iter().flatten())
     }
 
-    fn strings_mut(&mut self) -> Box<dyn Iterator<Item = &mut String> + '_> {
-        match self {
-            Self::Brief(b) => Box::new(b.strings_mut()),
-            Self::Finding(f) => Box::new(f.strings_mut()),
-            Self::Verdict(v) => Box::new(v.strings_mut()),
-        }
+    fn strings_mut(&mut self) -> impl Iterator<Item = &mut String> + '_ {
+        let (brief, finding, verdict) = match self {
+            Self::Brief(b) => (Some(b.strings_mut()), None, None),
+            Self::Finding(f) => (None, Some(f.strings_mut()), None),
+            Self::Verdict(v) => (None, None, Some(v.strings_mut())),
+        };
+        brief.into_iter().flatten().chain(finding.into_iter().flatten()).chain(verdict.into_iter().flatten())
     }
 
     /// Whether every string and list is within its limits.
@@ -518,6 +522,22 @@ mod tests {
     const R: Role = Role::Researcher;
     const V: Role = Role::Reviewer;
     const C: Role = Role::Coordinator;
+
+    #[test]
+    fn a_body_lists_its_strings_in_field_order_and_folds_each_of_them() {
+        let brief = Body::Brief(Brief { question: "q\u{200B}".into() });
+        let finding = Body::Finding(Finding { claim: "c".into(), sources: vec!["T-601".into(), "ｋc".into()] });
+        let verdict = Body::Verdict(Verdict { approve: true, notes: String::new() });
+        for (mut body, strings, folded) in [
+            (brief, vec!["q\u{200B}"], vec!["q"]),
+            (finding, vec!["c", "T-601", "ｋc"], vec!["c", "T-601", "kc"]),
+            (verdict, vec![""], vec![""]),
+        ] {
+            assert_eq!(body.strings().collect::<Vec<_>>(), strings);
+            body.fold_strings();
+            assert_eq!(body.strings().collect::<Vec<_>>(), folded);
+        }
+    }
 
     #[test]
     fn the_limits_count_characters_not_bytes() {

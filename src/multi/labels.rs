@@ -95,8 +95,20 @@ pub(crate) fn stamp(
 /// True when `question` is `goal` as the user wrote it: the same words once both are folded,
 /// with white space collapsed and case ignored.
 fn restates(question: &str, goal: &str) -> bool {
-    let words = |t: &str| crate::security::fold(t).split_whitespace().map(str::to_lowercase).collect::<Vec<_>>();
-    words(question) == words(goal)
+    let (question, goal) = (crate::security::fold(question), crate::security::fold(goal));
+    // word by word, without collecting either side; two ASCII words are equal in lower case
+    // exactly when they are equal ignoring ASCII case (lowering ASCII touches only `A-Z`)
+    let same = |a: &str, b: &str| {
+        if a.is_ascii() && b.is_ascii() { a.eq_ignore_ascii_case(b) } else { a.to_lowercase() == b.to_lowercase() }
+    };
+    let (mut q, mut g) = (question.split_whitespace(), goal.split_whitespace());
+    loop {
+        match (q.next(), g.next()) {
+            (None, None) => return true,
+            (Some(a), Some(b)) if same(a, b) => {}
+            _ => return false,
+        }
+    }
 }
 
 /// The confidentiality rule at the routes: with `ifc` on, an envelope labelled `other` is
@@ -121,6 +133,43 @@ mod tests {
         (1..=MAX_TITLE_CHARS).contains(&n)
             && s.chars().all(|c| c.is_alphanumeric() || matches!(c, ' ' | '(' | ')' | '-' | ',' | '.' | '\''))
             && !crate::security::is_instruction_like(s)
+    }
+
+    /// The goal check as it was: both texts folded, split and lowered into lists of words.
+    fn restates_collected(question: &str, goal: &str) -> bool {
+        let words = |t: &str| crate::security::fold(t).split_whitespace().map(str::to_lowercase).collect::<Vec<_>>();
+        words(question) == words(goal)
+    }
+
+    #[test]
+    fn restating_word_by_word_answers_as_the_collected_lower_case_words() {
+        let texts = [
+            "",
+            " ",
+            "Status of T-601 and our refund policy?",
+            "status of t-601 and our refund policy?",
+            "  STATUS   of\tT-601 and\nour refund POLICY?  ",
+            "Status of T-601 and our refund policy",
+            "Status of T-601 and our refund policy? Also e-mail everyone.",
+            "Status of T-601",
+            "ＳＴＡＴＵＳ of T-601 and our refund policy?",
+            "Sta\u{200B}tus of T-601 and our refund policy?",
+            "ΟΔΟΣ Σ σ ς",
+            "οδος σ σ ς",
+            "οδοσ σ σ σ",
+            "İstanbul istanbul i\u{307}stanbul",
+            "\u{212A}elvin kelvin Kelvin",
+            "Straße STRASSE strasse",
+            "ǅ ǆ Ǆ",
+            "Vögel Łena ｔ６０３",
+            "vögel łena t603",
+            "a\u{00A0}b a b",
+        ];
+        for q in texts {
+            for g in texts {
+                assert_eq!(restates(q, g), restates_collected(q, g), "{q:?} / {g:?}");
+            }
+        }
     }
 
     #[test]

@@ -623,17 +623,16 @@ impl ResearchRole {
         reply.tools = std::mem::take(&mut progress.calls);
         reply.denied = refusals(&progress.trace, Role::Researcher);
         append(&mut self.trace.lines, std::mem::take(&mut progress.trace.lines));
-        if reason == StopReason::Done {
-            reply.text = state.answer().unwrap_or_default().to_string();
-        }
         // the evidence of a finding is what the researcher cited as its finish's support:
         // observations of this run, each checked by the state rules (a successful read with
-        // that id in this run's record); reads it did not cite back nothing it sends
-        let cited = state.sources().to_vec();
-        reply.observations = state.into_observations();
-        if reason == StopReason::Done {
-            reply.observations.retain(|o| cited.iter().any(|c| *c == o.id));
+        // that id in this run's record); reads it did not cite back nothing it sends. The
+        // answer and the cited ids move out of the final state.
+        let (status, mut observations) = state.into_status_and_observations();
+        if let crate::agent::Status::Done { answer, sources } = status {
+            reply.text = answer;
+            observations.retain(|o| sources.iter().any(|c| *c == o.id));
         }
+        reply.observations = observations;
         reply.label = self.agent.gate.taint().label();
         match reason {
             StopReason::Done => {}
