@@ -192,6 +192,16 @@ async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
             let _ = std::fs::remove_file(path);
         }
         done = read_cells(path).map_err(|e| e.to_string())?;
+        if let Some(other) = done.iter().find(|c| c.model != model.name() || c.id.suite != args.suite) {
+            return Err(format!(
+                "{} holds runs of {} on {}, not of {} on {}: use another --out, or --force",
+                path.display(),
+                other.model,
+                other.id.suite,
+                model.name(),
+                args.suite
+            ));
+        }
         let wanted: BTreeSet<String> = cells.iter().map(DojoCellId::key).collect();
         done.retain(|c| wanted.contains(&c.id.key()));
         let held: BTreeSet<String> = done.iter().map(|c| c.id.key()).collect();
