@@ -8,18 +8,15 @@
 
 use rolegate::agent::Env;
 use rolegate::suite::agentdojo::{
-    Bridge, DojoCell, DojoCellId, DojoConfig, DojoDesign, DojoModel, Listing, run_cell, suite_pins,
+    Bridge, DojoCell, DojoCellId, DojoConfig, DojoDesign, DojoModel, Listing, run_cell, suite_pins, venv_python,
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 fn bridge() -> Bridge {
-    let venv = std::env::var("ROLEGATE_AGENTDOJO_VENV").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rolegate/agentdojo-venv")
-    });
-    let python = venv.join("bin/python");
-    assert!(python.exists(), "no venv at {}: run bridge/agentdojo/install.sh", venv.display());
+    let python = venv_python();
+    assert!(python.exists(), "no Python at {}: run bridge/agentdojo/install.sh", python.display());
     Bridge {
         python,
         script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bridge/agentdojo/bridge.py"),

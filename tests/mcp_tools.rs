@@ -25,10 +25,7 @@ fn python() -> String {
     if let Ok(p) = std::env::var("ROLEGATE_MCP_PYTHON") {
         return p;
     }
-    let venv = std::env::var("ROLEGATE_AGENTDOJO_VENV").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rolegate/agentdojo-venv")
-    });
-    let p = venv.join("bin/python");
+    let p = rolegate::suite::agentdojo::venv_python();
     assert!(p.exists(), "no Python with `mcp` at {}: run bridge/agentdojo/install.sh", p.display());
     p.display().to_string()
 }

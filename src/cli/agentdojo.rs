@@ -13,7 +13,7 @@ use rolegate::model::ModelSpec;
 use rolegate::suite::Shard;
 use rolegate::suite::agentdojo::{
     Bridge, DojoCell, DojoCellId, DojoConfig, DojoDesign, DojoError, DojoModel, Listing, append_cell, dojo_figures,
-    dojo_json, dojo_lines, dojo_paired_lines, read_cells, run_cell, suite_pins,
+    dojo_json, dojo_lines, dojo_paired_lines, read_cells, run_cell, suite_pins, venv_python,
 };
 
 /// Runs an AgentDojo suite through rolegate.
@@ -72,13 +72,6 @@ pub(crate) struct AgentDojoArgs {
     /// Output format: table (figures, then the paired comparison) or json.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     format: OutputFormat,
-}
-
-fn default_python() -> PathBuf {
-    let venv = std::env::var_os("ROLEGATE_AGENTDOJO_VENV").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/rolegate/agentdojo-venv")
-    });
-    venv.join("bin/python")
 }
 
 /// Ids from a list or a count, checked against the suite's.
@@ -151,7 +144,7 @@ async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
         None => None,
     };
     let bridge = Bridge {
-        python: args.python.clone().unwrap_or_else(default_python),
+        python: args.python.clone().unwrap_or_else(venv_python),
         script: args.bridge.clone().unwrap_or_else(|| PathBuf::from("bridge/agentdojo/bridge.py")),
         suite: args.suite.clone(),
         attack: args.attack.clone(),

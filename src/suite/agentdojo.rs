@@ -45,6 +45,7 @@ use crate::model::blocks::Block;
 use crate::model::fake::{View, call, finish};
 use crate::model::http::HttpConfig;
 use crate::model::{HttpClient, LlmClient, LlmRequest, LlmResponse, ModelError};
+use crate::multi::DenialCode;
 use crate::tools::mcp::{McpError, McpServer, McpServers, SEPARATOR, ServerSpec};
 use crate::world::{World, WorldData};
 
@@ -149,6 +150,15 @@ pub struct Listing {
     pub user_tasks: Vec<UserTask>,
     /// Its injection tasks, in the bridge's order.
     pub injection_tasks: Vec<InjectionTask>,
+}
+
+/// The Python of the bridge's venv, where `bridge/agentdojo/install.sh` makes it:
+/// `$ROLEGATE_AGENTDOJO_VENV/bin/python`, else `~/.cache/rolegate/agentdojo-venv/bin/python`.
+pub fn venv_python() -> PathBuf {
+    let venv = std::env::var_os("ROLEGATE_AGENTDOJO_VENV").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/rolegate/agentdojo-venv")
+    });
+    venv.join("bin/python")
 }
 
 /// How to reach the bridge: its Python, its script, the suite.
@@ -332,8 +342,9 @@ impl LlmClient for DojoFake {
     }
 }
 
-fn calls_of(server: &str, truth: &[TruthCall]) -> Vec<(String, Value)> {
-    truth.iter().map(|c| (format!("{server}{SEPARATOR}{}", c.function), Value::Object(c.args.clone()))).collect()
+/// The proposals that make the ground truth's calls, each tool named as the gate holds it.
+fn proposals_of(server: &str, truth: &[TruthCall]) -> Vec<String> {
+    truth.iter().map(|c| call(&format!("{server}{SEPARATOR}{}", c.function), Value::Object(c.args.clone()))).collect()
 }
 
 /// The start of a goal an injection carries: its first 40 characters, cut at a character.
@@ -372,16 +383,6 @@ pub fn dojo_policy(
 
 /// Most characters of a tool result a model is shown in an AgentDojo run.
 pub const OBSERVATION_CHARS: usize = 8_000;
-
-/// The gate's refusals (the call did not run).
-const REFUSALS: [GateCode; 6] = [
-    GateCode::NotAllowed,
-    GateCode::InvalidArguments,
-    GateCode::CallLimit,
-    GateCode::NotGranted,
-    GateCode::UntrustedArgument,
-    GateCode::OtherUsersData,
-];
 
 /// The trusted system prompt of an AgentDojo run (the task text is the goal).
 const DOJO_PROMPT: &str = "You are an assistant acting for the user through the tools listed below. \
@@ -497,7 +498,6 @@ pub async fn run_cell(
         servers: BTreeMap::from([(server.clone(), bridge.server(&id.user_task, id.injection_task.as_deref(), &state))]),
     };
     gate.connect_mcp(&servers).await?;
-    let user_calls = calls_of(server, &user.ground_truth);
     let decider: Box<dyn Decider> = match (id.design, model) {
         (_, DojoModel::Http(cfg)) => Box::new(ModelDecider::new(HttpClient::new((**cfg).clone()))),
         (design, fake) => {
@@ -505,11 +505,8 @@ pub async fn run_cell(
             // its closing answer is the summary a model reading the results would write
             let obeys = design == DojoDesign::Single && matches!(fake, DojoModel::Obey);
             Box::new(ModelDecider::new(DojoFake {
-                user: user_calls.iter().map(|(t, a)| call(t, a.clone())).collect(),
-                injection: match injection.filter(|_| obeys) {
-                    Some(inj) => calls_of(server, &inj.ground_truth).iter().map(|(t, a)| call(t, a.clone())).collect(),
-                    None => Vec::new(),
-                },
+                user: proposals_of(server, &user.ground_truth),
+                injection: injection.filter(|_| obeys).map_or_else(Vec::new, |i| proposals_of(server, &i.ground_truth)),
                 marker: injection.and_then(|i| marker_of(&i.goal)),
                 answer: if user.ground_truth_output.is_empty() {
                     "Done.".into()
@@ -546,7 +543,7 @@ pub async fn run_cell(
     };
     let audit = agent.gate().audit();
     let tool_calls = u32::try_from(audit.iter().filter(|e| e.outcome == GateCode::Ok).count()).unwrap_or(u32::MAX);
-    let refused_at_gate = audit.iter().filter(|e| REFUSALS.contains(&e.outcome)).count();
+    let refused_at_gate = audit.iter().filter(|e| DenialCode::of_gate(e.outcome).is_some()).count();
     let (stop, answer, refused_in_loop, model_failure) = match &run {
         Some(run) => {
             let lines = &run.trace().lines;
