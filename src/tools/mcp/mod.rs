@@ -468,8 +468,8 @@ impl McpServer {
         wanted: &BTreeMap<String, Option<String>>,
     ) -> Result<Self, McpError> {
         let (service, tools) = start(name, spec).await?;
-        let listed: Vec<Listed> = tools.iter().map(|t| listed(name, t, &tools)).collect();
         let siblings: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        let listed: Vec<Listed> = tools.iter().map(|t| listed(name, t, &siblings)).collect();
         let mut pins = BTreeMap::new();
         let mut chosen = Vec::new();
         for (local, pin) in wanted {
@@ -525,7 +525,8 @@ impl McpServer {
     /// [`McpError::Unavailable`].
     pub async fn inspect(name: &str, spec: &ServerSpec) -> Result<Vec<Listed>, McpError> {
         let (service, tools) = start(name, spec).await?;
-        let listed = tools.iter().map(|t| listed(name, t, &tools)).collect();
+        let siblings: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        let listed = tools.iter().map(|t| listed(name, t, &siblings)).collect();
         let _ = service.cancel().await;
         Ok(listed)
     }
@@ -546,10 +547,9 @@ impl McpServer {
     }
 }
 
-fn listed(server: &str, tool: &rmcp::model::Tool, all: &[rmcp::model::Tool]) -> Listed {
+fn listed(server: &str, tool: &rmcp::model::Tool, siblings: &[&str]) -> Listed {
     let name = format!("{server}{SEPARATOR}{}", tool.name);
-    let siblings: Vec<&str> = all.iter().map(|t| t.name.as_ref()).collect();
-    let mut problems = description_problems(tool, &siblings);
+    let mut problems = description_problems(tool, siblings);
     if name.len() > MAX_NAME_LEN {
         problems.push("name_too_long".into());
     }
