@@ -876,46 +876,48 @@ const TOOLS_HEADER: &str = "\nTools for this task:\n";
 /// `'static` text never changes, so equal pieces are equal texts.
 #[allow(clippy::ptr_arg)] // the variant is read: only a lent prompt is `'static`
 fn system_message(prompt: &Cow<'static, str>, tools: &[ToolSpec]) -> (Cow<'static, str>, Option<u64>) {
-    // each tool's line looked up twice (a short table) rather than listed first
-    let lines = || tools.iter().map(tool_line);
-    let write = |prompt: &str| {
-        let mut system =
-            String::with_capacity(prompt.len() + TOOLS_HEADER.len() + lines().map(|l| l.len()).sum::<usize>());
-        system.push_str(prompt);
-        system.push_str(TOOLS_HEADER);
-        for line in lines() {
-            system.push_str(&line);
-        }
-        system
-    };
     // only built-in pieces are kept: a tool added to a gate has a line of its own
     let Cow::Borrowed(prompt) = *prompt else {
-        return (Cow::Owned(write(prompt)), None);
+        return (Cow::Owned(write_system(prompt, tools)), None);
     };
-    if lines().any(|l| matches!(l, Cow::Owned(_))) {
-        return (Cow::Owned(write(prompt)), None);
+    if tools.iter().any(|t| builtin_line(&t.name).is_none()) {
+        return (Cow::Owned(write_system(prompt, tools)), None);
     }
+    // each tool's line looked up again (a short table) rather than listed first
+    let lines = || tools.iter().filter_map(|t| builtin_line(&t.name));
     // a poisoned lock (a panic while the list was pushed to) only means: write it anew
     let Ok(mut kept) = SYSTEM_TEXTS.lock() else {
-        return (Cow::Owned(write(prompt)), None);
+        return (Cow::Owned(write_system(prompt, tools)), None);
     };
     let same = |k: &&KeptSystem| {
         std::ptr::eq(k.prompt, prompt)
             && k.lines.len() == tools.len()
-            && k.lines.iter().zip(lines()).all(|(a, b)| matches!(b, Cow::Borrowed(b) if std::ptr::eq(*a, b)))
+            && k.lines.iter().zip(lines()).all(|(a, b)| std::ptr::eq(*a, b))
     };
     if let Some(k) = kept.iter().find(same) {
         return (Cow::Borrowed(k.text), Some(k.tokens));
     }
-    let text = write(prompt);
+    let text = write_system(prompt, tools);
     if kept.len() >= SYSTEM_KEPT {
         return (Cow::Owned(text), None);
     }
     let text: &'static str = Box::leak(text.into_boxed_str());
     let tokens = estimate_tokens(text);
-    let lines = lines().filter_map(|l| if let Cow::Borrowed(l) = l { Some(l) } else { None }).collect();
-    kept.push(KeptSystem { prompt, lines, text, tokens });
+    kept.push(KeptSystem { prompt, lines: lines().collect(), text, tokens });
     (Cow::Borrowed(text), Some(tokens))
+}
+
+/// The prompt, [`TOOLS_HEADER`] and each tool's line, written out (each line once).
+fn write_system(prompt: &str, tools: &[ToolSpec]) -> String {
+    let lines: Vec<Cow<'static, str>> = tools.iter().map(tool_line).collect();
+    let mut system =
+        String::with_capacity(prompt.len() + TOOLS_HEADER.len() + lines.iter().map(|l| l.len()).sum::<usize>());
+    system.push_str(prompt);
+    system.push_str(TOOLS_HEADER);
+    for line in &lines {
+        system.push_str(line);
+    }
+    system
 }
 
 /// Most system messages kept ([`system_message`]): a process has a few prompts and tasks.
@@ -933,18 +935,21 @@ struct KeptSystem {
 /// The system messages kept by [`system_message`].
 static SYSTEM_TEXTS: std::sync::Mutex<Vec<KeptSystem>> = std::sync::Mutex::new(Vec::new());
 
-/// The system message's line for one tool: a built-in tool's written once (the specs are
+/// The system message's line for a tool: a built-in tool's written once (the specs are
 /// fixed), a tool added to the gate (or an MCP server's) written from its spec.
 fn tool_line(spec: &ToolSpec) -> Cow<'static, str> {
-    fn line(t: &ToolSpec) -> String {
-        format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"])
-    }
+    builtin_line(&spec.name).map_or_else(|| Cow::Owned(line_of(spec)), Cow::Borrowed)
+}
+
+/// The line of built-in tool `name`, written once per process; `None` for any other tool.
+fn builtin_line(name: &str) -> Option<&'static str> {
     static LINES: LazyLock<Vec<(&'static str, String)>> =
-        LazyLock::new(|| TOOL_NAMES.iter().filter_map(|n| Registry.spec(n).map(|t| (*n, line(&t)))).collect());
-    match LINES.iter().find(|(n, _)| *n == spec.name) {
-        Some((_, l)) => Cow::Borrowed(l.as_str()),
-        None => Cow::Owned(line(spec)),
-    }
+        LazyLock::new(|| TOOL_NAMES.iter().filter_map(|n| Registry.spec(n).map(|t| (*n, line_of(&t)))).collect());
+    LINES.iter().find(|(n, _)| *n == name).map(|(_, l)| l.as_str())
+}
+
+fn line_of(t: &ToolSpec) -> String {
+    format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"])
 }
 
 /// Appends one observation's block (the source tells a tool's result from a refusal).
@@ -1025,5 +1030,22 @@ mod tests {
             }
         }
         assert!(kept > 0, "no system message was kept");
+    }
+
+    #[test]
+    fn a_tool_added_to_the_gate_has_its_own_line_and_its_message_is_never_kept() {
+        let added = ToolSpec {
+            name: Cow::Owned("notes__read_note".into()),
+            description: Cow::Owned("Return one note.".into()),
+            parameters: std::sync::Arc::new(crate::tools::str_schema(&["note_id"])),
+        };
+        let tools: Vec<ToolSpec> = Registry.spec("get_ticket").into_iter().chain([added]).collect();
+        for _ in 0..2 {
+            let (text, tokens) = system_message(&Cow::Borrowed(prompts::single()), &tools);
+            assert!(matches!(text, Cow::Owned(_)) && tokens.is_none());
+            assert_eq!(text, written(prompts::single(), &tools));
+            assert!(text.contains("- notes__read_note: Return one note. Arguments: {\"note_id\""), "{text}");
+            assert!(text.contains(builtin_line("get_ticket").unwrap()));
+        }
     }
 }
