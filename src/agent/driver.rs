@@ -188,6 +188,8 @@ pub struct Agent {
     pub(crate) model_failure: Option<(&'static str, String)>,
     /// Most characters kept of an observation's text, when not the default.
     observation_chars: Option<usize>,
+    /// Most characters of a goal, when not the default.
+    goal_chars: Option<usize>,
 }
 
 /// How an agent runs, beyond what it acts on: everything has a default (the default
@@ -211,6 +213,9 @@ pub struct AgentConfig {
     /// Most characters kept of an observation's text (`None`: 400; at most
     /// [`MAX_OBSERVATION_LIMIT`](super::MAX_OBSERVATION_LIMIT)).
     pub observation_chars: Option<usize>,
+    /// Most characters of a goal (`None`: 300; at most
+    /// [`MAX_GOAL_LIMIT`](super::MAX_GOAL_LIMIT)).
+    pub goal_chars: Option<usize>,
 }
 
 impl Default for AgentConfig {
@@ -224,6 +229,7 @@ impl Default for AgentConfig {
             role: None,
             cancel: CancellationToken::new(),
             observation_chars: None,
+            goal_chars: None,
         }
     }
 }
@@ -261,7 +267,8 @@ impl Agent {
         prices: Arc<PriceTable>,
         config: AgentConfig,
     ) -> Self {
-        let AgentConfig { budget, checks, memory, guarded, system_prompt, role, cancel, observation_chars } = config;
+        let AgentConfig { budget, checks, memory, guarded, system_prompt, role, cancel, observation_chars, goal_chars } =
+            config;
         Self {
             decider,
             gate,
@@ -281,6 +288,7 @@ impl Agent {
             trace_role: role,
             model_failure: None,
             observation_chars,
+            goal_chars,
         }
     }
 
@@ -347,6 +355,19 @@ impl Agent {
         self.audit_flushed
     }
 
+    /// A new state for `goal` under this agent's limits on the goal and on observations.
+    ///
+    /// # Errors
+    /// [`StateError`](super::StateError) for a bad run id or goal, or a limit out of range.
+    pub(crate) fn new_state(&self, run_id: &str, goal: &str) -> Result<AgentState, super::StateError> {
+        let goal_chars = self.goal_chars.unwrap_or(super::MAX_GOAL_CHARS);
+        let state = AgentState::new_with_goal_chars(run_id, &self.session.user_id, &self.task, goal, goal_chars)?;
+        match self.observation_chars {
+            Some(chars) => state.with_observation_chars(chars),
+            None => Ok(state),
+        }
+    }
+
     /// Runs `goal` from the start.
     ///
     /// # Errors
@@ -354,10 +375,7 @@ impl Agent {
     /// decider, an unpriced model, a failed checkpoint hook). Every other ending is a
     /// [`Run`] with a named reason.
     pub async fn run(&mut self, goal: &str, run_id: &str) -> Result<Run, AgentError> {
-        let mut state = AgentState::new(run_id, &self.session.user_id, &self.task, goal)?;
-        if let Some(chars) = self.observation_chars {
-            state = state.with_observation_chars(chars)?;
-        }
+        let state = self.new_state(run_id, goal)?;
         let mut progress = Progress::new(run_id);
         progress.trace.role = self.trace_role.as_deref().map(Into::into);
         if self.session.user_id.is_empty() {

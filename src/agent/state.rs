@@ -15,8 +15,11 @@ use std::str::FromStr;
 use crate::gate::Observation;
 use crate::security::clip;
 
-/// Most characters of a goal.
+/// Most characters of a goal, unless a run sets its own limit
+/// ([`AgentState::new_with_goal_chars`]).
 pub(crate) const MAX_GOAL_CHARS: usize = 300;
+/// The largest limit a run may set on its goal.
+pub const MAX_GOAL_LIMIT: usize = 4_000;
 /// Most characters of a final answer.
 pub const MAX_ANSWER_CHARS: usize = 600;
 /// Most characters kept of an observation's text, unless a run sets its own limit
@@ -162,6 +165,9 @@ pub struct RawState {
     /// The run's limit on an observation's text, when it is not the default 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation_chars: Option<u32>,
+    /// The run's limit on its goal, when it is not the default 300.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal_chars: Option<u32>,
 }
 
 /// The durable facts of one run. Raw chat is not in here.
@@ -177,6 +183,8 @@ pub struct AgentState {
     observations: Vec<Observation>,
     /// Most characters kept of an observation's text.
     observation_chars: usize,
+    /// Most characters of the goal.
+    goal_chars: usize,
 }
 
 /// True when `text` has more than `max` characters (bytes bound characters from above,
@@ -205,15 +213,20 @@ fn valid_run_id(id: &str) -> bool {
 
 const BAD_RUN_ID: &str = "run_id must be 1 to 40 of a-z, 0-9 and -";
 const BAD_GOAL: &str = "the goal must be 1 to 300 characters";
+const BAD_LONG_GOAL: &str = "the goal must be 1 character to the run's own goal limit";
+const BAD_GOAL_LIMIT: &str = "the goal limit must be 300 to 4000 characters";
 
-/// The run id and the goal, checked in this order: what a new state can break, and the
-/// first two checks of loading one.
-fn check_run_id_and_goal(run_id: &str, goal: &str) -> Result<(), StateError> {
+/// The run id and the goal under the run's goal limit, checked in this order: what a new
+/// state can break, and the first checks of loading one.
+fn check_run_id_and_goal(run_id: &str, goal: &str, limit: usize) -> Result<(), StateError> {
     if !valid_run_id(run_id) {
         return Err(StateError::Invalid(BAD_RUN_ID));
     }
-    if goal.trim().is_empty() || longer_than(goal, MAX_GOAL_CHARS) {
-        return Err(StateError::Invalid(BAD_GOAL));
+    if !(MAX_GOAL_CHARS..=MAX_GOAL_LIMIT).contains(&limit) {
+        return Err(StateError::Invalid(BAD_GOAL_LIMIT));
+    }
+    if goal.trim().is_empty() || longer_than(goal, limit) {
+        return Err(StateError::Invalid(if limit == MAX_GOAL_CHARS { BAD_GOAL } else { BAD_LONG_GOAL }));
     }
     Ok(())
 }
@@ -245,7 +258,8 @@ impl TryFrom<RawState> for AgentState {
 
     fn try_from(raw: RawState) -> Result<Self, StateError> {
         let invalid = |m| Err(StateError::Invalid(m));
-        check_run_id_and_goal(&raw.run_id, &raw.goal)?;
+        let goal_chars = raw.goal_chars.map_or(MAX_GOAL_CHARS, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        check_run_id_and_goal(&raw.run_id, &raw.goal, goal_chars)?;
         if longer_than(&raw.answer, MAX_ANSWER_CHARS) {
             return invalid(ANSWER_TOO_LONG);
         }
@@ -310,6 +324,7 @@ impl TryFrom<RawState> for AgentState {
             step: raw.step,
             observations: raw.observations,
             observation_chars: limit,
+            goal_chars,
         })
     }
 }
@@ -337,6 +352,7 @@ impl From<AgentState> for RawState {
             pending_id,
             observation_chars: (s.observation_chars != MAX_OBSERVATION_CHARS)
                 .then(|| u32::try_from(s.observation_chars).unwrap_or(u32::MAX)),
+            goal_chars: (s.goal_chars != MAX_GOAL_CHARS).then(|| u32::try_from(s.goal_chars).unwrap_or(u32::MAX)),
         }
     }
 }
@@ -352,7 +368,24 @@ impl AgentState {
     /// sources, reason or pending action, so only the run id and the goal are checked
     /// (in loading's order, with its errors), and no status text is built to be parsed.
     pub fn new(run_id: &str, user_id: &str, task: &str, goal: &str) -> Result<Self, StateError> {
-        check_run_id_and_goal(run_id, goal)?;
+        Self::new_with_goal_chars(run_id, user_id, task, goal, MAX_GOAL_CHARS)
+    }
+
+    /// As [`AgentState::new`], with a goal of up to `goal_chars` characters instead of 300
+    /// (300 to [`MAX_GOAL_LIMIT`]): for benchmark tasks whose requests are long. The limit
+    /// is part of the state: a checkpoint carries it, and loading checks the goal by it.
+    ///
+    /// # Errors
+    /// [`StateError::Invalid`] for a bad run id, a limit out of range or a goal that is
+    /// empty or over it.
+    pub fn new_with_goal_chars(
+        run_id: &str,
+        user_id: &str,
+        task: &str,
+        goal: &str,
+        goal_chars: usize,
+    ) -> Result<Self, StateError> {
+        check_run_id_and_goal(run_id, goal, goal_chars)?;
         Ok(AgentState {
             run_id: run_id.into(),
             user_id: user_id.into(),
@@ -362,6 +395,7 @@ impl AgentState {
             step: 0,
             observations: Vec::new(),
             observation_chars: MAX_OBSERVATION_CHARS,
+            goal_chars,
         })
     }
 
@@ -714,6 +748,7 @@ mod tests {
             reason: String::new(),
             pending_id: String::new(),
             observation_chars: None,
+            goal_chars: None,
         })
     }
 
@@ -744,6 +779,31 @@ mod tests {
         assert!(
             AgentState::new("r1", "k", "t", "g").unwrap().with_observation_chars(MAX_OBSERVATION_LIMIT + 1).is_err()
         );
+    }
+
+    #[test]
+    fn a_runs_own_goal_limit_is_checked_and_carried_by_its_state() {
+        let request = "é".repeat(650);
+        assert!(AgentState::new("r1", "u", "t", &request).is_err(), "300 unless the run says otherwise");
+        let long = AgentState::new_with_goal_chars("r1", "u", "t", &request, MAX_GOAL_LIMIT).unwrap();
+        assert_eq!(long.goal(), request);
+        // the limit travels with the state, and only a changed one is written
+        let raw = RawState::from(long.clone());
+        assert_eq!(raw.goal_chars, Some(4_000));
+        assert_eq!(AgentState::try_from(raw.clone()).unwrap(), long);
+        assert_eq!(RawState::from(AgentState::new("r1", "u", "t", "g").unwrap()).goal_chars, None);
+        // a goal longer than its state's own limit, or a limit out of range, is refused
+        let mut tight = raw.clone();
+        tight.goal_chars = None;
+        assert!(AgentState::try_from(tight).is_err());
+        for bad in [0, 299, 4_001] {
+            let mut r = raw.clone();
+            r.goal_chars = Some(bad);
+            assert!(AgentState::try_from(r).is_err(), "{bad}");
+            assert!(AgentState::new_with_goal_chars("r1", "u", "t", "g", bad as usize).is_err(), "{bad}");
+        }
+        let over = "x".repeat(MAX_GOAL_LIMIT + 1);
+        assert!(AgentState::new_with_goal_chars("r1", "u", "t", &over, MAX_GOAL_LIMIT).is_err());
     }
 
     #[test]

@@ -211,7 +211,7 @@ pub async fn plan_then_execute(
     goal: &str,
     run_id: &str,
 ) -> Result<PlanOutcome, DesignError> {
-    let state = AgentState::new(run_id, &agent.session.user_id, &agent.task, goal)?;
+    let state = agent.new_state(run_id, goal)?;
     let price = agent.prices.price(planner.model())?;
     let request = plan_request(agent, planner.model(), planner.max_tokens(), goal);
     let mut trace = Trace::new(run_id);
