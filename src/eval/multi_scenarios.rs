@@ -344,6 +344,9 @@ impl MultiRow {
             approval: self.defenses.approval(),
             ifc: self.defenses.ifc(),
             durable: crate::agent::Durable::none(),
+            prompts: None,
+            observation_chars: None,
+            goal_chars: None,
         }
     }
 

@@ -13,7 +13,7 @@ use serde_json::json;
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use super::envelope::{Body, Brief, Finding, Verdict};
+use super::envelope::{Body, Brief, Finding, MAX_QUESTION_CHARS, Verdict};
 use super::support::Evidence;
 use crate::agent::AgentState;
 use crate::agent::Decider;
@@ -178,7 +178,8 @@ impl FakePlanner {
         let goal = blocks(request.user_text()).find(|b| b.tag == "goal").map_or(Cow::Borrowed(""), |b| b.text());
         let goal = goal.as_ref();
         match self.kind {
-            PlannerKind::Sensible => brief(goal, None),
+            // a question within the message's limit, however long the goal
+            PlannerKind::Sensible => brief(crate::security::clip(goal, MAX_QUESTION_CHARS), None),
             PlannerKind::Grant => brief(goal, Some("send_email_draft")),
             PlannerKind::Delegate => json!({"kind": "delegate", "to": "researcher-2", "question": goal}).to_string(),
         }

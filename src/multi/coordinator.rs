@@ -36,6 +36,7 @@ use crate::gate::Observation;
 use crate::gate::{ApprovalMode, ToolGate};
 use crate::label::{IfcMode, Label};
 use crate::model::LlmClient;
+use crate::tools::mcp::McpServer;
 use crate::world::{World, WorldData};
 
 use super::behaviours::{Behaviours, FakePlanner, FakeResearcher, FakeReviewer};
@@ -115,6 +116,36 @@ pub struct MultiConfig {
     /// Makes every accepted hand-off durable before the next role sees it (and the
     /// researcher's loop steps); off by default.
     pub durable: crate::agent::Durable,
+    /// The roles' trusted prompts; `None`: the process's (the help desk's unless
+    /// `--prompts` installed others).
+    pub prompts: Option<RolePrompts>,
+    /// Most characters of a tool result the researcher's loop keeps; `None`: the loop's
+    /// default (400).
+    pub observation_chars: Option<usize>,
+    /// Most characters of the run's goal (the planner's input); `None`: 300. The brief the
+    /// researcher works from is held to 300 whatever this is.
+    pub goal_chars: Option<usize>,
+}
+
+/// The three roles' trusted system prompts, for an environment whose tools are not the
+/// help desk's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RolePrompts {
+    /// The planner's.
+    pub planner: &'static str,
+    /// The researcher's.
+    pub researcher: &'static str,
+    /// The reviewer's.
+    pub reviewer: &'static str,
+}
+
+/// Tools a run's roles get beside their scopes' built-in ones: each server's tools are
+/// added to that role's gate (the role's scope must still name and pin them). The servers
+/// stop when the run's gates are dropped.
+#[derive(Debug, Default)]
+pub struct RoleTools {
+    /// Servers whose tools the researcher's gate adds.
+    pub researcher: Vec<McpServer>,
 }
 
 impl Default for MultiConfig {
@@ -128,6 +159,9 @@ impl Default for MultiConfig {
             approval: ApprovalMode::Required,
             ifc: IfcMode::Off,
             durable: crate::agent::Durable::none(),
+            prompts: None,
+            observation_chars: None,
+            goal_chars: None,
         }
     }
 }
@@ -232,19 +266,50 @@ pub fn start(
     run_id: &str,
     cancel: CancellationToken,
 ) -> Result<MultiHandle, MultiError> {
-    if goal.trim().is_empty() || goal.chars().count() > crate::agent::MAX_GOAL_CHARS {
+    start_with(env, cfg, models, RoleTools::default(), goal, run_id, cancel)
+}
+
+/// As [`start`], with `tools` added to the roles' gates (an MCP server's tools for the
+/// researcher, say).
+///
+/// # Errors
+/// As [`start`], and [`MultiError::Tools`] when a server's tools cannot be added.
+pub fn start_with(
+    env: &Arc<MultiEnv>,
+    cfg: MultiConfig,
+    models: RoleModels,
+    tools: RoleTools,
+    goal: &str,
+    run_id: &str,
+    cancel: CancellationToken,
+) -> Result<MultiHandle, MultiError> {
+    let limit = cfg.goal_chars.unwrap_or(crate::agent::MAX_GOAL_CHARS);
+    if goal.trim().is_empty() || goal.chars().count() > limit.min(crate::agent::MAX_GOAL_LIMIT) {
         return Err(MultiError::BadGoal);
     }
     if !valid_run_id(run_id) {
         return Err(MultiError::BadRunId);
+    }
+    // the only way adding them can fail is a clash between them: found here, before
+    // anything is spawned
+    let mut probe = crate::tools::ToolSet::new();
+    for server in &tools.researcher {
+        probe.add_mcp(server)?;
     }
     // the run's root span: the coordinator's task runs in it, and each role's turn is
     // opened under it from the assignment (the role actors are tasks of their own)
     let span = crate::spans::run(run_id, "multi");
     // one copy of the run id for the handle, the coordinator and every role
     let run_id: Arc<str> = Arc::from(run_id);
-    let setup =
-        Setup { env: env.clone(), cfg, models, goal: Arc::from(goal), run_id: run_id.clone(), span: span.clone() };
+    let setup = Setup {
+        env: env.clone(),
+        cfg,
+        models,
+        tools,
+        goal: Arc::from(goal),
+        run_id: run_id.clone(),
+        span: span.clone(),
+    };
     // boxed: the task cell then holds a pointer, not the whole state machine (about 1.9 KB),
     // which tokio would otherwise copy each time it moves the future and its stage (spawn,
     // the cell, the finished output): one allocation against some 16 KB of copies a run
@@ -270,6 +335,7 @@ struct Setup {
     env: Arc<MultiEnv>,
     cfg: MultiConfig,
     models: RoleModels,
+    tools: RoleTools,
     goal: Arc<str>,
     run_id: Arc<str>,
     /// The run's root span (disabled when nothing exports spans).
@@ -596,7 +662,7 @@ fn slot(role: Role) -> usize {
 
 /// Spawns the role actors with their scoped gates over one fresh world.
 fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
-    let Setup { env, cfg, mut models, goal, run_id, span } = setup;
+    let Setup { env, cfg, mut models, tools, goal, run_id, span } = setup;
     // each role holds the run's own token (a clone, not a child: nothing cancels one role
     // alone, and a child costs a node in the token's tree, locked when it is made, dropped
     // and cancelled), bound to its model before the actor starts
@@ -615,24 +681,40 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
     };
     // one copy of the user for both call roles
     let user: Arc<str> = Arc::from(cfg.user.as_str());
-    let call_role =
-        |role: Role, client| CallRole::new(role, client, gate(role), env.prices.clone(), user.clone(), run_id.clone());
+    let prompts = cfg.prompts;
+    let call_role = |role: Role, client| {
+        let mut call = CallRole::new(role, client, gate(role), env.prices.clone(), user.clone(), run_id.clone());
+        if let Some(p) = prompts {
+            call.prompt = if role == Role::Planner { p.planner } else { p.reviewer };
+        }
+        call
+    };
     let planner = call_role(Role::Planner, models.planner);
     let reviewer = call_role(Role::Reviewer, models.reviewer);
+    let mut researcher_gate = gate(Role::Researcher);
+    let mut failed = None;
+    for server in &tools.researcher {
+        // checked by `start_with` against the same names: cannot clash here
+        if let Err(e) = researcher_gate.add_mcp(server) {
+            failed = Some(RoleFailure { role: Role::Researcher, detail: e.to_string() });
+        }
+    }
     // every field named: `AgentConfig::default()` would make a token only to drop it
     let config = AgentConfig {
         budget: RunBudget::default(),
         checks: CheckMode::Full,
         memory: None,
         guarded: None,
-        system_prompt: crate::model::prompts::researcher().into(),
+        system_prompt: prompts.map_or_else(crate::model::prompts::researcher, |p| p.researcher).into(),
         role: Some(Role::Researcher.as_str().to_string()),
         cancel: researcher_cancel.clone(),
-        observation_chars: None,
+        observation_chars: cfg.observation_chars,
+        // its goal is the brief's question, which the message type holds to 300
+        goal_chars: None,
     };
     let agent = Agent::new(
         models.researcher,
-        gate(Role::Researcher),
+        researcher_gate,
         Session::new(&cfg.user, &[Role::Researcher.as_str()]),
         Role::Researcher.as_str(),
         Arc::new(TokioClock::new()),
@@ -664,7 +746,7 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
         denied: Vec::new(),
         tools: Default::default(),
         usage: Default::default(),
-        failed: None,
+        failed,
         stopped: None,
         answer: None,
         span,
@@ -675,7 +757,7 @@ async fn coordinate(setup: Setup, token: CancellationToken) -> MultiRun {
     let deadline = tokio::time::sleep(setup.cfg.budget.max_seconds);
     let mut c = spawn_roles(setup, token);
     tokio::pin!(deadline);
-    let reason = c.drive(deadline.as_mut()).await;
+    let reason = if c.failed.is_some() { MultiReason::RoleFailed } else { c.drive(deadline.as_mut()).await };
     crate::spans::run_ended(&c.span, reason.as_str());
     // boxed: the finish's state machine is twice the drive's, and the task would
     // otherwise hold room for it from the run's first hand-off to its last

@@ -48,7 +48,9 @@ pub use behaviours::{FAKE_PLANNER, FAKE_RESEARCHER, FAKE_REVIEWER, FakePlanner, 
 pub use budget::MultiBudget;
 #[cfg(feature = "testkit")]
 pub(crate) use coordinator::check_message;
-pub use coordinator::{Intake, MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, run, start};
+pub use coordinator::{
+    Intake, MultiConfig, MultiEnv, MultiHandle, OnReject, RoleModels, RolePrompts, RoleTools, run, start, start_with,
+};
 pub(crate) use coordinator::{IntakeRules, check_envelope};
 #[cfg(feature = "testkit")]
 pub(crate) use envelope::Body;
@@ -83,7 +85,7 @@ pub enum MultiError {
         tool: String,
     },
     /// The goal is empty or too long.
-    #[error("the goal must be 1 to 300 characters")]
+    #[error("the goal must be 1 to 300 characters, or to the run's own goal limit")]
     BadGoal,
     /// The run id is not 1 to 40 of `a-z`, `0-9` and `-`.
     #[error("the run id must be 1 to 40 of a-z, 0-9 and -")]
@@ -94,6 +96,9 @@ pub enum MultiError {
     /// A role model has no price.
     #[error(transparent)]
     Cost(#[from] crate::cost::CostError),
+    /// Tools given to a role's gate clash with each other.
+    #[error("role tools: {0}")]
+    Tools(#[from] crate::tools::AddToolError),
     /// The coordinator itself failed (a bug: roles failing end their run with a reason).
     #[error("the coordinator of run {run_id} failed: {detail}")]
     CoordinatorFailed {

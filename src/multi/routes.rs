@@ -64,7 +64,11 @@ impl Scopes {
             let access = tools.iter().map(|t| (t.clone(), policy.access_of(t))).collect();
             let call_limits = tools.iter().map(|t| (t.clone(), policy.limit_of(t))).collect();
             let free_answers = policy.free_answers.iter().filter(|t| *t == role.as_str()).cloned().collect();
-            Ok(Policy { tasks, access, grants: BTreeSet::new(), call_limits, free_answers, ..Policy::default() })
+            // an MCP tool keeps its pin and its confidentiality
+            let pins = tools.iter().filter_map(|t| Some((t.clone(), policy.pins.get(t)?.clone()))).collect();
+            let confidentiality =
+                tools.iter().filter_map(|t| Some((t.clone(), *policy.confidentiality.get(t)?))).collect();
+            Ok(Policy { tasks, access, grants: BTreeSet::new(), call_limits, free_answers, pins, confidentiality })
         };
         Ok(Self { policies: [one(Role::Planner)?, one(Role::Researcher)?, one(Role::Reviewer)?].map(Arc::new) })
     }

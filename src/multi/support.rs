@@ -6,7 +6,10 @@
 //! one fact: a ticket gives `T-601 status is open` (id and status only, the same rule as
 //! memory facts: the ticket's free text never becomes a claim), a document gives
 //! `kc-returns-v3 is titled Returns and refunds (v3)`. A strict claim is a list of such facts
-//! separated by `; `, each from a cited source. A free-text claim only has to pass the
+//! separated by `; `, each from a cited source. A tool served from outside (an MCP server's,
+//! `<server>__<tool>`) has no record id the coordinator can read: its successful result is
+//! a source by its observation id (`o2`) and backs no strict fact, so only a free-text claim
+//! can rest on it. A free-text claim only has to pass the
 //! instruction filter — a pattern list, so a paraphrase with no trigger words passes: the
 //! known gap that row m05 keeps in the table on purpose.
 
@@ -56,6 +59,9 @@ pub(crate) struct Fact {
     /// that decides it starts in `text` (judged only when asked: the title check runs the
     /// instruction filter, and only a label asks).
     typing: Typing,
+    /// False for a source with no fact (an MCP tool's result): a strict claim never
+    /// matches it.
+    claimable: bool,
 }
 
 /// What [`Fact::typed`] answers from.
@@ -100,6 +106,10 @@ impl Evidence {
             .iter()
             .filter(|o| o.ok)
             .filter_map(|o| {
+                if o.tool.contains(crate::tools::mcp::SEPARATOR) {
+                    let (text, source_len) = (o.id.clone(), o.id.len());
+                    return Some(Fact { text, source_len, typing: Typing::Known(false), claimable: false });
+                }
                 let seen = seen::read(&o.text)?;
                 let id = seen.id.as_ref();
                 let plain_id = super::labels::plain_id(id);
@@ -116,7 +126,7 @@ impl Evidence {
                     }
                     _ => return None,
                 };
-                Some(Fact { text, source_len: id.len(), typing })
+                Some(Fact { text, source_len: id.len(), typing, claimable: true })
             })
             .collect();
         Self { facts }
@@ -135,7 +145,7 @@ impl Evidence {
     /// The strict claim these facts support, in order: what a careful researcher writes.
     pub(crate) fn strict_claim(&self) -> String {
         let mut claim = String::with_capacity(self.facts.iter().map(|f| f.text.len() + 2).sum());
-        for (i, f) in self.facts.iter().enumerate() {
+        for (i, f) in self.facts.iter().filter(|f| f.claimable).enumerate() {
             if i > 0 {
                 claim.push_str("; ");
             }
@@ -158,8 +168,9 @@ pub(crate) fn check_support(finding: &Finding, evidence: &Evidence, mode: ClaimM
     if mode == ClaimMode::Free {
         return Ok(());
     }
-    let rebuilt =
-        |part: &str| evidence.facts.iter().any(|f| f.text == part && finding.sources.iter().any(|s| s == f.source()));
+    let rebuilt = |part: &str| {
+        evidence.facts.iter().any(|f| f.claimable && f.text == part && finding.sources.iter().any(|s| s == f.source()))
+    };
     // judged folded (compatibility forms, hidden characters), like every text check
     let claim = crate::security::fold(&finding.claim);
     if claim.split(';').map(str::trim).all(rebuilt) { Ok(()) } else { Err(RejectCode::UnsupportedClaim) }
@@ -225,6 +236,29 @@ mod tests {
                 assert_eq!(e.typed(&[id.to_string()]), e.facts[0].typed());
             }
         }
+    }
+
+    #[test]
+    fn an_mcp_result_is_a_source_by_its_observation_id_and_backs_no_strict_fact() {
+        let e = Evidence::from_observations(&[
+            obs("o1", "bank__get_balance", true, r#"{"id":"T-602","status":"open"}"#),
+            obs("o2", "bank__read_file", false, "error tool_error: no such file"),
+            obs("o3", "get_ticket", true, r#"{"id":"T-602","status":"open","subject":"s","text":"t"}"#),
+        ]);
+        assert!(e.knows("o1") && !e.knows("o2"), "a successful MCP result only, by its observation id");
+        assert!(!e.typed(&["o1".to_string()]));
+        assert_eq!(
+            e.strict_claim(),
+            "T-602 status is open",
+            "the MCP result adds no fact, even one shaped like a ticket"
+        );
+        let free = finding("the balance is 1810.0", &["o1"]);
+        assert_eq!(check_support(&free, &e, ClaimMode::Free), Ok(()));
+        assert_eq!(check_support(&free, &e, ClaimMode::Strict), Err(RejectCode::UnsupportedClaim));
+        let id_as_claim = finding("o1", &["o1"]);
+        assert_eq!(check_support(&id_as_claim, &e, ClaimMode::Strict), Err(RejectCode::UnsupportedClaim));
+        let failed = finding("the file says x", &["o2"]);
+        assert_eq!(check_support(&failed, &e, ClaimMode::Free), Err(RejectCode::UnknownSource));
     }
 
     #[test]
