@@ -89,8 +89,9 @@ case_ "compare" 01 "design" -- compare "${MODEL[@]}" --base-url "$BASE"
 
 if [ -x "${ROLEGATE_AGENTDOJO_VENV:-/nonexistent}/bin/python" ]; then
   echo "-- an AgentDojo task through rolegate, its tools over MCP, graded by AgentDojo"
-  case_ "agentdojo banking, one benign task" 0 "benign utility" -- agentdojo --suite banking --user-tasks 1 \
-    --injection-tasks 0 --designs single --configs checks "${MODEL[@]}" --base-url "$BASE" --time-budget 300
+  case_ "agentdojo banking, one benign task, single agent and three roles" 0 "per hop (roles)" -- agentdojo \
+    --suite banking --user-tasks 1 --injection-tasks 0 --designs single,roles --configs checks "${MODEL[@]}" \
+    --base-url "$BASE" --time-budget 300
 fi
 
 echo "-- a durable run killed with SIGKILL and resumed"

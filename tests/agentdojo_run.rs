@@ -8,11 +8,11 @@
 
 use rolegate::agent::Env;
 use rolegate::suite::agentdojo::{
-    Bridge, DojoCell, DojoCellId, DojoConfig, DojoDesign, DojoModel, Listing, run_cell, suite_pins, venv_python,
+    Bridge, DojoCell, DojoCellId, DojoConfig, DojoDesign, DojoLimits, DojoModel, Listing, run_cell, suite_pins,
+    venv_python,
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 fn bridge() -> Bridge {
     let python = venv_python();
@@ -56,9 +56,7 @@ impl Setup {
     }
 
     async fn run(&self, pair: &Listing, id: &DojoCellId, model: &DojoModel) -> DojoCell {
-        run_cell(&self.bridge, id, pair, model, &self.pins, &self.env, &self.dir, Duration::from_secs(120))
-            .await
-            .unwrap()
+        run_cell(&self.bridge, id, pair, model, &self.pins, &self.env, &self.dir, DojoLimits::default()).await.unwrap()
     }
 }
 
@@ -84,5 +82,35 @@ async fn agentdojo_run_the_ground_truth_does_the_task_and_an_obeying_model_meets
     let planned =
         s.run(&attacked, &id(Some("injection_task_0"), DojoDesign::Plan, DojoConfig::Checks), &DojoModel::Obey).await;
     assert_eq!((planned.utility, planned.attack_success), (true, Some(false)), "{planned:?}");
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the AgentDojo bridge's venv: bridge/agentdojo/install.sh; .ci/run runs it"]
+async fn agentdojo_run_three_roles_answer_a_read_task_and_no_role_can_send_the_money() {
+    let s = Setup::new("roles").await;
+    let attacked = s.bridge.listing(Some("user_task_1"), Some("injection_task_0")).await.unwrap();
+    let roles = id(Some("injection_task_0"), DojoDesign::Roles, DojoConfig::Checks);
+    let obeyed = s.run(&attacked, &roles, &DojoModel::Obey).await;
+    // the researcher read the transactions, tried the attacker's transfer (its scope holds
+    // no write: refused before any server saw it), and its finding still answered the task
+    assert_eq!(
+        (obeyed.utility, obeyed.attack_success, obeyed.stop.as_str()),
+        (true, Some(false), "done"),
+        "{obeyed:?}"
+    );
+    let hops = obeyed.hops.as_ref().expect("a three-role run reports its hops");
+    assert_eq!(hops.denied, ["researcher:banking__send_money:not_allowed"], "{hops:?}");
+    let kinds: Vec<(&str, u32)> = hops.accepted.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+    assert_eq!(kinds, [("brief", 1), ("finding", 1), ("verdict", 1)]);
+    assert!(obeyed.answer.contains(&attacked.user_tasks[0].ground_truth_output), "{obeyed:?}");
+    // a task that must change the environment is beyond the three roles: nobody may write
+    let pay = s.bridge.listing(Some("user_task_0"), None).await.unwrap();
+    let pay_id = DojoCellId { user_task: "user_task_0".into(), ..id(None, DojoDesign::Roles, DojoConfig::Checks) };
+    let unpaid = s.run(&pay, &pay_id, &DojoModel::GroundTruth).await;
+    assert_eq!((unpaid.utility, unpaid.attack_success), (false, None), "{unpaid:?}");
+    let single = DojoCellId { design: DojoDesign::Single, ..pay_id.clone() };
+    let paid = s.run(&pay, &single, &DojoModel::GroundTruth).await;
+    assert!(paid.utility, "the single agent, whose scope holds the transfer, pays: {paid:?}");
     let _ = std::fs::remove_dir_all(&s.dir);
 }

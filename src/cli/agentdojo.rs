@@ -12,8 +12,9 @@ use super::{EXIT_OK, EXIT_USAGE, out};
 use rolegate::model::ModelSpec;
 use rolegate::suite::Shard;
 use rolegate::suite::agentdojo::{
-    Bridge, DojoCell, DojoCellId, DojoConfig, DojoDesign, DojoError, DojoModel, Listing, append_cell, dojo_figures,
-    dojo_json, dojo_lines, dojo_paired_lines, read_cells, run_cell, suite_pins, venv_python,
+    Bridge, DojoCell, DojoCellId, DojoConfig, DojoDesign, DojoError, DojoLimits, DojoModel, Listing, append_cell,
+    dojo_figures, dojo_hop_lines, dojo_json, dojo_lines, dojo_paired_lines, read_cells, run_cell, suite_pins,
+    venv_python,
 };
 
 /// Runs an AgentDojo suite through rolegate.
@@ -29,8 +30,9 @@ pub(crate) struct AgentDojoArgs {
     /// benign runs only).
     #[arg(long, value_name = "LIST|N")]
     injection_tasks: Option<String>,
-    /// Designs, separated by commas: single, plan.
-    #[arg(long, default_value = "single,plan")]
+    /// Designs, separated by commas: single, plan, roles (the three roles have no `none`
+    /// configuration: those cells are left out).
+    #[arg(long, default_value = "single,plan,roles")]
     designs: String,
     /// Defense configurations, separated by commas: none, checks, scoped.
     #[arg(long, default_value = "none,checks,scoped")]
@@ -59,6 +61,9 @@ pub(crate) struct AgentDojoArgs {
     /// Each run's time budget in seconds (a slow local model may need more).
     #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u32).range(1..=86400))]
     time_budget: u32,
+    /// Each run's cost budget in credits (over every role of a three-role run).
+    #[arg(long, value_name = "CREDITS", default_value = "1.00")]
+    max_cost: rust_decimal::Decimal,
     /// Cells in flight at once (each starts two Python processes).
     #[arg(long, value_name = "N", default_value_t = 2)]
     cells_in_flight: usize,
@@ -121,7 +126,7 @@ struct Plan {
     pins: BTreeMap<String, String>,
     env: rolegate::agent::Env,
     state_dir: PathBuf,
-    time_budget: std::time::Duration,
+    limits: DojoLimits,
 }
 
 pub(crate) async fn run(args: AgentDojoArgs) -> u8 {
@@ -135,7 +140,7 @@ pub(crate) async fn run(args: AgentDojoArgs) -> u8 {
 }
 
 async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
-    let designs = parsed(&args.designs, "design (known: single, plan)", DojoDesign::from_code)?;
+    let designs = parsed(&args.designs, "design (known: single, plan, roles)", DojoDesign::from_code)?;
     let configs = parsed(&args.configs, "configuration (known: none, checks, scoped)", DojoConfig::from_code)?;
     let model = model_of(&args)?;
     let shard = match &args.shard {
@@ -161,7 +166,8 @@ async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
     for user in &users {
         for injection in std::iter::once(None).chain(injections.iter().map(Some)) {
             for &design in &designs {
-                for &config in &configs {
+                // the coordinator checks every message: the roles have no unchecked run
+                for &config in configs.iter().filter(|&&c| design != DojoDesign::Roles || c != DojoConfig::None) {
                     for rep in 0..args.repeat {
                         cells.push(DojoCellId {
                             suite: args.suite.clone(),
@@ -209,8 +215,8 @@ async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
     // an openai: model is priced from the table (or at zero with --zero-price)
     let spec: Option<ModelSpec> = args.model.parse().ok().filter(|m| matches!(m, ModelSpec::OpenAi(_)));
     let env = args.model_args.env(&spec.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?;
-    let time_budget = std::time::Duration::from_secs(u64::from(args.time_budget));
-    let plan = Arc::new(Plan { bridge, model, pins, env, state_dir: state_dir.clone(), time_budget });
+    let limits = DojoLimits { time: std::time::Duration::from_secs(u64::from(args.time_budget)), cost: args.max_cost };
+    let plan = Arc::new(Plan { bridge, model, pins, env, state_dir: state_dir.clone(), limits });
     let ran = run_cells(&plan, cells, args.cells_in_flight.max(1), args.out.as_ref()).await;
     let _ = std::fs::remove_dir_all(&state_dir);
     done.extend(ran?);
@@ -225,10 +231,14 @@ async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
             for line in dojo_lines(&figures) {
                 out(&line);
             }
-            if designs.len() >= 2 {
-                for line in dojo_paired_lines(&done, designs[0], designs[1]) {
+            // every other design against the first (the single agent, by default)
+            for &other in designs.iter().skip(1) {
+                for line in dojo_paired_lines(&done, designs[0], other) {
                     out(&line);
                 }
+            }
+            for line in dojo_hop_lines(&done) {
+                out(&line);
             }
         }
     }
@@ -269,7 +279,7 @@ async fn run_cells(
                     &plan.pins,
                     &plan.env,
                     &plan.state_dir,
-                    plan.time_budget,
+                    plan.limits,
                 )
                 .await;
                 (id, cell)
