@@ -181,6 +181,9 @@ pub struct Agent {
     pub(crate) audit_flushed: usize,
     /// A built-in prompt is borrowed, not copied per agent.
     pub(crate) system_prompt: Cow<'static, str>,
+    /// The system message shared with the other runs of this agent's environment, when
+    /// one lends it ([`SharedSystem`]); written anew for each run otherwise.
+    pub(crate) shared_system: Option<Arc<SharedSystem>>,
     /// The role this agent plays in a multi-agent run; its trace lines carry it.
     pub(crate) trace_role: Option<String>,
     /// The code and whole message (redacted) of the model failure that ended its last run,
@@ -285,6 +288,7 @@ impl Agent {
             durable: super::Durable::none(),
             audit_flushed: 0,
             system_prompt,
+            shared_system: None,
             trace_role: role,
             model_failure: None,
             observation_chars,
@@ -751,11 +755,14 @@ impl Agent {
     }
 
     /// [`Agent::request`], with the estimated tokens of its system message when they were
-    /// kept with it (a built-in prompt's system message, see [`system_message`]).
+    /// kept with it (a shared system message, see [`SharedSystem`]).
     fn request_counted(&self, state: &AgentState) -> (LlmRequest, Option<u64>) {
         let tools: Vec<_> =
             self.gate.policy().tools_for(&self.task).filter_map(|t| self.gate.tools().spec(t)).collect();
-        let (system, system_tokens) = system_message(&self.system_prompt, &tools);
+        let (system, system_tokens) = match &self.shared_system {
+            Some(shared) => shared.message(&self.system_prompt, &tools),
+            None => (Cow::Owned(write_system(&self.system_prompt, &tools)), None),
+        };
         let request = LlmRequest {
             model: self.decider.model_name(),
             messages: vec![Message::system(system), Message::user(self.user_blocks(state))],
@@ -883,49 +890,45 @@ const TRACE_LINES_AHEAD: usize = 16;
 /// The line that introduces the tool list of the system message.
 const TOOLS_HEADER: &str = "\nTools for this task:\n";
 
-/// The system message of a request: the prompt, [`TOOLS_HEADER`], then each tool's line.
-///
-/// A built-in prompt (lent, so `'static`) with a given list of tool lines (`'static`, see
-/// [`tool_line`]) always makes the same text: that text is written once per process, kept
-/// (leaked, at most [`SYSTEM_KEPT`] of them) with its estimated tokens, and lent to every
-/// later request, which then neither copies the prompt nor counts its characters again.
-/// A prompt given as an owned text, or any text once that many are kept, is written anew,
-/// without tokens. The kept text is found by the addresses and lengths of its pieces:
-/// `'static` text never changes, so equal pieces are equal texts.
-#[allow(clippy::ptr_arg)] // the variant is read: only a lent prompt is `'static`
-fn system_message(prompt: &Cow<'static, str>, tools: &[ToolSpec]) -> (Cow<'static, str>, Option<u64>) {
-    // only built-in pieces are kept: a tool added to a gate has a line of its own
-    let Cow::Borrowed(prompt) = *prompt else {
-        return (Cow::Owned(write_system(prompt, tools)), None);
-    };
-    if tools.iter().any(|t| builtin_line(&t.name).is_none()) {
-        return (Cow::Owned(write_system(prompt, tools)), None);
-    }
-    // each tool's line looked up again (a short table) rather than listed first
-    let lines = || tools.iter().filter_map(|t| builtin_line(&t.name));
-    // a poisoned lock (a panic while the list was pushed to) only means: write it anew
-    let Ok(mut kept) = SYSTEM_TEXTS.lock() else {
-        return (Cow::Owned(write_system(prompt, tools)), None);
-    };
-    let same = |k: &&KeptSystem| {
-        std::ptr::eq(k.prompt, prompt)
-            && k.lines.len() == tools.len()
-            && k.lines.iter().zip(lines()).all(|(a, b)| std::ptr::eq(*a, b))
-    };
-    if let Some(k) = kept.iter().find(same) {
-        return (Cow::Borrowed(k.text), Some(k.tokens));
-    }
-    let text = write_system(prompt, tools);
-    if kept.len() >= SYSTEM_KEPT {
-        return (Cow::Owned(text), None);
-    }
-    let text: &'static str = Box::leak(text.into_boxed_str());
-    let tokens = estimate_tokens(text);
-    kept.push(KeptSystem { prompt, lines: lines().collect(), text, tokens });
-    (Cow::Borrowed(text), Some(tokens))
+/// The system message of the runs of one environment, written once and kept by its owner
+/// (the environment: a multi-agent run's researchers share their [`MultiEnv`](crate::multi::MultiEnv)'s)
+/// with its estimated tokens, so a run neither writes the prompt and tool lines again nor
+/// counts their characters. It holds the text of the first prompt and tool list it is asked
+/// for; a request with another prompt or list (compared by content) gets its own, written
+/// anew and without tokens. Dropped with its owner.
+#[derive(Debug, Default)]
+pub(crate) struct SharedSystem {
+    kept: std::sync::OnceLock<KeptSystem>,
 }
 
-/// The prompt, [`TOOLS_HEADER`] and each tool's line, written out (each line once).
+/// A written system message: what it was written from, the text, its estimated tokens.
+#[derive(Debug)]
+struct KeptSystem {
+    prompt: String,
+    tools: Vec<String>,
+    text: String,
+    tokens: u64,
+}
+
+impl SharedSystem {
+    /// The system message for `prompt` and `tools`, and its estimated tokens when it is the
+    /// kept one.
+    pub(crate) fn message(&self, prompt: &str, tools: &[ToolSpec]) -> (Cow<'static, str>, Option<u64>) {
+        let kept = self.kept.get_or_init(|| {
+            let text = write_system(prompt, tools);
+            let tools = tools.iter().map(|t| t.name.to_string()).collect();
+            KeptSystem { prompt: prompt.to_string(), tools, tokens: estimate_tokens(&text), text }
+        });
+        let same_tools = kept.tools.len() == tools.len() && kept.tools.iter().zip(tools).all(|(k, t)| *k == t.name);
+        if same_tools && kept.prompt == prompt {
+            (Cow::Owned(kept.text.clone()), Some(kept.tokens))
+        } else {
+            (Cow::Owned(write_system(prompt, tools)), None)
+        }
+    }
+}
+
+/// The system message of a request: the prompt, [`TOOLS_HEADER`], then each tool's line.
 fn write_system(prompt: &str, tools: &[ToolSpec]) -> String {
     let lines: Vec<Cow<'static, str>> = tools.iter().map(tool_line).collect();
     let mut system =
@@ -937,21 +940,6 @@ fn write_system(prompt: &str, tools: &[ToolSpec]) -> String {
     }
     system
 }
-
-/// Most system messages kept ([`system_message`]): a process has a few prompts and tasks.
-const SYSTEM_KEPT: usize = 32;
-
-/// A system message written once: its pieces (the prompt and the tool lines, as
-/// `'static` text), the text and its estimated tokens.
-struct KeptSystem {
-    prompt: &'static str,
-    lines: Vec<&'static str>,
-    text: &'static str,
-    tokens: u64,
-}
-
-/// The system messages kept by [`system_message`].
-static SYSTEM_TEXTS: std::sync::Mutex<Vec<KeptSystem>> = std::sync::Mutex::new(Vec::new());
 
 /// The system message's line for a tool: a built-in tool's written once (the specs are
 /// fixed), a tool added to the gate (or an MCP server's) written from its spec.
@@ -1004,7 +992,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_system_message_is_the_written_one_with_its_tokens() {
+    fn a_shared_system_message_is_the_written_one_with_its_tokens_and_only_for_what_it_was_written_from() {
         let policy = Policy::bundled().unwrap();
         let specs = |names: &[&str]| -> Vec<ToolSpec> { names.iter().filter_map(|n| Registry.spec(n)).collect() };
         let mut lists: Vec<Vec<ToolSpec>> =
@@ -1014,56 +1002,42 @@ mod tests {
         lists.extend([specs(&TOOL_NAMES), specs(&reversed), specs(&[]), specs(&["get_ticket", "get_ticket"])]);
         lists.extend(TOOL_NAMES.iter().map(|n| specs(&[n])));
         let prompts = [prompts::single(), prompts::researcher(), prompts::reviewer(), "", "a prompt"];
-        let mut first: Vec<Option<*const u8>> = Vec::new();
-        let mut kept = 0;
-        for round in 0..2 {
-            let mut i = 0;
-            for prompt in prompts {
-                for tools in &lists {
-                    let want = written(prompt, tools);
-                    let (text, tokens) = system_message(&Cow::Borrowed(prompt), tools);
+        for prompt in prompts {
+            for tools in &lists {
+                // the reference: written anew for every request
+                let want = written(prompt, tools);
+                let shared = SharedSystem::default();
+                for _ in 0..2 {
+                    let (text, tokens) = shared.message(prompt, tools);
                     assert_eq!(text, want, "{prompt:?} with {} tools", tools.len());
-                    // lent exactly when its tokens were kept with it, and those are its tokens
-                    let lent = match (&text, tokens) {
-                        (Cow::Borrowed(t), Some(n)) => {
-                            assert_eq!(n, estimate_tokens(&want));
-                            Some(t.as_ptr())
-                        }
-                        (Cow::Owned(_), None) => None,
-                        other => panic!("a text lent without its tokens or the reverse: {other:?}"),
-                    };
-                    // a text kept once is lent again, the same text
-                    if round == 0 {
-                        first.push(lent);
-                        kept += usize::from(lent.is_some());
-                    } else if let Some(before) = first[i] {
-                        assert_eq!(lent, Some(before), "{prompt:?} with {} tools", tools.len());
+                    assert_eq!(tokens, Some(estimate_tokens(&want)), "kept with its own tokens");
+                }
+                // another prompt or tool list is written anew, without the kept tokens
+                for (other_prompt, other_tools) in [(prompts::policypal(), tools.as_slice()), (prompt, &lists[0][..0])]
+                {
+                    if other_prompt == prompt && other_tools.len() == tools.len() {
+                        continue;
                     }
-                    i += 1;
-                    // an owned prompt is written anew
-                    let (text, tokens) = system_message(&Cow::Owned(prompt.to_string()), tools);
-                    assert!(matches!(text, Cow::Owned(_)) && tokens.is_none());
-                    assert_eq!(text, want);
+                    let (text, tokens) = shared.message(other_prompt, other_tools);
+                    assert_eq!((text.as_ref(), tokens), (written(other_prompt, other_tools).as_str(), None));
                 }
             }
         }
-        assert!(kept > 0, "no system message was kept");
     }
 
     #[test]
-    fn a_tool_added_to_the_gate_has_its_own_line_and_its_message_is_never_kept() {
+    fn a_tool_added_to_the_gate_has_its_own_line() {
         let added = ToolSpec {
             name: Cow::Owned("notes__read_note".into()),
             description: Cow::Owned("Return one note.".into()),
             parameters: std::sync::Arc::new(crate::tools::str_schema(&["note_id"])),
         };
         let tools: Vec<ToolSpec> = Registry.spec("get_ticket").into_iter().chain([added]).collect();
-        for _ in 0..2 {
-            let (text, tokens) = system_message(&Cow::Borrowed(prompts::single()), &tools);
-            assert!(matches!(text, Cow::Owned(_)) && tokens.is_none());
-            assert_eq!(text, written(prompts::single(), &tools));
-            assert!(text.contains("- notes__read_note: Return one note. Arguments: {\"note_id\""), "{text}");
-            assert!(text.contains(builtin_line("get_ticket").unwrap()));
-        }
+        let text = write_system(prompts::single(), &tools);
+        assert_eq!(text, written(prompts::single(), &tools));
+        assert!(text.contains("- notes__read_note: Return one note. Arguments: {\"note_id\""), "{text}");
+        assert!(text.contains(builtin_line("get_ticket").unwrap()));
+        let shared = SharedSystem::default();
+        assert_eq!(shared.message(prompts::single(), &tools).0, text);
     }
 }

@@ -19,7 +19,7 @@ pub use decider::{Decider, FixedPlan, ModelDecider};
 pub use driver::Agent;
 pub(crate) use driver::AgentConfig;
 pub use driver::{AgentError, CheckMode, Progress, Run};
-pub(crate) use driver::{CheckCode, Session};
+pub(crate) use driver::{CheckCode, Session, SharedSystem};
 pub use durable::{Durable, StepSink};
 pub use env::Env;
 pub(crate) use env::EnvError;

@@ -493,7 +493,7 @@ fn row_env(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(Arc<MultiEnv>, Arc<[A
         env.clone()
     } else {
         let scopes = row.defenses.role_scopes(&env.scopes);
-        Arc::new(MultiEnv { world, prices: env.prices.clone(), scopes, graph })
+        MultiEnv::from_parts(world, env.prices.clone(), scopes, graph)
     };
     Ok((env, planted))
 }

@@ -30,7 +30,7 @@ use super::support::{ClaimMode, Evidence, check_support};
 use super::{Denial, MultiError, MultiReason, MultiRun, Rejection, RoleFailure, RoleStopped};
 use crate::agent::Decider;
 use crate::agent::Env;
-use crate::agent::{Agent, AgentConfig, CheckMode, RunBudget, Session, Trace, TraceKind};
+use crate::agent::{Agent, AgentConfig, CheckMode, RunBudget, Session, SharedSystem, Trace, TraceKind};
 use crate::cost::{PriceTable, Summary, TokioClock};
 use crate::gate::Observation;
 use crate::gate::{ApprovalMode, ToolGate};
@@ -52,6 +52,9 @@ pub struct MultiEnv {
     pub scopes: Scopes,
     /// The declared call graph every hand-off is checked against.
     pub graph: Arc<CallGraph>,
+    /// The researcher's system message, written for the first run and lent to the later
+    /// ones (owned here, dropped with the environment).
+    pub(crate) researcher_system: Arc<SharedSystem>,
 }
 
 impl MultiEnv {
@@ -73,12 +76,17 @@ impl MultiEnv {
     /// # Errors
     /// As [`MultiEnv::new`].
     pub fn with_graph(env: &Env, graph: Arc<CallGraph>) -> Result<Arc<Self>, MultiError> {
-        Ok(Arc::new(Self {
-            world: env.world.clone(),
-            prices: env.prices.clone(),
-            scopes: Scopes::from_policy(&env.policy)?,
-            graph,
-        }))
+        Ok(Self::from_parts(env.world.clone(), env.prices.clone(), Scopes::from_policy(&env.policy)?, graph))
+    }
+
+    /// An environment of these parts.
+    pub(crate) fn from_parts(
+        world: Arc<WorldData>,
+        prices: Arc<PriceTable>,
+        scopes: Scopes,
+        graph: Arc<CallGraph>,
+    ) -> Arc<Self> {
+        Arc::new(Self { world, prices, scopes, graph, researcher_system: Arc::default() })
     }
 }
 
@@ -722,6 +730,7 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
         config,
     );
     let mut agent = agent;
+    agent.shared_system = Some(env.researcher_system.clone());
     agent.set_durable(cfg.durable.clone());
     let researcher = ResearchRole::new(agent, run_id.clone());
     let (planner, planner_join) = RoleHandle::spawn(Worker::Call(Box::new(planner)), planner_cancel);

@@ -767,7 +767,7 @@ async fn run_roles(run: CellRun<'_>) -> Result<Ran, DojoError> {
     let scopes = Scopes::from_policy(policy).map_err(|e| DojoError::Run(e.to_string()))?;
     let graph = CallGraph::bundled().map_err(|e| DojoError::Run(e.to_string()))?;
     let world = std::sync::Arc::new(WorldData::default());
-    let menv = std::sync::Arc::new(MultiEnv { world, prices: env.prices.clone(), scopes, graph });
+    let menv = MultiEnv::from_parts(world, env.prices.clone(), scopes, graph);
     let mut started = Vec::new();
     for (name, spec) in &servers.servers {
         started.push(McpServer::connect(name, spec, &policy.mcp_tools_of(name)).await?);

@@ -917,12 +917,7 @@ async fn run_multi(
         ScopeWidth::Narrow => shared.narrow.scopes.clone(),
         ScopeWidth::Wide => shared.wide.clone(),
     };
-    let menv = Arc::new(MultiEnv {
-        world: cell.world,
-        prices: shared.env.prices.clone(),
-        scopes,
-        graph: shared.narrow.graph.clone(),
-    });
+    let menv = MultiEnv::from_parts(cell.world, shared.env.prices.clone(), scopes, shared.narrow.graph.clone());
     let mut cfg = MultiConfig {
         user: task.user.clone(),
         claims,
