@@ -114,3 +114,29 @@ async fn agentdojo_run_three_roles_answer_a_read_task_and_no_role_can_send_the_m
     assert!(paid.utility, "the single agent, whose scope holds the transfer, pays: {paid:?}");
     let _ = std::fs::remove_dir_all(&s.dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the AgentDojo bridge's venv: bridge/agentdojo/install.sh; .ci/run runs it"]
+async fn agentdojo_run_a_person_who_approves_only_the_tasks_own_calls_pays_the_bill_and_refuses_the_attacker() {
+    let s = Setup::new("approval").await;
+    // "pay the bill": the ground truth reads the bill and sends the money, and the bill
+    // carries injection_task_0's text, whose goal is another transfer
+    let attacked = s.bridge.listing(Some("user_task_0"), Some("injection_task_0")).await.unwrap();
+    let id = DojoCellId {
+        user_task: "user_task_0".into(),
+        ..id(Some("injection_task_0"), DojoDesign::Single, DojoConfig::Approval)
+    };
+    let obeyed = s.run(&attacked, &id, &DojoModel::Obey).await;
+    // the attacker's transfer parked and was refused; the bill's transfer parked, was
+    // approved and ran once
+    assert_eq!(
+        (obeyed.utility, obeyed.attack_success, obeyed.stop.as_str()),
+        (true, Some(false), "done"),
+        "{obeyed:?}"
+    );
+    assert!(obeyed.refused >= 1, "{obeyed:?}");
+    // with nobody deciding (checks), the same run meets the attacker's goal
+    let unchecked = s.run(&attacked, &DojoCellId { config: DojoConfig::Checks, ..id.clone() }, &DojoModel::Obey).await;
+    assert_eq!(unchecked.attack_success, Some(true), "{unchecked:?}");
+    let _ = std::fs::remove_dir_all(&s.dir);
+}

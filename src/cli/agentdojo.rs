@@ -31,11 +31,11 @@ pub(crate) struct AgentDojoArgs {
     #[arg(long, value_name = "LIST|N")]
     injection_tasks: Option<String>,
     /// Designs, separated by commas: single, plan, roles (the three roles have no `none`
-    /// configuration: those cells are left out).
+    /// or `approval` configuration: those cells are left out).
     #[arg(long, default_value = "single,plan,roles")]
     designs: String,
-    /// Defense configurations, separated by commas: none, checks, scoped.
-    #[arg(long, default_value = "none,checks,scoped")]
+    /// Defense configurations, separated by commas: none, checks, scoped, approval.
+    #[arg(long, default_value = "none,checks,scoped,approval")]
     configs: String,
     /// The model: fake:ground_truth, fake:obey (follows an injection) or openai:NAME.
     #[arg(long, default_value = "fake:obey")]
@@ -141,7 +141,8 @@ pub(crate) async fn run(args: AgentDojoArgs) -> u8 {
 
 async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
     let designs = parsed(&args.designs, "design (known: single, plan, roles)", DojoDesign::from_code)?;
-    let configs = parsed(&args.configs, "configuration (known: none, checks, scoped)", DojoConfig::from_code)?;
+    let configs =
+        parsed(&args.configs, "configuration (known: none, checks, scoped, approval)", DojoConfig::from_code)?;
     let model = model_of(&args)?;
     let shard = match &args.shard {
         Some(s) if args.out.is_some() => Some(Shard::parse(s, &|v| std::env::var(v).ok()).map_err(|e| e.to_string())?),
@@ -166,8 +167,12 @@ async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
     for user in &users {
         for injection in std::iter::once(None).chain(injections.iter().map(Some)) {
             for &design in &designs {
-                // the coordinator checks every message: the roles have no unchecked run
-                for &config in configs.iter().filter(|&&c| design != DojoDesign::Roles || c != DojoConfig::None) {
+                // the coordinator checks every message and no role holds a write: the roles
+                // have no unchecked run and nothing to approve
+                let applies = |c: &&DojoConfig| {
+                    design != DojoDesign::Roles || !matches!(c, DojoConfig::None | DojoConfig::Approval)
+                };
+                for &config in configs.iter().filter(applies) {
                     for rep in 0..args.repeat {
                         cells.push(DojoCellId {
                             suite: args.suite.clone(),

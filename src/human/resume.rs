@@ -106,7 +106,8 @@ pub async fn resume_with_decision(
     }
     let code = match verdict {
         ResumeVerdict::Approve => {
-            let decision = queue.approve(request_id, actor, &mut agent.gate);
+            // awaited: an MCP server's tool answers later, a built-in one at once
+            let decision = queue.approve_async(request_id, actor, &mut agent.gate).await;
             if let (DecisionCode::Ok, Some(outcome)) = (decision.code, decision.outcome) {
                 let run = continue_with(agent, checkpoint, &req.tool, outcome).await?;
                 return Ok(Resumed { code: DecisionCode::Ok, run, replayed: false });

@@ -282,6 +282,11 @@ crate::codes::codes! {
         Checks = "checks",
         /// Only the tools the user task's ground truth uses; every proposal checked.
         Scoped = "scoped",
+        /// Every suite tool, every proposal checked, and every write parked until a person
+        /// decides: one who approves exactly the calls the user task's ground truth makes
+        /// (same tool, same arguments) and refuses any other, the refusal handed back to
+        /// the model. An oracle, as `scoped` is: the most approval can do.
+        Approval = "approval",
     }
 }
 
@@ -371,6 +376,12 @@ fn marker_of(goal: &str) -> Option<String> {
     (m.chars().count() >= 12).then_some(m)
 }
 
+/// The person of the approval configuration.
+pub const DOJO_APPROVER: &str = "dojo-approver";
+
+/// Most decisions one run may ask for (each parks the run once).
+const MAX_DECISIONS: usize = 16;
+
 /// The tools of each suite that change its environment (or reach outside it), ours to
 /// judge: AgentDojo marks none. `data/agentdojo/writes.json`.
 const WRITES: &str = include_str!("../../data/agentdojo/writes.json");
@@ -441,7 +452,8 @@ pub fn dojo_policy(
         policy.tasks.insert(DOJO_TASK.into(), allowed);
         policy.free_answers.insert(DOJO_TASK.into());
     }
-    policy.with_approval(ApprovalMode::Off)
+    // only the approval configuration has somebody to decide
+    if config == DojoConfig::Approval { policy } else { policy.with_approval(ApprovalMode::Off) }
 }
 
 /// Most characters of a tool result a model is shown in an AgentDojo run.
@@ -723,6 +735,13 @@ async fn run_loop(run: CellRun<'_>) -> Result<Ran, DojoError> {
         }
         _ => (Some(agent.run(&user.prompt, &id.run_id()).await.map_err(|e| DojoError::Run(e.to_string()))?), None),
     };
+    let (outcome, decisions) = match outcome {
+        Some(parked) if id.config == DojoConfig::Approval => {
+            let (done, decisions) = decide_parked(&mut agent, parked, &user.ground_truth, &clock).await?;
+            (Some(done), decisions)
+        }
+        other => (other, Vec::new()),
+    };
     let audit = agent.gate().audit();
     let tool_calls = count(audit.iter().filter(|e| e.outcome == GateCode::Ok).count());
     let refused_at_gate = audit.iter().filter(|e| DenialCode::of_gate(e.outcome).is_some()).count();
@@ -732,11 +751,12 @@ async fn run_loop(run: CellRun<'_>) -> Result<Ran, DojoError> {
             let rejected = lines.iter().filter(|l| l.kind == TraceKind::Check && l.code != "ok").count();
             let failed =
                 lines.iter().find(|l| l.kind == TraceKind::Model && l.code != "ok").map(|l| l.code.to_string());
+            let denied = decisions.iter().filter(|approved| !**approved).count();
             Ran {
                 stop: done.reason().to_string(),
                 answer: done.state.answer().unwrap_or_default().to_string(),
                 tool_calls,
-                refused: count(refused_at_gate + rejected),
+                refused: count(refused_at_gate + rejected + denied),
                 model_failure: failed,
                 hops: None,
             }
@@ -754,15 +774,54 @@ async fn run_loop(run: CellRun<'_>) -> Result<Ran, DojoError> {
     Ok(ran)
 }
 
+/// Decides every write a run parks, as the approval configuration's person: approved when
+/// it is one of the user task's ground-truth calls (same tool, same arguments), refused
+/// otherwise with the refusal handed back to the model (`deny_replan`), until the run no
+/// longer waits. Returns the run and each decision (`true`: approved).
+///
+/// # Errors
+/// [`DojoError::Run`] when a decision cannot be filed or applied.
+async fn decide_parked(
+    agent: &mut Agent,
+    mut run: crate::agent::Run,
+    truth: &[TruthCall],
+    clock: &ManualClock,
+) -> Result<(crate::agent::Run, Vec<bool>), DojoError> {
+    use crate::human::{ApprovalQueue, Checkpoint, ResumeVerdict, resume_with_decision};
+    let failed = |e: &dyn std::fmt::Display| DojoError::Run(format!("approval: {e}"));
+    let mut queue = ApprovalQueue::new([DOJO_APPROVER], clock.shared());
+    let mut decisions = Vec::new();
+    while decisions.len() < MAX_DECISIONS {
+        let Some(pending) = run.state.pending_id().and_then(|p| agent.gate().pending().get(p)).cloned() else {
+            break;
+        };
+        let request = queue.submit(&pending).map_err(|e| failed(&e))?;
+        let tool = pending.call.name.split_once(SEPARATOR).map_or(pending.call.name.as_str(), |(_, t)| t);
+        let asked = truth.iter().any(|c| c.function == tool && Value::Object(c.args.clone()) == pending.call.arguments);
+        let verdict = if asked { ResumeVerdict::Approve } else { ResumeVerdict::DenyReplan };
+        let resumed =
+            resume_with_decision(agent, &mut queue, Checkpoint::of(&run), &request.id, DOJO_APPROVER, verdict)
+                .await
+                .map_err(|e| failed(&e))?;
+        if resumed.code != crate::human::DecisionCode::Ok {
+            return Err(failed(&format!("the decision on {} was refused: {}", request.id, resumed.code)));
+        }
+        decisions.push(asked);
+        run = resumed.run;
+    }
+    Ok((run, decisions))
+}
+
 /// The three roles through the coordinator: the pair's server is added to the researcher's
 /// gate only (its scope: the suite's reads), the finding's claim is free text citing
 /// observation ids, and the approved claim is the answer AgentDojo grades.
 async fn run_roles(run: CellRun<'_>) -> Result<Ran, DojoError> {
     let CellRun { id, user, model, policy, servers, env, limits, .. } = &run;
-    if id.config == DojoConfig::None {
-        return Err(DojoError::Unknown(
-            "the three roles have no unchecked configuration (the coordinator checks every message)".into(),
-        ));
+    if matches!(id.config, DojoConfig::None | DojoConfig::Approval) {
+        return Err(DojoError::Unknown(format!(
+            "the three roles have no {} configuration (the coordinator checks every message; no role holds a write)",
+            id.config
+        )));
     }
     let scopes = Scopes::from_policy(policy).map_err(|e| DojoError::Run(e.to_string()))?;
     let graph = CallGraph::bundled().map_err(|e| DojoError::Run(e.to_string()))?;
@@ -888,12 +947,12 @@ pub fn dojo_lines(figures: &[DojoFigures]) -> Vec<String> {
         None => "-".to_string(),
     };
     let mut lines = vec![format!(
-        "{:<7} {:<7} {:<28} {:<28} {}",
+        "{:<7} {:<8} {:<28} {:<28} {}",
         "design", "config", "benign utility", "utility under attack", "attack success"
     )];
     for f in figures {
         lines.push(format!(
-            "{:<7} {:<7} {:<28} {:<28} {}",
+            "{:<7} {:<8} {:<28} {:<28} {}",
             f.design.as_str(),
             f.config.as_str(),
             rate(f.benign, &f.intervals[0]),
@@ -937,7 +996,7 @@ pub fn dojo_paired_lines(cells: &[DojoCell], first: DojoDesign, second: DojoDesi
             format!("{}/{}/{}/{} p={:.3}", p.both, p.first_only, p.second_only, p.neither, p.mcnemar_exact())
         };
         lines.push(format!(
-            "{:<7} cases {:>3}  attack success {}  utility under attack {}",
+            "{:<8} cases {:>3}  attack success {}  utility under attack {}",
             config.as_str(),
             attack.pairs(),
             show(&attack),
@@ -985,7 +1044,7 @@ pub fn dojo_hop_lines(cells: &[DojoCell]) -> Vec<String> {
     let mut lines = vec!["per hop (roles): messages accepted; messages refused; tool calls refused".to_string()];
     for (config, t) in per_config {
         lines.push(format!(
-            "{:<7} runs {:>3}  accepted {}; refused {}; tools refused {}",
+            "{:<8} runs {:>3}  accepted {}; refused {}; tools refused {}",
             config.as_str(),
             t.runs,
             list(&t.accepted),
