@@ -25,6 +25,7 @@ use crate::cost::{CostError, Ledger, PriceTable, SharedClock, UsageRecord, estim
 use crate::gate::Observation;
 use crate::gate::{CallContext, GateOutcome, NoInternalEffects, Refusal, ToolGate};
 use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
+use crate::model::Text;
 use crate::model::blocks::{push_block, push_block_from};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError, answer_or_cancelled};
 use crate::tools::{Registry, TOOL_NAMES, ToolCall, ToolSpec, fact_of, fingerprint};
@@ -761,7 +762,7 @@ impl Agent {
             self.gate.policy().tools_for(&self.task).filter_map(|t| self.gate.tools().spec(t)).collect();
         let (system, system_tokens) = match &self.shared_system {
             Some(shared) => shared.message(&self.system_prompt, &tools),
-            None => (Cow::Owned(write_system(&self.system_prompt, &tools)), None),
+            None => (Text::from(write_system(&self.system_prompt, &tools)), None),
         };
         let request = LlmRequest {
             model: self.decider.model_name(),
@@ -795,7 +796,7 @@ impl Agent {
                         }
                         prepared.user_chars += char_count(&content[before..]);
                     } else {
-                        user.content = Cow::Owned(self.user_blocks(state));
+                        user.content = Text::from(self.user_blocks(state));
                         prepared.user_chars = char_count(&user.content);
                     }
                 }
@@ -893,7 +894,7 @@ const TOOLS_HEADER: &str = "\nTools for this task:\n";
 /// The system message of the runs of one environment, written once and kept by its owner
 /// (the environment: a multi-agent run's researchers share their [`MultiEnv`](crate::multi::MultiEnv)'s)
 /// with its estimated tokens, so a run neither writes the prompt and tool lines again nor
-/// counts their characters. It holds the text of the first prompt and tool list it is asked
+/// counts their characters, and every run in flight holds the one text ([`Text`], shared). It holds the text of the first prompt and tool list it is asked
 /// for; a request with another prompt or list (compared by content) gets its own, written
 /// anew and without tokens. Dropped with its owner.
 #[derive(Debug, Default)]
@@ -906,24 +907,24 @@ pub(crate) struct SharedSystem {
 struct KeptSystem {
     prompt: String,
     tools: Vec<String>,
-    text: String,
+    text: Arc<str>,
     tokens: u64,
 }
 
 impl SharedSystem {
     /// The system message for `prompt` and `tools`, and its estimated tokens when it is the
     /// kept one.
-    pub(crate) fn message(&self, prompt: &str, tools: &[ToolSpec]) -> (Cow<'static, str>, Option<u64>) {
+    pub(crate) fn message(&self, prompt: &str, tools: &[ToolSpec]) -> (Text, Option<u64>) {
         let kept = self.kept.get_or_init(|| {
             let text = write_system(prompt, tools);
             let tools = tools.iter().map(|t| t.name.to_string()).collect();
-            KeptSystem { prompt: prompt.to_string(), tools, tokens: estimate_tokens(&text), text }
+            KeptSystem { prompt: prompt.to_string(), tools, tokens: estimate_tokens(&text), text: text.into() }
         });
         let same_tools = kept.tools.len() == tools.len() && kept.tools.iter().zip(tools).all(|(k, t)| *k == t.name);
         if same_tools && kept.prompt == prompt {
-            (Cow::Owned(kept.text.clone()), Some(kept.tokens))
+            (Text::from(kept.text.clone()), Some(kept.tokens))
         } else {
-            (Cow::Owned(write_system(prompt, tools)), None)
+            (Text::from(write_system(prompt, tools)), None)
         }
     }
 }
@@ -1011,6 +1012,7 @@ mod tests {
                     let (text, tokens) = shared.message(prompt, tools);
                     assert_eq!(text, want, "{prompt:?} with {} tools", tools.len());
                     assert_eq!(tokens, Some(estimate_tokens(&want)), "kept with its own tokens");
+                    assert!(text.is_shared(), "every request holds the one kept text, not a copy");
                 }
                 // another prompt or tool list is written anew, without the kept tokens
                 for (other_prompt, other_tools) in [(prompts::policypal(), tools.as_slice()), (prompt, &lists[0][..0])]
@@ -1019,7 +1021,7 @@ mod tests {
                         continue;
                     }
                     let (text, tokens) = shared.message(other_prompt, other_tools);
-                    assert_eq!((text.as_ref(), tokens), (written(other_prompt, other_tools).as_str(), None));
+                    assert_eq!((text.as_str(), tokens), (written(other_prompt, other_tools).as_str(), None));
                 }
             }
         }

@@ -12,6 +12,7 @@ pub mod http;
 pub mod prompts;
 pub(crate) mod scripted;
 pub(crate) mod spec;
+mod text;
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -28,6 +29,7 @@ pub use fake::{FakeKind, FakeModel};
 pub use http::HttpClient;
 pub use scripted::{ScriptedModel, research_script};
 pub use spec::{ModelSpec, RoleModelSpecs};
+pub use text::Text;
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,8 +50,9 @@ pub enum MessageRole {
 pub struct Message {
     /// Author.
     pub role: MessageRole,
-    /// Text (borrowed when it is a fixed text, as a role's system prompt is).
-    pub content: Cow<'static, str>,
+    /// Text (lent when it is a fixed text, as a role's system prompt is, or shared when
+    /// every run of an environment sends the same one).
+    pub content: Text,
     /// Tool calls an assistant message made (native tool calling).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<RequestedCall>,
@@ -60,7 +63,7 @@ pub struct Message {
 
 impl Message {
     /// A trusted system message.
-    pub fn system(content: impl Into<Cow<'static, str>>) -> Self {
+    pub fn system(content: impl Into<Text>) -> Self {
         Self { role: MessageRole::System, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
     }
 
@@ -68,7 +71,7 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Self {
             role: MessageRole::User,
-            content: Cow::Owned(content.into()),
+            content: Text::from(content.into()),
             tool_calls: Vec::new(),
             tool_call_id: None,
         }
@@ -76,14 +79,14 @@ impl Message {
 
     /// An assistant message, with the tool calls it made.
     pub fn assistant(content: impl Into<String>, tool_calls: Vec<RequestedCall>) -> Self {
-        Self { role: MessageRole::Assistant, content: Cow::Owned(content.into()), tool_calls, tool_call_id: None }
+        Self { role: MessageRole::Assistant, content: Text::from(content.into()), tool_calls, tool_call_id: None }
     }
 
     /// A tool result answering call `id`.
     pub fn tool(id: impl Into<String>, content: impl Into<String>) -> Self {
         Self {
             role: MessageRole::Tool,
-            content: Cow::Owned(content.into()),
+            content: Text::from(content.into()),
             tool_calls: Vec::new(),
             tool_call_id: Some(id.into()),
         }
@@ -380,8 +383,7 @@ mod tests {
         for text in ["", "plain", "quote \" backslash \\ newline \n tab \t", "\u{e9}\u{1F600} \u{0} \u{2028}"] {
             let lent = Message::system(text);
             let owned = Message::system(text.to_string());
-            assert!(matches!(lent.content, Cow::Borrowed(_)));
-            assert!(matches!(owned.content, Cow::Owned(_)));
+            assert!(lent.content.is_shared() && !owned.content.is_shared());
             let json = serde_json::to_string(&lent).unwrap();
             assert_eq!(json, serde_json::to_string(&Before { role: MessageRole::System, content: text }).unwrap());
             assert_eq!(serde_json::to_string(&owned).unwrap(), json);
