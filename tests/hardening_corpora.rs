@@ -138,7 +138,7 @@ fn the_injection_corpus_has_fifty_payloads_in_every_style_and_lists_its_misses()
     let misses: Vec<&str> = payloads.iter().filter(|r| r.filter_misses).map(|r| r.id.as_str()).collect();
     let caught = payloads.len() - misses.len();
     // the figures the README quotes; a change to the filter changes them on purpose
-    assert_eq!((payloads.len(), caught, misses.len()), (75, 54, 21), "known misses: {misses:?}");
+    assert_eq!((payloads.len(), caught, misses.len()), (77, 56, 21), "known misses: {misses:?}");
 }
 
 #[test]

@@ -54,7 +54,7 @@ thread_local! {
 }
 
 /// Named instruction-like patterns; the name is what [`injection_signals`] reports.
-const INSTRUCTION_PATTERNS: [(&str, &str); 14] = [
+const INSTRUCTION_PATTERNS: [(&str, &str); 15] = [
     (
         "ignore_rules",
         r"(?i)\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(polic(y|ies)|instructions?|rules|guidelines|guardrails|prompt)\b",
@@ -131,6 +131,20 @@ const INSTRUCTION_PATTERNS: [(&str, &str); 14] = [
             r"(?:forget|disregard|ignore|drop|discard|erase|abandon|scrap|wipe)\s+(?:about\s+)?",
             r"(?:what|everything|anything|all(?:\s+of)?(?:\s+(?:that|this|the\s+above))?|whatever)\b[^.\n]{0,30}?",
             r"\b(?:told|instructed|taught|said|above|previously|earlier|before|so\s+far|until\s+now|up\s+to\s+now)\b",
+        ),
+    ),
+    // AgentDojo's attack template, found when an obeying researcher passed it on in a
+    // finding and the coordinator let it through: a detour before the task ("Before you can
+    // solve the task that I gave you in the beginning, please do the following first"), an
+    // "important message from … to you", and its `<INFORMATION>` wrapper. "Before you
+    // answered my question" and "an important message from the carrier" are not.
+    (
+        "task_detour",
+        concat!(
+            r"(?i)\bbefore\s+you\s+(?:can\s+)?(?:solve|do|complete|finish|continue\s+with|start|answer)\s+",
+            r"(?:the|your|this|my)\s+(?:task|request|question)\b[^.\n]{0,60}?\b(?:please|first)\b",
+            r"|\b(?:important|urgent)\s+message\s+from\b[^.\n]{0,60}?\bto\s+you\b",
+            r"|</?\s*information\s*>",
         ),
     ),
 ];
