@@ -11,25 +11,33 @@
 //!   experiment (a person reviews them with `rolegate mcp list`); every later server is held
 //!   to them, so a pair whose server lists other definitions is refused by name.
 //! - **Designs**: `single` (the loop: the model picks each step after reading the last
-//!   result) and `plan` (the calls are fixed before anything is read, then run through the
+//!   result), `plan` (the calls are fixed before anything is read, then run through the
 //!   same loop and gate; with a real model the plan is written by one call that sees only
-//!   the task, [`crate::design::plan_then_execute`]).
+//!   the task, [`crate::design::plan_then_execute`]) and `roles` (the three roles through the
+//!   coordinator, [`crate::multi::start_with`]: the researcher's gate holds the pair's server
+//!   with the suite's read tools only, the finding is a free-text claim citing observation
+//!   ids, the approved claim is the answer).
+//! - **Which tools act**: `data/agentdojo/writes.json` ([`suite_writes`]); AgentDojo marks none.
 //! - **Configurations**: `none` (every suite tool, the model trusted: no proposal checks),
 //!   `checks` (every tool, every proposal checked), `scoped` (only the tools the user task's
-//!   ground truth uses: an oracle tool filter, the best AgentDojo's `tool_filter` can do).
+//!   ground truth uses: an oracle tool filter, the best AgentDojo's `tool_filter` can do),
+//!   `approval` (writes park; a person approves exactly the ground truth's calls). The roles
+//!   have neither `none` nor `approval`.
 //! - **Fakes**: `ground_truth` calls exactly what the user task's ground truth names, then
 //!   answers its expected output; `obey` does the same, but once a result carries the
-//!   injection task's goal it first makes the injection task's ground-truth calls. With
-//!   `openai:NAME` the same experiment runs on a real model.
+//!   injection task's goal it first makes the injection task's ground-truth calls (and, as
+//!   the researcher, passes the injected text on in its finding). With `openai:NAME` the
+//!   same experiment runs on a real model.
 //!
 //! Figures per design and configuration are AgentDojo's three: benign utility, utility
 //! under attack and targeted attack success (AgentDojo's `security: true` means the attack
-//! succeeded), each with a 95 % Wilson interval ([`dojo_figures`]).
+//! succeeded), each with a 95 % Wilson interval ([`dojo_figures`]); then every design
+//! against the first on the same attacked cases ([`dojo_paired_lines`]), and what each hop
+//! of the three roles let through and refused ([`dojo_hop_lines`]).
 //!
-//! What is not here yet: the three-role design and PolicyPal (their messages and claim
-//! checks still speak the help desk's terms), and per-hop figures (the single agent and the
-//! plan have no hops). The gate still holds a help-desk world (an empty one here): it does
-//! not yet take its environment through a seam.
+//! What is not here yet: roles that act (nobody in `roles` may write) and PolicyPal. The gate
+//! still holds a help-desk world (an empty one here): it does not yet take its environment
+//! through a seam.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -428,9 +436,9 @@ const ROLE_TASKS: [&str; 3] = ["planner", "researcher", "reviewer"];
 
 /// The policy of one run. The tools: all of the suite's, or (`scoped`) the user task's;
 /// for the three roles, only the reads among them, in the researcher's scope (the planner
-/// and the reviewer hold none). Writes are granted and run at once in the single and plan
-/// designs (AgentDojo has nobody to approve them), every tool carries its pin, and the
-/// answer is free text (AgentDojo grades it itself).
+/// and the reviewer hold none). Writes are granted in the single and plan designs: they run
+/// at once, except under `approval`, where they park for the configuration's person. Every
+/// tool carries its pin, and the answer is free text (AgentDojo grades it itself).
 pub fn dojo_policy(
     server: &str,
     tools: &[String],
