@@ -2,9 +2,9 @@
 //! served over MCP by `bridge/agentdojo/bridge.py`, behind the agent's gate, graded by
 //! AgentDojo's own checks.
 //!
-//! They need the bridge's venv (agentdojo and mcp from PyPI), so `cargo test` skips them;
+//! The runs need the bridge's venv (agentdojo and mcp from PyPI), so `cargo test` skips them;
 //! `.ci/run` installs it (`bridge/agentdojo/install.sh`) and runs them with
-//! `cargo test agentdojo_run -- --ignored`.
+//! `cargo test agentdojo_run -- --ignored`. The check of the command's flags needs no venv.
 
 use rolegate::agent::Env;
 use rolegate::suite::agentdojo::{
@@ -142,4 +142,23 @@ async fn agentdojo_run_a_person_who_approves_only_the_tasks_own_calls_pays_the_b
     let unchecked = s.run(&attacked, &DojoCellId { config: DojoConfig::Checks, ..id.clone() }, &DojoModel::Obey).await;
     assert_eq!(unchecked.attack_success, Some(true), "{unchecked:?}");
     let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[test]
+fn bad_experiment_flags_are_refused_by_name_before_any_python_starts() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["--max-cost", "0"], "--max-cost must be more than 0 credits"),
+        (&["--designs", "single,hive"], "unknown design"),
+        (&["--configs", "checks,strict"], "configuration (known: none, checks, scoped, approval)"),
+    ];
+    for (flags, want) in cases {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rolegate"))
+            .args(["agentdojo", "--suite", "banking", "--python", "/nonexistent/python"])
+            .args(flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(want), "{flags:?}: {stderr}");
+    }
 }

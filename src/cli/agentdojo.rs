@@ -143,6 +143,9 @@ async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
     let designs = parsed(&args.designs, "design (known: single, plan, roles)", DojoDesign::from_code)?;
     let configs =
         parsed(&args.configs, "configuration (known: none, checks, scoped, approval)", DojoConfig::from_code)?;
+    if args.max_cost <= rust_decimal::Decimal::ZERO {
+        return Err(format!("--max-cost must be more than 0 credits, not {}", args.max_cost));
+    }
     let model = model_of(&args)?;
     let shard = match &args.shard {
         Some(s) if args.out.is_some() => Some(Shard::parse(s, &|v| std::env::var(v).ok()).map_err(|e| e.to_string())?),
