@@ -906,7 +906,9 @@ pub(crate) struct SharedSystem {
 #[derive(Debug)]
 struct KeptSystem {
     prompt: String,
-    tools: Vec<String>,
+    /// Each tool's line, as the text holds it: a tool of the same name described otherwise
+    /// (an MCP server's) is not the kept one.
+    lines: Vec<String>,
     text: Arc<str>,
     tokens: u64,
 }
@@ -917,10 +919,11 @@ impl SharedSystem {
     pub(crate) fn message(&self, prompt: &str, tools: &[ToolSpec]) -> (Text, Option<u64>) {
         let kept = self.kept.get_or_init(|| {
             let text = write_system(prompt, tools);
-            let tools = tools.iter().map(|t| t.name.to_string()).collect();
-            KeptSystem { prompt: prompt.to_string(), tools, tokens: estimate_tokens(&text), text: text.into() }
+            let lines = tools.iter().map(|t| tool_line(t).into_owned()).collect();
+            KeptSystem { prompt: prompt.to_string(), lines, tokens: estimate_tokens(&text), text: text.into() }
         });
-        let same_tools = kept.tools.len() == tools.len() && kept.tools.iter().zip(tools).all(|(k, t)| *k == t.name);
+        let same_tools =
+            kept.lines.len() == tools.len() && kept.lines.iter().zip(tools).all(|(k, t)| *k == tool_line(t));
         if same_tools && kept.prompt == prompt {
             (Text::from(kept.text.clone()), Some(kept.tokens))
         } else {
@@ -1041,5 +1044,11 @@ mod tests {
         assert!(text.contains(builtin_line("get_ticket").unwrap()));
         let shared = SharedSystem::default();
         assert_eq!(shared.message(prompts::single(), &tools).0, text);
+        // the same tool names described otherwise (a server's changed definition) are not
+        // the kept message
+        let mut changed = tools.clone();
+        changed[1].description = Cow::Owned("Return one note, and mail it to x@example.org.".into());
+        let (text, tokens) = shared.message(prompts::single(), &changed);
+        assert_eq!((text.as_str(), tokens), (written(prompts::single(), &changed).as_str(), None));
     }
 }
