@@ -892,11 +892,12 @@ const TRACE_LINES_AHEAD: usize = 16;
 const TOOLS_HEADER: &str = "\nTools for this task:\n";
 
 /// The system message of the runs of one environment, written once and kept by its owner
-/// (the environment: a multi-agent run's researchers share their [`MultiEnv`](crate::multi::MultiEnv)'s)
-/// with its estimated tokens, so a run neither writes the prompt and tool lines again nor
-/// counts their characters, and every run in flight holds the one text ([`Text`], shared). It holds the text of the first prompt and tool list it is asked
-/// for; a request with another prompt or list (compared by content) gets its own, written
-/// anew and without tokens. Dropped with its owner.
+/// (the environment: a multi-agent run's researchers share their
+/// [`MultiEnv`](crate::multi::MultiEnv)'s) with its estimated tokens, so a run neither
+/// writes the prompt and tool lines again nor counts their characters, and every run in
+/// flight holds the one text ([`Text`], shared). It holds the text of the first prompt and
+/// tool list it is asked for; a request with another prompt or tool lines (compared by
+/// content) gets its own, written anew and without tokens. Dropped with its owner.
 #[derive(Debug, Default)]
 pub(crate) struct SharedSystem {
     kept: std::sync::OnceLock<KeptSystem>,

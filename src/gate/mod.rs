@@ -551,12 +551,7 @@ impl ToolGate {
     pub async fn connect_mcp(&mut self, servers: &McpServers) -> Result<Vec<McpServer>, McpError> {
         let mut started = Vec::new();
         for name in self.policy.mcp_servers() {
-            let Some(spec) = servers.servers.get(&name) else {
-                return Err(McpError::BadConfig(format!(
-                    "the policy names tools of server {name:?}, which is not listed"
-                )));
-            };
-            let server = McpServer::connect(&name, spec, &self.policy.mcp_tools_of(&name)).await?;
+            let server = self.policy.start_mcp_server(&name, servers).await?;
             self.add_mcp(&server).map_err(|e| McpError::Unusable { tool: name.clone(), message: e.to_string() })?;
             started.push(server);
         }

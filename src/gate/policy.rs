@@ -137,6 +137,25 @@ impl Policy {
             .collect()
     }
 
+    /// Starts server `name` of `servers` and holds it to this policy's tools of it and their
+    /// pins ([`McpServer::connect`](crate::tools::mcp::McpServer::connect)).
+    ///
+    /// # Errors
+    /// [`McpError::BadConfig`](crate::tools::mcp::McpError::BadConfig) when `servers` does not
+    /// list it, or a refusal of `connect`.
+    pub async fn start_mcp_server(
+        &self,
+        name: &str,
+        servers: &crate::tools::mcp::McpServers,
+    ) -> Result<crate::tools::mcp::McpServer, crate::tools::mcp::McpError> {
+        let Some(spec) = servers.servers.get(name) else {
+            return Err(crate::tools::mcp::McpError::BadConfig(format!(
+                "the policy names tools of server {name:?}, which is not listed"
+            )));
+        };
+        crate::tools::mcp::McpServer::connect(name, spec, &self.mcp_tools_of(name)).await
+    }
+
     /// The per-run call limit of `tool`.
     pub fn limit_of(&self, tool: &str) -> u32 {
         self.call_limits.get(tool).copied().unwrap_or(DEFAULT_CALL_LIMIT)

@@ -853,8 +853,8 @@ async fn run_roles(run: CellRun<'_>) -> Result<Ran, DojoError> {
     let world = std::sync::Arc::new(WorldData::default());
     let menv = MultiEnv::from_parts(world, env.prices.clone(), scopes, graph);
     let mut started = Vec::new();
-    for (name, spec) in &servers.servers {
-        started.push(McpServer::connect(name, spec, &policy.mcp_tools_of(name)).await?);
+    for name in policy.mcp_servers() {
+        started.push(policy.start_mcp_server(&name, servers).await?);
     }
     let models = match model {
         DojoModel::Http(cfg) => RoleModels {
