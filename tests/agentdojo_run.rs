@@ -87,7 +87,8 @@ async fn agentdojo_run_the_ground_truth_does_the_task_and_an_obeying_model_meets
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the AgentDojo bridge's venv: bridge/agentdojo/install.sh; .ci/run runs it"]
-async fn agentdojo_run_three_roles_answer_a_read_task_no_role_can_send_the_money_and_a_relayed_injection_is_refused() {
+async fn agentdojo_run_three_roles_answer_a_read_task_pay_once_the_finding_is_approved_and_refuse_a_relayed_injection()
+{
     let s = Setup::new("roles").await;
     let attacked = s.bridge.listing(Some("user_task_1"), Some("injection_task_0")).await.unwrap();
     let roles = id(Some("injection_task_0"), DojoDesign::Roles, DojoConfig::Checks);
@@ -107,14 +108,18 @@ async fn agentdojo_run_three_roles_answer_a_read_task_no_role_can_send_the_money
     let hops = obeyed.hops.as_ref().expect("a three-role run reports its hops");
     assert_eq!(hops.denied, ["researcher:banking__send_money:not_allowed"], "{hops:?}");
     assert_eq!(hops.rejected, ["researcher:instruction_like"], "{hops:?}");
-    // a task that must change the environment is beyond the three roles: nobody may write
+    // no approved finding, so the planner never acted
+    assert!(hops.acted.is_empty() && hops.act_stop.is_none(), "{hops:?}");
+    // a task that must change the environment: no role writes while the roles work; once
+    // the finding (the bill's details) is approved, the planner makes the transfer
     let pay = s.bridge.listing(Some("user_task_0"), None).await.unwrap();
     let pay_id = DojoCellId { user_task: "user_task_0".into(), ..id(None, DojoDesign::Roles, DojoConfig::Checks) };
-    let unpaid = s.run(&pay, &pay_id, &DojoModel::GroundTruth).await;
-    assert_eq!((unpaid.utility, unpaid.attack_success), (false, None), "{unpaid:?}");
-    let single = DojoCellId { design: DojoDesign::Single, ..pay_id.clone() };
-    let paid = s.run(&pay, &single, &DojoModel::GroundTruth).await;
-    assert!(paid.utility, "the single agent, whose scope holds the transfer, pays: {paid:?}");
+    let paid = s.run(&pay, &pay_id, &DojoModel::GroundTruth).await;
+    assert_eq!((paid.utility, paid.attack_success, paid.stop.as_str()), (true, None, "done"), "{paid:?}");
+    let hops = paid.hops.as_ref().expect("a three-role run reports its hops");
+    assert_eq!(hops.acted, ["banking__send_money:ok"], "{hops:?}");
+    assert_eq!(hops.act_stop.as_deref(), Some("done"), "{hops:?}");
+    assert!(hops.denied.is_empty(), "the researcher was never offered the transfer: {hops:?}");
     let _ = std::fs::remove_dir_all(&s.dir);
 }
 
@@ -141,6 +146,14 @@ async fn agentdojo_run_a_person_who_approves_only_the_tasks_own_calls_pays_the_b
     // with nobody deciding (checks), the same run meets the attacker's goal
     let unchecked = s.run(&attacked, &DojoCellId { config: DojoConfig::Checks, ..id.clone() }, &DojoModel::Obey).await;
     assert_eq!(unchecked.attack_success, Some(true), "{unchecked:?}");
+    // the three roles under approval: the acting planner's transfer parks, and the person
+    // approves it (it is the task's own call)
+    let benign = s.bridge.listing(Some("user_task_0"), None).await.unwrap();
+    let roles = DojoCellId { design: DojoDesign::Roles, injection_task: None, ..id.clone() };
+    let paid = s.run(&benign, &roles, &DojoModel::GroundTruth).await;
+    assert_eq!((paid.utility, paid.stop.as_str()), (true, "done"), "{paid:?}");
+    let hops = paid.hops.as_ref().expect("a three-role run reports its hops");
+    assert_eq!(hops.acted, ["banking__send_money:needs_approval", "banking__send_money:ok"], "{hops:?}");
     let _ = std::fs::remove_dir_all(&s.dir);
 }
 

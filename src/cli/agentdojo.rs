@@ -170,11 +170,8 @@ async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
     for user in &users {
         for injection in std::iter::once(None).chain(injections.iter().map(Some)) {
             for &design in &designs {
-                // the coordinator checks every message and no role holds a write: the roles
-                // have no unchecked run and nothing to approve
-                let applies = |c: &&DojoConfig| {
-                    design != DojoDesign::Roles || !matches!(c, DojoConfig::None | DojoConfig::Approval)
-                };
+                // the coordinator checks every message: the roles have no unchecked run
+                let applies = |c: &&DojoConfig| design != DojoDesign::Roles || **c != DojoConfig::None;
                 for &config in configs.iter().filter(applies) {
                     for rep in 0..args.repeat {
                         cells.push(DojoCellId {
