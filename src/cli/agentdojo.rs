@@ -30,9 +30,9 @@ pub(crate) struct AgentDojoArgs {
     /// benign runs only).
     #[arg(long, value_name = "LIST|N")]
     injection_tasks: Option<String>,
-    /// Designs, separated by commas: single, plan, roles (the three roles have no `none`
-    /// or `approval` configuration: those cells are left out).
-    #[arg(long, default_value = "single,plan,roles")]
+    /// Designs, separated by commas: single, plan, roles, policypal (the three roles and
+    /// PolicyPal have no `none` configuration: those cells are left out).
+    #[arg(long, default_value = "single,plan,roles,policypal")]
     designs: String,
     /// Defense configurations, separated by commas: none, checks, scoped, approval.
     #[arg(long, default_value = "none,checks,scoped,approval")]
@@ -140,7 +140,7 @@ pub(crate) async fn run(args: AgentDojoArgs) -> u8 {
 }
 
 async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
-    let designs = parsed(&args.designs, "design (known: single, plan, roles)", DojoDesign::from_code)?;
+    let designs = parsed(&args.designs, "design (known: single, plan, roles, policypal)", DojoDesign::from_code)?;
     let configs =
         parsed(&args.configs, "configuration (known: none, checks, scoped, approval)", DojoConfig::from_code)?;
     if args.max_cost <= rust_decimal::Decimal::ZERO {
@@ -170,8 +170,10 @@ async fn experiment(args: AgentDojoArgs) -> Result<u8, String> {
     for user in &users {
         for injection in std::iter::once(None).chain(injections.iter().map(Some)) {
             for &design in &designs {
-                // the coordinator checks every message: the roles have no unchecked run
-                let applies = |c: &&DojoConfig| design != DojoDesign::Roles || **c != DojoConfig::None;
+                // the coordinator checks every message and PolicyPal proposes no steps to
+                // leave unchecked: neither has an unchecked run
+                let unchecked = matches!(design, DojoDesign::Roles | DojoDesign::PolicyPal);
+                let applies = |c: &&DojoConfig| !unchecked || **c != DojoConfig::None;
                 for &config in configs.iter().filter(applies) {
                     for rep in 0..args.repeat {
                         cells.push(DojoCellId {

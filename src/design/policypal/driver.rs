@@ -76,7 +76,12 @@ impl Pal {
     /// [`AgentError`] when the run cannot be carried out (bad goal or run id, an unpriced
     /// model, a crashed client). Every other ending is a [`PalRun`] with a named reason.
     pub async fn run(&mut self, goal: &str, run_id: &str) -> Result<PalRun, AgentError> {
-        let state = AgentState::new(run_id, &self.session.user_id, &self.task, goal)?;
+        let goal_chars = self.goal_chars.unwrap_or(crate::agent::MAX_GOAL_CHARS);
+        let state = AgentState::new_with_goal_chars(run_id, &self.session.user_id, &self.task, goal, goal_chars)?;
+        let state = match self.observation_chars {
+            Some(chars) => state.with_observation_chars(chars)?,
+            None => state,
+        };
         let progress = Progress::new(run_id);
         let mut user = String::new();
         push_block(&mut user, "goal", "user-input", &[], goal);
@@ -105,7 +110,7 @@ impl Pal {
         let card = self.own_card(&parked, by)?;
         let shown = ToolCall::new(card.call_id.clone(), card.tool.clone(), card.arguments.clone());
         let token = ApprovalToken::for_card(parked.run.state.run_id(), &card.pending_id, &shown, by);
-        let outcome = self.gate.execute_approved(&token)?;
+        let outcome = self.gate.execute_approved_async(&token).await?;
         let (ok, text) = outcome.observation();
         self.decided(parked, &card, "confirmed", Some(outcome.code().as_str()), ok, &text).await
     }
@@ -255,7 +260,7 @@ impl Pal {
                     }
                 }
             } else {
-                match self.calls(state, &mut progress, &mut turns, &response)? {
+                match self.calls(state, &mut progress, &mut turns, &response).await? {
                     Turn::Continue(s, any_ok) => {
                         state = s;
                         any_ok
@@ -317,7 +322,7 @@ impl Pal {
     }
 
     /// Runs every call of a reply, or parks its side effect and stops with a card.
-    fn calls(
+    async fn calls(
         &mut self,
         state: AgentState,
         progress: &mut Progress,
@@ -352,7 +357,7 @@ impl Pal {
         let mut skip = None;
         if let Some(i) = effect {
             let call = &calls[i];
-            let outcome = self.send(call, &state, progress, i);
+            let outcome = self.send(call, &state, progress, i).await;
             if let GateOutcome::NeedsApproval { pending_id } = &outcome {
                 let arguments = self.gate.pending().get(pending_id).map_or(Value::Null, |p| p.call.arguments.clone());
                 for (j, other) in calls.iter().enumerate().filter(|(j, _)| *j != i) {
@@ -390,7 +395,7 @@ impl Pal {
             if skip == Some(i) {
                 continue;
             }
-            let h = self.handle(state, call, progress, turns, i)?;
+            let h = self.handle(state, call, progress, turns, i).await?;
             state = h.state;
             any_ok |= h.obs.ok;
         }
@@ -428,7 +433,7 @@ impl Pal {
         })
     }
 
-    fn handle(
+    async fn handle(
         &mut self,
         state: AgentState,
         call: &RequestedCall,
@@ -446,12 +451,19 @@ impl Pal {
             turns.messages.push(Message::tool(call.id.clone(), block(&obs)));
             return Ok(Handled { state, obs });
         }
-        let outcome = self.send(call, &state, progress, index);
+        let outcome = self.send(call, &state, progress, index).await;
         self.observe_outcome(state, call, outcome, turns)
     }
 
-    /// Sends a checked call to the gate and records it.
-    fn send(&mut self, call: &RequestedCall, state: &AgentState, progress: &mut Progress, index: usize) -> GateOutcome {
+    /// Sends a checked call to the gate and records it; a tool that answers later (an MCP
+    /// server's) is awaited under the gate's per-call timeout.
+    async fn send(
+        &mut self,
+        call: &RequestedCall,
+        state: &AgentState,
+        progress: &mut Progress,
+        index: usize,
+    ) -> GateOutcome {
         let step = state.step();
         progress.trace.add(step, TraceKind::Check, "ok", &call.name);
         let tool_call = ToolCall::new(
@@ -461,7 +473,8 @@ impl Pal {
         );
         progress.seen.insert(tool_call.fingerprint());
         progress.calls.push(call.name.clone());
-        let outcome = self.gate.run(&tool_call, CallContext::new(&self.task, state.run_id(), &self.session.user_id));
+        let cx = CallContext::new(&self.task, state.run_id(), &self.session.user_id);
+        let outcome = self.gate.run_async(&tool_call, cx).await;
         progress.trace.add_tool(step, outcome.code(), &call.name, &call.arguments);
         outcome
     }

@@ -215,6 +215,12 @@ pub struct Pal {
     /// Makes the top of every turn durable (a checkpoint of state and progress), awaited
     /// before the model is asked.
     pub durable: crate::agent::Durable,
+    /// The longest goal a run takes, in characters (the default 300 when `None`; up to
+    /// [`MAX_GOAL_LIMIT`](crate::agent::MAX_GOAL_LIMIT), for a benchmark's long requests).
+    pub goal_chars: Option<usize>,
+    /// The most characters of a tool result the model is shown (the default 400 when
+    /// `None`; up to [`MAX_OBSERVATION_LIMIT`](crate::agent::MAX_OBSERVATION_LIMIT)).
+    pub observation_chars: Option<usize>,
 }
 
 impl Pal {
@@ -289,6 +295,8 @@ impl PalConfig {
             cancel: CancellationToken::new(),
             system_prompt: crate::model::prompts::policypal().to_string(),
             durable: crate::agent::Durable::none(),
+            goal_chars: None,
+            observation_chars: None,
         };
         PalLab { pal, world, clock }
     }
