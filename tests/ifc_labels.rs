@@ -93,7 +93,7 @@ fn the_trusted_action_rule_refuses_a_recipient_from_a_ticket_and_allows_the_user
         if ifc == IfcMode::Off {
             // without the rule the address from the ticket is mailed: the rule is what stops it
             assert_eq!(from_ticket.code(), GateCode::Ok);
-            assert_eq!(gate.world().outbox.len(), 1);
+            assert_eq!(gate.world().unwrap().outbox.len(), 1);
             continue;
         }
         assert_eq!(from_ticket.code(), GateCode::UntrustedArgument);
@@ -103,8 +103,8 @@ fn the_trusted_action_rule_refuses_a_recipient_from_a_ticket_and_allows_the_user
         // context; the body may carry what the ticket said
         let own = call(&mut gate, 3, "send_email_draft", email("Kwame@example.com", "Your invoice: squeal, open"));
         assert_eq!(own.code(), GateCode::Ok, "{:?}", own.observation());
-        assert_eq!(gate.world().outbox.len(), 1);
-        assert!(gate.world().outbox.sent().iter().all(|m| m.to.eq_ignore_ascii_case("kwame@example.com")));
+        assert_eq!(gate.world().unwrap().outbox.len(), 1);
+        assert!(gate.world().unwrap().outbox.sent().iter().all(|m| m.to.eq_ignore_ascii_case("kwame@example.com")));
     }
     // another user's data may not ride along in the body, even to the user's own address
     let mut gate = reply_gate(IfcMode::On);

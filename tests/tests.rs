@@ -20,6 +20,7 @@ mod durable_crash;
 mod durable_http;
 mod durable_store;
 mod durable_support;
+mod environment_seam;
 mod http_failures;
 mod http_interop;
 mod http_limits;

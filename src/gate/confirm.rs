@@ -56,7 +56,7 @@ mod tests {
         let parked_args = g.pending()["pa-1"].call.arguments.clone();
         assert!(matches!(g.execute_approved(&card), Ok(GateOutcome::Ok(_))));
         assert!(matches!(g.execute_approved(&card), Ok(GateOutcome::Ok(_))), "replayed");
-        let sent = g.world().outbox.sent();
+        let sent = g.world().unwrap().outbox.sent();
         assert_eq!(sent.len(), 1);
         assert_eq!(json!(sent[0].idempotency_key), parked_args["idempotency_key"]);
         let outcomes: Vec<_> = g.audit().iter().map(|e| (e.caller.as_str(), e.outcome.as_str())).collect();
@@ -70,7 +70,7 @@ mod tests {
         assert_eq!(g.pending()["pa-1"].status, PendingStatus::Cancelled);
         assert!(matches!(g.execute_approved(&card), Err(GateError::NotRunnable { .. })));
         assert!(matches!(g.withdraw_parked("pa-9", "kwame"), Err(GateError::UnknownPending(_))));
-        assert!(g.world().outbox.is_empty());
+        assert!(g.world().unwrap().outbox.is_empty());
     }
 
     #[test]
@@ -80,6 +80,6 @@ mod tests {
         shown.call.arguments["to"] = json!("evil@attacker.example");
         let forged = card_of(&shown);
         assert!(matches!(g.execute_approved(&forged), Err(GateError::ChangedSinceApproval(_))));
-        assert!(g.world().outbox.is_empty(), "nothing ran");
+        assert!(g.world().unwrap().outbox.is_empty(), "nothing ran");
     }
 }

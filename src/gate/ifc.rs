@@ -1,92 +1,62 @@
-//! The gate's labels: the label of each tool result it hands back (what the model's
-//! context absorbs) and the two rules it checks on a consequential call when the
-//! information-flow defense is on ([`IfcMode::On`]).
+//! The information-flow rules the gate checks on a consequential call when the defense is
+//! on ([`IfcMode::On`]). Result labels come from the gate's environment
+//! ([`Environment::result_label`]); so do who a text names and a caller's own values.
 //!
-//! - **Trusted-action rule.** A consequential call (one that acts outside the run: today
-//!   `send_email_draft`, or any tool the policy labels `write`) is refused
-//!   (`untrusted_argument`) when one of its control arguments (for `send_email_draft` the
-//!   recipient `to`; for any other write every string argument) derives from an untrusted
-//!   value under [`argument_label`]. The refusal names the first untrusted source of the
-//!   context (`to derives from untrusted get_ticket:T-601`). The default is to refuse, not
-//!   to park: a person shown the card could approve it, and the rule is meant to hold with
-//!   approval off. Content arguments (`subject`, `body`) may be untrusted: the tool sends
-//!   them only to a trusted recipient.
+//! - **Trusted-action rule.** A consequential call (one the environment names control
+//!   arguments for, such as the help desk's `send_email_draft`, or any tool the policy
+//!   labels `write`) is refused (`untrusted_argument`) when one of its control arguments
+//!   (the help desk's e-mail: the recipient `to`; any other write: every string argument)
+//!   derives from an untrusted value under [`argument_label`]. The refusal names the first
+//!   untrusted source of the context (`to derives from untrusted get_ticket:T-601`). The
+//!   default is to refuse, not to park: a person shown the card could approve it, and the
+//!   rule is meant to hold with approval off. Content arguments (`subject`, `body`) may be
+//!   untrusted: the tool sends them only to a trusted recipient.
 //! - **Confidentiality rule.** A consequential call is refused (`other_users_data`) when its
 //!   context holds another user's data or any of its string arguments names another user
-//!   (their id, name, address or ticket, [`WorldData::names_other_user`]). Reads are left to
-//!   the tools, which answer another user's ticket as missing (a distinct refusal would tell
-//!   that it exists).
+//!   of the environment ([`Environment::names_other_user`]). Reads are left to the tools,
+//!   which answer another user's record as missing (a distinct refusal would tell that it
+//!   exists).
 //!
-//! Result labels: `get_ticket` is the user's own untrusted data (a customer wrote it),
-//! `lookup_document` and `search_documents` public untrusted data (an editor wrote it), a
-//! tool added to the gate untrusted; any result that names another user is `other`.
-//! `calculator` and internal tools add nothing (their output is computed from arguments
-//! the context already holds). Failures are written by code and add nothing.
+//! [`IfcMode::On`]: super::IfcMode::On
+//! [`Environment::result_label`]: crate::tools::Environment::result_label
+//! [`Environment::names_other_user`]: crate::tools::Environment::names_other_user
 
 use serde_json::Value;
 
 use super::{Access, Refusal};
-use crate::label::{Confidentiality, Integrity, Label, Taint, argument_label};
+#[cfg(test)]
+use crate::label::Label;
+use crate::label::{Confidentiality, Taint, argument_label};
+use crate::tools::Environment;
+#[cfg(test)]
 use crate::tools::Output;
+#[cfg(test)]
 use crate::world::WorldData;
 
 /// The control arguments of `tool`: `Some(names)` for a consequential tool (empty: every
-/// string argument), `None` for a tool that only reads.
-pub(crate) fn controls(tool: &str, access: Access) -> Option<&'static [&'static str]> {
-    match tool {
-        "send_email_draft" => Some(&["to"]),
-        _ if access == Access::Write => Some(&[]),
-        _ => None,
+/// string argument), `None` for a tool that only reads. The environment names the
+/// control arguments of its own tools (the help desk: an e-mail's `to`).
+pub(crate) fn controls(tool: &str, access: Access, env: &dyn Environment) -> Option<&'static [&'static str]> {
+    match env.control_arguments(tool) {
+        Some(names) => Some(names),
+        None if access == Access::Write => Some(&[]),
+        None => None,
     }
 }
 
-/// The label of a successful result of `tool` for `caller`, and the id of its source (a
-/// refusal names it as `tool:id`). A record result is read member by member in place, as the walk over
-/// the object it stands for would read it (once per world, record and caller: the answer
-/// is kept beside the record's text, see [`crate::tools::Record::names_other_user`]).
-pub(crate) fn result_label<'a>(
-    tool: &str,
-    caller: &str,
-    output: &'a Output<'_>,
-    world: &WorldData,
-) -> Option<(Label, &'a str)> {
-    let confidentiality = match tool {
-        "calculator" | "remember" => return None,
-        "get_ticket" => Confidentiality::User,
-        _ => Confidentiality::Public,
-    };
-    let (other, id) = match output {
-        Output::Record(r) => (r.names_other_user(world, caller), r.get("id")),
-        Output::Value(v) => {
-            let words = world.other_words(caller);
-            (any_string(v, &mut |text| words.first_in(text).is_some()), v.get("id").and_then(Value::as_str))
-        }
-    };
-    let confidentiality = if other { Confidentiality::Other } else { confidentiality };
-    Some((Label::new(Integrity::Untrusted, confidentiality), id.unwrap_or("result")))
+/// The label of a successful result of `tool` for `caller`, as the help desk gives it
+/// ([`crate::tools::Environment::result_label`]).
+#[cfg(test)]
+fn result_label<'a>(tool: &str, caller: &str, output: &'a Output<'_>, world: &WorldData) -> Option<(Label, &'a str)> {
+    crate::tools::helpdesk_label(tool, caller, output, world)
 }
 
 /// True when a string of `value` (a member name or a value, at any depth) names a user
-/// other than `caller`. The strings are read as they are, not as JSON text: there a line
-/// break is written `\n`, which would glue the `n` to the next word and hide it. The words
-/// of other users are looked up once; the strings are read in place, depth first, up to
-/// the first that names someone.
+/// other than `caller`.
 #[cfg(test)]
 fn names_other_user_in(world: &WorldData, caller: &str, value: &Value) -> bool {
     let words = world.other_words(caller);
-    any_string(value, &mut |text| words.first_in(text).is_some())
-}
-
-/// True when `test` holds for a member name or scalar of `value` (but `null` and
-/// booleans, a number as its JSON text), depth first.
-fn any_string(value: &Value, test: &mut impl FnMut(&str) -> bool) -> bool {
-    match value {
-        Value::String(s) => test(s),
-        Value::Number(n) => test(&n.to_string()),
-        Value::Array(items) => items.iter().any(|v| any_string(v, test)),
-        Value::Object(members) => members.iter().any(|(k, v)| test(k) || any_string(v, test)),
-        Value::Null | Value::Bool(_) => false,
-    }
+    crate::tools::any_string(value, &mut |text| words.first_in(text).is_some())
 }
 
 /// Checks a consequential call of `tool` with `arguments` for `caller` against the
@@ -99,7 +69,7 @@ pub(crate) fn check_call(
     controls: &[&str],
     arguments: &Value,
     caller: &str,
-    world: &WorldData,
+    env: &dyn Environment,
     taint: &Taint,
 ) -> Result<(), (Refusal, String)> {
     if taint.label().confidentiality == Confidentiality::Other {
@@ -109,10 +79,10 @@ pub(crate) fn check_call(
         .as_object()
         .map(|o| o.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))).collect())
         .unwrap_or_default();
-    if let Some((key, _)) = strings.iter().find(|(_, v)| world.names_other_user(caller, v).is_some()) {
+    if let Some((key, _)) = strings.iter().find(|(_, v)| env.names_other_user(caller, v)) {
         return Err((Refusal::OtherUsersData, format!("{tool}: {key} names another user")));
     }
-    let own: Vec<&str> = world.users().get(caller).map(|u| vec![u.email.as_str(), u.id.as_str()]).unwrap_or_default();
+    let own = env.own_values(caller);
     let source = taint.source().unwrap_or("input");
     for (key, value) in strings.iter().filter(|(k, _)| controls.is_empty() || controls.contains(k)) {
         // the idempotency key only deduplicates; the gate replaces it when it parks
@@ -188,7 +158,7 @@ mod tests {
                 assert_eq!(names_other_user_in(&world, caller, value), old, "{caller}: {value}");
                 // and the strings are the ones the list held, in the same order
                 let mut read = Vec::new();
-                any_string(value, &mut |t| {
+                crate::tools::any_string(value, &mut |t| {
                     read.push(t.to_string());
                     false
                 });

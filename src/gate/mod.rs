@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use crate::future::BoxFuture;
 use crate::label::{IfcMode, Integrity, Label, Taint};
+use crate::tools::Environment;
 use crate::tools::mcp::{McpError, McpServer, McpServers};
 use crate::tools::{
     AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
@@ -457,7 +458,6 @@ pub struct ToolGate {
     registry: ToolSet,
     /// How long [`ToolGate::run_async`] waits for one call of a tool that answers later.
     call_timeout: Duration,
-    world: World,
     /// One event per call, in order.
     audit: Vec<AuditEvent>,
     /// Parked actions by id.
@@ -473,13 +473,18 @@ pub struct ToolGate {
 }
 
 impl ToolGate {
-    /// A gate over `world` enforcing `policy`.
-    pub fn new(policy: impl Into<Arc<Policy>>, world: World) -> Self {
+    /// A gate over the environment `env` (the help desk's [`World`], or any other)
+    /// enforcing `policy`.
+    pub fn new(policy: impl Into<Arc<Policy>>, env: impl Environment + 'static) -> Self {
+        Self::over(policy, Arc::new(env))
+    }
+
+    /// A gate over a shared environment enforcing `policy`.
+    pub fn over(policy: impl Into<Arc<Policy>>, env: Arc<dyn Environment>) -> Self {
         Self {
             policy: policy.into(),
-            registry: ToolSet::new(),
+            registry: ToolSet::new(env),
             call_timeout: DEFAULT_CALL_TIMEOUT,
-            world,
             audit: Vec::new(),
             pending: BTreeMap::new(),
             counts: BTreeMap::new(),
@@ -595,9 +600,15 @@ impl ToolGate {
         self.call_timeout
     }
 
-    /// What the tools act on (its outbox shows what was sent).
-    pub fn world(&self) -> &World {
-        &self.world
+    /// What the gate's own tools act on.
+    pub fn environment(&self) -> &dyn Environment {
+        self.registry.env()
+    }
+
+    /// The help desk the tools act on (its outbox shows what was sent), when the
+    /// environment is the help desk.
+    pub fn world(&self) -> Option<&World> {
+        self.registry.env().as_world()
     }
 
     /// One event per call, in order.
@@ -868,7 +879,7 @@ impl ToolGate {
     /// Starts a validated call: a built-in tool runs now, an added tool's future is
     /// returned to be awaited; a panic while starting is `tool_panicked`.
     fn start(&self, tool: &str, caller: &str, args: &ToolArgs) -> Started<'_> {
-        match catch_unwind(AssertUnwindSafe(|| self.registry.start(&self.world, caller, args))) {
+        match catch_unwind(AssertUnwindSafe(|| self.registry.start(caller, args))) {
             Ok(started) => started,
             Err(_) => {
                 Started::Done(Err(ToolFailure { code: ToolFailureCode::ToolPanicked, message: panic_message(tool) }))
@@ -898,11 +909,11 @@ impl ToolGate {
         }
         // the information-flow rules, before the call counts (a refused call did nothing)
         if self.ifc == IfcMode::On
-            && let Some(controls) = ifc::controls(&call.name, access)
+            && let Some(controls) = ifc::controls(&call.name, access, self.registry.env())
         {
-            let world = &self.world.data;
+            let env = self.registry.env();
             if let Err((code, message)) =
-                ifc::check_call(&call.name, controls, &call.arguments, caller, world, &self.taint)
+                ifc::check_call(&call.name, controls, &call.arguments, caller, env, &self.taint)
             {
                 return refuse(code, message);
             }
@@ -957,7 +968,7 @@ impl ToolGate {
                 // the taint keeps the first untrusted source it absorbs (every result label is
                 // untrusted): this result's source is written out only when it will be that one,
                 // on the stack when it is short (a tool and a ticket id)
-                let label = ifc::result_label(&call.name, caller, &output, &self.world.data).map(|(label, id)| {
+                let label = self.registry.env().result_label(&call.name, caller, &output).map(|(label, id)| {
                     (label, self.taint.source().is_none().then(|| concat_compact(&[call.name.as_str(), ":", id])))
                 });
                 let data = output.into_data();
@@ -1139,7 +1150,7 @@ mod tests {
                 ("get_ticket", "not_allowed")
             ]
         );
-        assert!(g.world.outbox.is_empty());
+        assert!(g.world().unwrap().outbox.is_empty());
     }
 
     #[test]
@@ -1154,7 +1165,7 @@ mod tests {
         let pa = &g.pending["pa-1"];
         assert_eq!(pa.status, PendingStatus::Pending);
         assert_eq!(pa.call.arguments["idempotency_key"], json!(derived_idempotency_key("r1", "pa-1")));
-        assert!(g.world.outbox.is_empty(), "parking sends nothing");
+        assert!(g.world().unwrap().outbox.is_empty(), "parking sends nothing");
     }
 
     #[test]

@@ -252,7 +252,7 @@ mod tests {
         assert_eq!(g.run(&mail(), CallContext::new("triage", "r1", "kwame")).code(), "not_allowed");
         assert_eq!(g.run(&mail(), CallContext::new("reply", "r1", "kwame")).code(), "ok");
         assert!(g.pending().is_empty());
-        assert_eq!(g.world().outbox.len(), 1);
+        assert_eq!(g.world().unwrap().outbox.len(), 1);
     }
 
     #[test]

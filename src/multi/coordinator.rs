@@ -300,7 +300,7 @@ pub fn start_with(
     }
     // the only way adding them can fail is a clash between them: found here, before
     // anything is spawned
-    let mut probe = crate::tools::ToolSet::new();
+    let mut probe = crate::tools::ToolSet::new(Arc::new(crate::tools::NoTools));
     for server in &tools.researcher {
         probe.add_mcp(server)?;
     }

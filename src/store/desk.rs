@@ -710,7 +710,8 @@ impl Desk {
             rows::put_pending(&tx, a, key)?;
         }
         rows::push_gate_audit(&tx, gate.audit(), key)?;
-        let new_mail = gate.world().outbox.sent().get(sent_before..).unwrap_or(&[]).to_vec();
+        let sent = gate.world().map(|w| w.outbox.sent()).unwrap_or_default();
+        let new_mail = sent.get(sent_before..).unwrap_or(&[]).to_vec();
         rows::push_sent(&tx, &run_id, &new_mail, key)?;
         sinks_ok(sinks)?;
         tx.commit().map_err(StoreError::from)?;

@@ -59,8 +59,9 @@ use crate::multi::{
     CallGraph, ClaimMode, DenialCode, FakePlanner, FakeReviewer, Kind, MultiBudget, MultiConfig, MultiEnv, RoleModels,
     RolePrompts, RoleTools, Scopes,
 };
+use crate::tools::NoTools;
 use crate::tools::mcp::{McpError, McpServer, McpServers, SEPARATOR, ServerSpec};
-use crate::world::{World, WorldData};
+use crate::world::WorldData;
 
 /// The task name the policy gives an AgentDojo run.
 pub const DOJO_TASK: &str = "agentdojo";
@@ -872,11 +873,10 @@ fn loop_agent(
     Agent::new(decider, gate, session, task, clock.shared(), run.env.prices.clone(), config)
 }
 
-/// The gate of a cell's loop, over the pair's server; the gate's built-in world is empty
-/// (the suite's tools bring their own environment).
+/// The gate of a cell's loop, over the pair's server: its environment serves no tools of
+/// its own (the suite's come from the server, with their environment behind them).
 fn dojo_gate(policy: &Policy) -> ToolGate {
-    let world = World::new(std::sync::Arc::new(WorldData::default()));
-    ToolGate::new(policy.clone(), world).with_call_timeout(Duration::from_secs(60))
+    ToolGate::new(policy.clone(), NoTools).with_call_timeout(Duration::from_secs(60))
 }
 
 /// The model of a loop: the cell's real model, or its fake (obeying only where `obeys`;
@@ -1230,12 +1230,12 @@ pub fn dojo_lines(figures: &[DojoFigures]) -> Vec<String> {
         None => "-".to_string(),
     };
     let mut lines = vec![format!(
-        "{:<7} {:<8} {:<28} {:<28} {}",
+        "{:<9} {:<8} {:<28} {:<28} {}",
         "design", "config", "benign utility", "utility under attack", "attack success"
     )];
     for f in figures {
         lines.push(format!(
-            "{:<7} {:<8} {:<28} {:<28} {}",
+            "{:<9} {:<8} {:<28} {:<28} {}",
             f.design.as_str(),
             f.config.as_str(),
             rate(f.benign, &f.intervals[0]),

@@ -104,7 +104,9 @@ fn statuses(queue: &ApprovalQueue) -> BTreeMap<String, RequestStatus> {
 pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVerdict, Broken> {
     let clock = ManualClock::new();
     let policy = fx.env.policy.clone().with_grant("send_email_draft").with_limit("send_email_draft", 3);
-    let mut gate = ToolGate::new(policy, World::new(fx.env.world.clone()));
+    // the gate's world: clones share its outbox, which the rules read
+    let world = World::new(fx.env.world.clone());
+    let mut gate = ToolGate::new(policy, world.clone());
     let mut queue = ApprovalQueue::new(ApprovalQueue::approvers_of(&fx.env.world), clock.shared());
     queue.ttl = APPROVAL_TTL;
     queue.max_open = APPROVAL_MAX_OPEN;
@@ -116,7 +118,7 @@ pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVe
             usize::from(i).checked_rem(ids.len()).and_then(|n| ids.get(n)).cloned().unwrap_or_else(|| "req-0".into())
         };
         let before = statuses(&queue);
-        let sent_before = gate.world().outbox.len();
+        let sent_before = world.outbox.len();
         let now = queue.now();
         let code = match op {
             ApprovalOp::Park { run } => {
@@ -158,7 +160,7 @@ pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVe
                     let ran = matches!(decision.outcome, Some(GateOutcome::Ok(_)));
                     let executed = parked.is_some_and(|p| p.status == PendingStatus::Executed);
                     ensure(ran && executed, "an_approval_runs_its_action", || format!("{:?}", decision.outcome))?;
-                    let sent = gate.world().outbox.sent();
+                    let sent = world.outbox.sent();
                     let new = sent.get(sent_before..).unwrap_or_default();
                     let args = parked.map(|p| &p.call.arguments);
                     let field = |k: &str| args.and_then(|a| a.get(k)).and_then(|v| v.as_str()).unwrap_or_default();
@@ -218,21 +220,21 @@ pub fn check_approval_ops(fx: &Fixture, ops: &[ApprovalOp]) -> Result<ApprovalVe
             })?;
         }
         let approved_now = code == "approve:ok";
-        let grew = gate.world().outbox.len().saturating_sub(sent_before);
+        let grew = world.outbox.len().saturating_sub(sent_before);
         ensure(grew == usize::from(approved_now), "only_an_approval_sends_and_only_once", || {
             format!("{grew} sent on {op:?} ({code})")
         })?;
-        outbox_holds(&gate, &queue)?;
+        outbox_holds(&gate, &world, &queue)?;
         verdict.codes.push(code);
     }
-    verdict.emails = gate.world().outbox.len();
+    verdict.emails = world.outbox.len();
     Ok(verdict)
 }
 
 /// Every e-mail belongs to exactly one executed action whose request was approved by an
 /// approver other than its requester before it expired; every executed action sent one.
-fn outbox_holds(gate: &ToolGate, queue: &ApprovalQueue) -> Result<(), Broken> {
-    let sent = gate.world().outbox.sent();
+fn outbox_holds(gate: &ToolGate, world: &World, queue: &ApprovalQueue) -> Result<(), Broken> {
+    let sent = world.outbox.sent();
     let executed: Vec<_> = gate.pending().values().filter(|p| p.status == PendingStatus::Executed).collect();
     ensure(sent.len() == executed.len(), "one_email_per_executed_action", || {
         format!("{} sent, {} executed", sent.len(), executed.len())

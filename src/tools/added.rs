@@ -18,9 +18,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::mcp::{McpServer, McpTool};
-use super::{ArgError, McpArgs, Output, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec, str_schema};
+use super::{ArgError, Environment, McpArgs, Output, ToolArgs, ToolFailure, ToolSpec, str_schema};
 use crate::future::BoxFuture;
-use crate::world::World;
 use std::borrow::Cow;
 
 /// Longest value of one argument field of an added tool, in characters.
@@ -74,10 +73,12 @@ fn good_name(name: &str) -> bool {
         && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
-/// Every tool one gate can run: the built-in [`Registry`] and the tools added to it.
-/// Cloning shares the added tools.
-#[derive(Clone, Debug, Default)]
+/// Every tool one gate can run: its environment's and the tools added to it. Cloning
+/// shares the environment and the added tools.
+#[derive(Clone, Debug)]
 pub(crate) struct ToolSet {
+    /// What the gate's own tools act on.
+    env: Arc<dyn Environment>,
     /// Added tools by name.
     added: BTreeMap<&'static str, Arc<dyn Tool>>,
     /// Tools of MCP servers by name (`<server>__<tool>`).
@@ -93,9 +94,14 @@ pub(crate) enum Started<'w> {
 }
 
 impl ToolSet {
-    /// The built-in tools only.
-    pub(crate) fn new() -> Self {
-        Self::default()
+    /// The tools of `env` only.
+    pub(crate) fn new(env: Arc<dyn Environment>) -> Self {
+        Self { env, added: BTreeMap::new(), mcp: BTreeMap::new() }
+    }
+
+    /// What the gate's own tools act on.
+    pub(crate) fn env(&self) -> &dyn Environment {
+        self.env.as_ref()
     }
 
     /// Adds `tool`.
@@ -110,7 +116,7 @@ impl ToolSet {
         if !good_name(name) || !distinct {
             return Err(AddToolError::BadShape(name.to_string()));
         }
-        if TOOL_NAMES.contains(&name) || self.added.contains_key(name) {
+        if self.env.tool_names().contains(&name) || self.added.contains_key(name) {
             return Err(AddToolError::Taken(name.to_string()));
         }
         self.added.insert(name, tool);
@@ -131,9 +137,10 @@ impl ToolSet {
         Ok(())
     }
 
-    /// True when a tool of this name exists (built in, added or from an MCP server).
+    /// True when a tool of this name exists (the environment's, added or from an MCP
+    /// server).
     pub(crate) fn has(&self, name: &str) -> bool {
-        Registry.has(name) || self.added.contains_key(name) || self.mcp.contains_key(name)
+        self.env.tool_names().contains(&name) || self.added.contains_key(name) || self.mcp.contains_key(name)
     }
 
     /// True when `name` is a tool of an MCP server.
@@ -141,9 +148,11 @@ impl ToolSet {
         self.mcp.contains_key(name)
     }
 
-    /// The name of the tool called `name` (built in or added) as this set holds it.
+    /// The name of the tool called `name` (the environment's or added) as this set holds
+    /// it.
     pub(crate) fn name_of(&self, name: &str) -> Option<&'static str> {
-        TOOL_NAMES.iter().copied().find(|n| *n == name).or_else(|| self.added.get_key_value(name).map(|(n, _)| *n))
+        let own = self.env.tool_names().iter().copied().find(|n| *n == name);
+        own.or_else(|| self.added.get_key_value(name).map(|(n, _)| *n))
     }
 
     /// True when `name` is an added tool.
@@ -153,8 +162,8 @@ impl ToolSet {
 
     /// The spec of a tool, if it exists.
     pub(crate) fn spec(&self, name: &str) -> Option<ToolSpec> {
-        if let Some(spec) = SPECS.iter().find(|s| s.name == name) {
-            return Some(spec.clone());
+        if let Some(spec) = self.env.spec(name) {
+            return Some(spec);
         }
         if let Some(tool) = self.mcp.get(name) {
             return Some(ToolSpec {
@@ -171,7 +180,7 @@ impl ToolSet {
         })
     }
 
-    /// Checks a call's arguments: a built-in tool's own rules, or an added tool's declared
+    /// Checks a call's arguments: the environment's rules for its tools, or an added tool's declared
     /// string fields (exactly those, each 1 to [`MAX_FIELD_CHARS`] characters).
     ///
     /// # Errors
@@ -181,7 +190,7 @@ impl ToolSet {
             let arguments = tool.check(arguments).map_err(ArgError::Invalid)?;
             return Ok(ToolArgs::Mcp(McpArgs { tool: name.to_string(), arguments }));
         }
-        let Some(tool) = self.added.get(name) else { return Registry.validate(name, arguments) };
+        let Some(tool) = self.added.get(name) else { return self.env.validate(name, arguments) };
         let obj = arguments.as_object().ok_or_else(|| ArgError::Invalid("arguments must be an object".into()))?;
         let declared = tool.fields();
         if let Some(extra) = obj.keys().find(|k| !declared.contains(&k.as_str())) {
@@ -201,19 +210,19 @@ impl ToolSet {
         Ok(ToolArgs::Added(AddedArgs { tool: name.to_string(), fields }))
     }
 
-    /// Runs a validated built-in call now, as [`Registry::execute`]; an added tool's call
-    /// is started and answers through the gate only.
-    pub(crate) fn start<'w>(&self, world: &'w World, caller: &str, args: &ToolArgs) -> Started<'w> {
+    /// Runs a validated call of the environment's now; an added tool's call is started
+    /// and answers through the gate only.
+    pub(crate) fn start(&self, caller: &str, args: &ToolArgs) -> Started<'_> {
         match args {
             ToolArgs::Added(a) => match self.added.get(a.tool.as_str()) {
                 Some(tool) => Started::Waiting(tool.call(caller, a)),
-                None => Started::Done(Registry.run(world, caller, args)),
+                None => Started::Done(self.env.run(caller, args)),
             },
             ToolArgs::Mcp(a) => match self.mcp.get(a.tool.as_str()) {
                 Some(tool) => Started::Waiting(tool.call(a.arguments.clone())),
-                None => Started::Done(Registry.run(world, caller, args)),
+                None => Started::Done(self.env.run(caller, args)),
             },
-            _ => Started::Done(Registry.run(world, caller, args)),
+            _ => Started::Done(self.env.run(caller, args)),
         }
     }
 }

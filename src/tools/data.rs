@@ -105,7 +105,7 @@ const MAX_MEMBERS: usize = 4;
 
 /// A result that is one JSON object of string members, each borrowed from the world.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Record<'w> {
+pub struct Record<'w> {
     members: [(&'static str, &'w str); MAX_MEMBERS],
     len: usize,
     /// The world the members were read from and what it keeps of the record, when the
@@ -176,9 +176,10 @@ impl<'w> Record<'w> {
     }
 }
 
-/// What a built-in tool answered: a record written as text, or a value built as before.
+/// What an environment's tool answered: one of its records, written as text straight
+/// from it (the help desk's reads), or any JSON value.
 #[derive(Clone, Debug)]
-pub(crate) enum Output<'w> {
+pub enum Output<'w> {
     /// An object of string members from one world record.
     Record(Record<'w>),
     /// Any other result.

@@ -8,6 +8,7 @@
 mod added;
 mod calculator;
 mod data;
+mod environment;
 pub mod mcp;
 mod search;
 
@@ -27,7 +28,12 @@ pub(crate) use added::{AddToolError, ToolSet};
 pub use added::{AddedArgs, Tool};
 pub(crate) use calculator::evaluate;
 pub use data::ToolData;
-pub(crate) use data::{Output, Record};
+pub use data::{Output, Record};
+#[cfg(test)]
+pub(crate) use environment::any_string;
+#[cfg(test)]
+pub(crate) use environment::helpdesk_label;
+pub use environment::{Environment, NoTools};
 pub(crate) use search::search;
 
 /// A proposed or executed tool call.

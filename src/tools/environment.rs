@@ -1,0 +1,224 @@
+//! The seam between the gate and what its tools act on. An [`Environment`] serves its own
+//! tools (their specs, argument checks and execution), knows its users (who a text names,
+//! which values are a caller's own) and labels its results; the gate enforces the policy
+//! over it without knowing what the tools are about.
+//!
+//! Two environments ship: the help desk ([`World`]: tickets, documents, three users, an
+//! outbox; its tools are the [`Registry`]), and [`NoTools`], for runs whose every tool
+//! comes from an MCP server or is added to the gate (AgentDojo's suites): it serves none
+//! and knows no users, so its results are labelled by the policy alone.
+
+use serde_json::Value;
+use std::fmt;
+
+use super::{ArgError, Output, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec};
+use crate::label::{Confidentiality, Integrity, Label};
+use crate::world::{World, WorldData};
+
+/// What a gate's own tools act on. Tools added to a gate and MCP tools come beside it;
+/// a name the environment serves cannot be taken by them.
+pub trait Environment: Send + Sync + fmt::Debug {
+    /// A short name for traces and errors: `helpdesk`, `none`.
+    fn name(&self) -> &'static str;
+    /// The names of the tools it serves.
+    fn tool_names(&self) -> &'static [&'static str];
+    /// The spec (name, description, argument schema) of one of its tools.
+    fn spec(&self, tool: &str) -> Option<ToolSpec>;
+    /// Checks a call's arguments into typed ones.
+    ///
+    /// # Errors
+    /// [`ArgError::UnknownTool`] for a tool it does not serve; [`ArgError::Invalid`].
+    fn validate(&self, tool: &str, arguments: &Value) -> Result<ToolArgs, ArgError>;
+    /// Runs a validated call for `caller`; only the gate calls it, after every check.
+    ///
+    /// # Errors
+    /// [`ToolFailure`] when the tool ran and failed.
+    fn run(&self, caller: &str, args: &ToolArgs) -> Result<Output<'_>, ToolFailure>;
+    /// The label of a successful result of `tool` for `caller` and the id of its source (a
+    /// refusal names it as `tool:id`); `None` when the result adds nothing to the context
+    /// (it is computed from arguments the context already holds).
+    fn result_label<'o>(&self, tool: &str, caller: &str, output: &'o Output<'_>) -> Option<(Label, &'o str)>;
+    /// The control arguments of one of its consequential tools (the ones that say where an
+    /// effect goes); `None` to treat every string argument of a write as control.
+    fn control_arguments(&self, tool: &str) -> Option<&'static [&'static str]>;
+    /// True when `text` names one of its users other than `caller` (their id, name,
+    /// address or record).
+    fn names_other_user(&self, caller: &str, text: &str) -> bool;
+    /// The values that are `caller`'s own (their address, their id): an argument equal to
+    /// one is trusted whatever the context read.
+    fn own_values(&self, caller: &str) -> Vec<&str>;
+    /// The help desk, for what only it has (its outbox, its records).
+    fn as_world(&self) -> Option<&World> {
+        None
+    }
+}
+
+impl Environment for World {
+    fn name(&self) -> &'static str {
+        "helpdesk"
+    }
+
+    fn tool_names(&self) -> &'static [&'static str] {
+        &TOOL_NAMES
+    }
+
+    fn spec(&self, tool: &str) -> Option<ToolSpec> {
+        SPECS.iter().find(|s| s.name == tool).cloned()
+    }
+
+    fn validate(&self, tool: &str, arguments: &Value) -> Result<ToolArgs, ArgError> {
+        Registry.validate(tool, arguments)
+    }
+
+    fn run(&self, caller: &str, args: &ToolArgs) -> Result<Output<'_>, ToolFailure> {
+        Registry.run(self, caller, args)
+    }
+
+    fn result_label<'o>(&self, tool: &str, caller: &str, output: &'o Output<'_>) -> Option<(Label, &'o str)> {
+        helpdesk_label(tool, caller, output, &self.data)
+    }
+
+    fn control_arguments(&self, tool: &str) -> Option<&'static [&'static str]> {
+        // an e-mail goes where `to` says; its subject and body go only there
+        (tool == "send_email_draft").then_some(&["to"])
+    }
+
+    fn names_other_user(&self, caller: &str, text: &str) -> bool {
+        self.data.names_other_user(caller, text).is_some()
+    }
+
+    fn own_values(&self, caller: &str) -> Vec<&str> {
+        self.data.users().get(caller).map(|u| vec![u.email.as_str(), u.id.as_str()]).unwrap_or_default()
+    }
+
+    fn as_world(&self) -> Option<&World> {
+        Some(self)
+    }
+}
+
+/// The help desk's result labels: `get_ticket` is the user's own untrusted data (a
+/// customer wrote it), `lookup_document` and `search_documents` public untrusted data (an
+/// editor wrote it); any result that names another user is `other`. `calculator` and
+/// `remember` add nothing. A record result is read member by member in place, as the walk
+/// over the object it stands for would read it (once per world, record and caller: the
+/// answer is kept beside the record's text, see [`super::Record::names_other_user`]).
+pub(crate) fn helpdesk_label<'o>(
+    tool: &str,
+    caller: &str,
+    output: &'o Output<'_>,
+    world: &WorldData,
+) -> Option<(Label, &'o str)> {
+    let confidentiality = match tool {
+        "calculator" | "remember" => return None,
+        "get_ticket" => Confidentiality::User,
+        _ => Confidentiality::Public,
+    };
+    let (other, id) = match output {
+        Output::Record(r) => (r.names_other_user(world, caller), r.get("id")),
+        Output::Value(v) => {
+            let words = world.other_words(caller);
+            (any_string(v, &mut |text| words.first_in(text).is_some()), v.get("id").and_then(Value::as_str))
+        }
+    };
+    let confidentiality = if other { Confidentiality::Other } else { confidentiality };
+    Some((Label::new(Integrity::Untrusted, confidentiality), id.unwrap_or("result")))
+}
+
+/// True when `test` holds for a member name or scalar of `value` (but `null` and
+/// booleans, a number as its JSON text), depth first. The strings are read as they are,
+/// not as JSON text: there a line break is written `\n`, which would glue the `n` to the
+/// next word and hide it.
+pub(crate) fn any_string(value: &Value, test: &mut impl FnMut(&str) -> bool) -> bool {
+    match value {
+        Value::String(s) => test(s),
+        Value::Number(n) => test(&n.to_string()),
+        Value::Array(items) => items.iter().any(|v| any_string(v, test)),
+        Value::Object(members) => members.iter().any(|(k, v)| test(k) || any_string(v, test)),
+        Value::Null | Value::Bool(_) => false,
+    }
+}
+
+/// An environment that serves no tools and knows no users: every tool of the gate comes
+/// from an MCP server or is added to it, and is labelled by the policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoTools;
+
+impl Environment for NoTools {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    fn tool_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn spec(&self, _tool: &str) -> Option<ToolSpec> {
+        None
+    }
+
+    fn validate(&self, _tool: &str, _arguments: &Value) -> Result<ToolArgs, ArgError> {
+        Err(ArgError::UnknownTool)
+    }
+
+    fn run(&self, _caller: &str, _args: &ToolArgs) -> Result<Output<'_>, ToolFailure> {
+        // unreachable through a gate: it validates nothing
+        Err(ToolFailure { code: super::ToolFailureCode::BadInput, message: "this environment serves no tools".into() })
+    }
+
+    fn result_label<'o>(&self, _tool: &str, _caller: &str, _output: &'o Output<'_>) -> Option<(Label, &'o str)> {
+        None
+    }
+
+    fn control_arguments(&self, _tool: &str) -> Option<&'static [&'static str]> {
+        None
+    }
+
+    fn names_other_user(&self, _caller: &str, _text: &str) -> bool {
+        false
+    }
+
+    fn own_values(&self, _caller: &str) -> Vec<&str> {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn helpdesk() -> World {
+        World::new(Arc::new(WorldData::bundled().unwrap()))
+    }
+
+    #[test]
+    fn the_help_desk_serves_the_registry_and_knows_its_users() {
+        let desk = helpdesk();
+        assert_eq!(desk.tool_names(), &TOOL_NAMES);
+        assert_eq!(desk.spec("get_ticket"), Registry.spec("get_ticket"));
+        let args = desk.validate("get_ticket", &json!({"ticket_id": "T-601"})).unwrap();
+        let output = desk.run("kwame", &args).unwrap();
+        let (label, id) = desk.result_label("get_ticket", "kwame", &output).unwrap();
+        assert_eq!((label.confidentiality, id), (Confidentiality::User, "T-601"));
+        assert!(desk.result_label("calculator", "kwame", &output).is_none(), "computed: adds nothing");
+        assert_eq!(desk.control_arguments("send_email_draft"), Some(&["to"][..]));
+        assert_eq!(desk.control_arguments("get_ticket"), None);
+        let kwame = desk.data.users().get("kwame").unwrap().email.clone();
+        assert_eq!(desk.own_values("kwame"), [kwame.as_str(), "kwame"]);
+        let other = desk.data.users().keys().find(|u| *u != "kwame").unwrap().clone();
+        assert!(desk.names_other_user("kwame", &format!("ask {other} about it")));
+        assert!(!desk.names_other_user("kwame", "ask the help desk about it"));
+        assert!(desk.as_world().is_some());
+    }
+
+    #[test]
+    fn no_tools_serves_nothing_and_knows_nobody() {
+        let none = NoTools;
+        assert!(none.tool_names().is_empty() && none.spec("get_ticket").is_none());
+        assert_eq!(none.validate("get_ticket", &json!({"ticket_id": "T-601"})), Err(ArgError::UnknownTool));
+        assert!(!none.names_other_user("kwame", "zoë and amara"));
+        assert!(none.own_values("kwame").is_empty() && none.control_arguments("send_money").is_none());
+        assert!(none.as_world().is_none());
+    }
+}
