@@ -30,11 +30,6 @@ use crate::model::blocks::{push_block, push_block_from};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError, answer_or_cancelled};
 use crate::tools::{Registry, TOOL_NAMES, ToolCall, ToolSpec, fact_of, fingerprint};
 
-/// What an answer is read against when the gate's environment is not the help desk: no
-/// users and no records, so only the environment-free readings (hidden text, instruction-
-/// like text, a ticket no cited observation read) can refuse it.
-static NO_RECORDS: LazyLock<crate::world::WorldData> = LazyLock::new(crate::world::WorldData::default);
-
 /// Errors that end a run without a state (the run could not be carried out at all).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -689,7 +684,7 @@ impl Agent {
                             sources,
                             state.observations(),
                             &self.session.user_id,
-                            self.gate.world().map_or(&*NO_RECORDS, |w| &w.data),
+                            self.gate.environment(),
                         )
                         .is_none())
                 {

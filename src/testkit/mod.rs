@@ -194,8 +194,7 @@ pub fn check_proposal(fx: &Fixture, task: &str, text: &str) -> Result<ProposalVe
             // the policy lists the task's answers as free): no instruction, no other
             // user's data
             let read_ok = lab.agent.gate.policy().free_answers.contains(task)
-                || crate::agent::answer_problem(answer, sources, ctx.state.observations(), USER, &lab.world.data)
-                    .is_none();
+                || crate::agent::answer_problem(answer, sources, ctx.state.observations(), USER, &lab.world).is_none();
             ensure((check == CheckCode::Ok) == (finished.is_ok() && read_ok), "check_agrees_with_state", || {
                 format!("check {} but the state says {finished:?} and the reading {read_ok}", check.as_str())
             })?;

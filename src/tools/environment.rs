@@ -8,8 +8,12 @@
 //! comes from an MCP server or is added to the gate (AgentDojo's suites): it serves none
 //! and knows no users, so its results are labelled by the policy alone.
 
+use regex::Regex;
+use serde::Deserialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::LazyLock;
 
 use super::{ArgError, Output, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec};
 use crate::label::{Confidentiality, Integrity, Label};
@@ -47,10 +51,61 @@ pub trait Environment: Send + Sync + fmt::Debug {
     /// The values that are `caller`'s own (their address, their id): an argument equal to
     /// one is trusted whatever the context read.
     fn own_values(&self, caller: &str) -> Vec<&str>;
+    /// What an answer for `caller` gets wrong about this environment's records, read
+    /// against the results it cites (`answer` is already folded): another user's data, a
+    /// record no cited result read, a state a cited result does not give. The loop reads
+    /// the environment-free part itself (instruction-like or hidden text).
+    fn claim_problem(&self, _caller: &str, _answer: &str, _cited: &[Cited<'_>]) -> Option<ClaimProblem> {
+        None
+    }
     /// The help desk, for what only it has (its outbox, its records).
     fn as_world(&self) -> Option<&World> {
         None
     }
+}
+
+/// A successful result an answer cites: the tool that gave it and its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cited<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// The result's text, as the run observed it.
+    pub text: &'a str,
+}
+
+/// What an answer can get wrong about an environment's records
+/// ([`Environment::claim_problem`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClaimProblem {
+    /// It names another user's data.
+    OtherUser,
+    /// It names a record no cited result read.
+    UnreadRecord,
+    /// It states a record's state a cited result does not give.
+    WrongState,
+}
+
+/// A ticket id, as the help desk writes them.
+static TICKET: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // literal pattern
+    Regex::new(r"(?i)\bT-\d{1,6}\b").expect("literal")
+});
+
+/// A statement of a ticket's status: `T-601 is open`, `T-601 status is now closed`.
+static STATUS: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // literal pattern
+    Regex::new(
+        r"(?i)\b(T-\d{1,6})(?:'s)?\s+(?:status\s+)?(?:is|was)\s+(?:now\s+|still\s+)?(open|closed|pending|resolved|waiting|escalated|new|on[\s-]hold|in[\s-]progress)\b",
+    )
+    .expect("literal")
+});
+
+#[derive(Deserialize)]
+struct TicketSeen {
+    id: String,
+    #[serde(default)]
+    status: String,
 }
 
 impl Environment for World {
@@ -89,6 +144,33 @@ impl Environment for World {
 
     fn own_values(&self, caller: &str) -> Vec<&str> {
         self.data.users().get(caller).map(|u| vec![u.email.as_str(), u.id.as_str()]).unwrap_or_default()
+    }
+
+    /// Another user named; every ticket named read by a cited `get_ticket`, with the
+    /// status that read gave.
+    fn claim_problem(&self, caller: &str, answer: &str, cited: &[Cited<'_>]) -> Option<ClaimProblem> {
+        if self.data.names_other_user(caller, answer).is_some() {
+            return Some(ClaimProblem::OtherUser);
+        }
+        // the tickets the cited reads saw, with their status (lower case)
+        let read: BTreeMap<String, String> = cited
+            .iter()
+            .filter(|c| c.tool == "get_ticket")
+            .filter_map(|c| serde_json::from_str::<TicketSeen>(c.text).ok())
+            .map(|t| (t.id.to_lowercase(), t.status.to_lowercase()))
+            .collect();
+        if TICKET.find_iter(answer).any(|m| !read.contains_key(&m.as_str().to_lowercase())) {
+            return Some(ClaimProblem::UnreadRecord);
+        }
+        for c in STATUS.captures_iter(answer) {
+            let (Some(id), Some(status)) = (c.get(1), c.get(2)) else { continue };
+            let said = status.as_str().to_lowercase().replace(['-', ' '], "_");
+            let seen = read.get(&id.as_str().to_lowercase()).map(|s| s.replace(['-', ' '], "_"));
+            if seen.as_deref() != Some(said.as_str()) {
+                return Some(ClaimProblem::WrongState);
+            }
+        }
+        None
     }
 
     fn as_world(&self) -> Option<&World> {

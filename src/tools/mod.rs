@@ -33,7 +33,7 @@ pub use data::{Output, Record};
 pub(crate) use environment::any_string;
 #[cfg(test)]
 pub(crate) use environment::helpdesk_label;
-pub use environment::{Environment, NoTools};
+pub use environment::{Cited, ClaimProblem, Environment, NoTools};
 pub(crate) use search::search;
 
 /// A proposed or executed tool call.
