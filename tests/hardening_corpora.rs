@@ -240,7 +240,7 @@ fn every_raw_envelope_gets_the_code_its_row_states() {
             .map_err(|broken| (row.expect.clone(), broken.to_string()))?;
         let got = if row.ifc == rolegate::label::IfcMode::On {
             use rolegate::label::{Confidentiality, Integrity, Label};
-            let world = fx.env.world.clone();
+            let world = std::sync::Arc::new(rolegate::world::World::new(fx.env.world.clone()));
             let mut intake = rolegate::multi::Intake::new("run-c", row.claims).with_ifc(row.ifc, "kwame", world);
             let seen = Label::new(Integrity::Untrusted, Confidentiality::User);
             intake

@@ -36,6 +36,7 @@ use crate::gate::Observation;
 use crate::gate::{ApprovalMode, ToolGate};
 use crate::label::{IfcMode, Label};
 use crate::model::LlmClient;
+use crate::tools::Environment;
 use crate::tools::mcp::McpServer;
 use crate::world::{World, WorldData};
 
@@ -440,9 +441,9 @@ pub struct Intake {
     edges: EdgeTable,
     counts: EdgeCounts,
     /// The user the run acts for (shared with the run's roles; none until
-    /// [`Intake::with_ifc`]) and the world whose other users the labels look for.
+    /// [`Intake::with_ifc`]) and the environment whose other users the labels look for.
     user: Option<Arc<str>>,
-    world: Option<Arc<WorldData>>,
+    world: Option<Arc<dyn Environment>>,
     /// The user's goal: the one text a brief may restate and keep its sender's label (none
     /// until [`Intake::with_goal`]: every brief is then labelled untrusted).
     goal: Option<Arc<str>>,
@@ -495,16 +496,16 @@ impl Intake {
         self
     }
 
-    /// This intake stamping labels for `user` against `world`'s other users, and enforcing
-    /// the confidentiality rule at the routes when `ifc` is on.
+    /// This intake stamping labels for `user` against the other users of `env` (the run's
+    /// environment), and enforcing the confidentiality rule at the routes when `ifc` is on.
     #[must_use]
-    pub fn with_ifc(self, ifc: IfcMode, user: &str, world: Arc<WorldData>) -> Self {
-        self.with_ifc_shared(ifc, Arc::from(user), world)
+    pub fn with_ifc(self, ifc: IfcMode, user: &str, env: Arc<dyn Environment>) -> Self {
+        self.with_ifc_shared(ifc, Arc::from(user), env)
     }
 
     /// [`Intake::with_ifc`] with the run's one copy of the user's name.
     #[must_use]
-    fn with_ifc_shared(mut self, ifc: IfcMode, user: Arc<str>, world: Arc<WorldData>) -> Self {
+    fn with_ifc_shared(mut self, ifc: IfcMode, user: Arc<str>, world: Arc<dyn Environment>) -> Self {
         self.rules.ifc = ifc;
         self.user = Some(user);
         self.world = Some(world);
@@ -644,7 +645,9 @@ struct Coordinator {
     roles: Option<[RoleHandle; 3]>,
     /// Their tasks, joined when the run ends.
     joins: Option<[JoinHandle<RoleReport>; 3]>,
-    world: World,
+    /// The run's environment, fresh for the run (the help desk: an empty outbox), shared by
+    /// the roles' gates and the intake.
+    world: Arc<dyn Environment>,
     started: Instant,
     used: Usage,
     intake: Intake,
@@ -679,11 +682,11 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
     models.planner.bind_cancel(&planner_cancel);
     models.researcher.bind_cancel(&researcher_cancel);
     models.reviewer.bind_cancel(&reviewer_cancel);
-    let world = World::new(env.world.clone());
+    let world: Arc<dyn Environment> = Arc::new(World::new(env.world.clone()));
     let gate = |role: Role| {
         // one policy per role for every run (no copy per gate), relabelled only when asked
         let policy = env.scopes.policy(role).cloned().unwrap_or_default().with_approval_shared(cfg.approval);
-        let mut gate = ToolGate::new(policy, world.clone());
+        let mut gate = ToolGate::over(policy, world.clone());
         gate.set_ifc(cfg.ifc);
         gate
     };
@@ -739,7 +742,7 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
     let intake = Intake::new(&run_id, cfg.claims)
         .with_filter(cfg.filter)
         .with_edges(env.graph.table())
-        .with_ifc_shared(cfg.ifc, user, env.world.clone())
+        .with_ifc_shared(cfg.ifc, user, world.clone())
         .with_goal(goal.clone());
     Coordinator {
         run_id,
@@ -1025,7 +1028,7 @@ impl Coordinator {
             answer: self.answer,
             failed: self.failed,
             stopped: self.stopped,
-            emails: self.world.outbox.len(),
+            emails: self.world.as_world().map_or(0, |w| w.outbox.len()),
             traces,
             audit,
         }

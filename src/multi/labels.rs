@@ -22,7 +22,7 @@ use super::envelope::{Body, RejectCode};
 use super::support::{ClaimMode, Evidence};
 use crate::gate::Observation;
 use crate::label::{Confidentiality, IfcMode, Label};
-use crate::world::WorldData;
+use crate::tools::Environment;
 
 /// Most characters of a title an endorsement accepts.
 const MAX_TITLE_CHARS: usize = 80;
@@ -56,7 +56,8 @@ pub(crate) fn plain_title(s: &str) -> bool {
 /// a strict finding resting on typed facts only; untrusted when it is a brief that does not
 /// restate `goal` (what the planner added is its model's own text, which no check backs:
 /// a taken-over planner's order is labelled by where it came from, not by what the planner
-/// was shown); `other` when a string of it names another user of `world` than `user`.
+/// was shown); `other` when a string of it names another user of the run's environment
+/// `env` than `user`.
 /// `evidence`, when given, is the evidence of `observations` that claim support already
 /// built (it is rebuilt from them otherwise).
 pub(crate) fn stamp(
@@ -66,7 +67,7 @@ pub(crate) fn stamp(
     evidence: Option<&Evidence>,
     claims: ClaimMode,
     (user, goal): (&str, Option<&str>),
-    world: Option<&WorldData>,
+    env: Option<&dyn Environment>,
 ) -> Label {
     let mut label = context;
     match body {
@@ -83,10 +84,7 @@ pub(crate) fn stamp(
         Body::Brief(b) if !goal.is_some_and(|g| restates(&b.question, g)) => label = label.join(Label::UNTRUSTED),
         _ => {}
     }
-    if world.is_some_and(|w| {
-        let words = w.other_words(user);
-        body.strings().any(|text| words.first_in(text).is_some())
-    }) {
+    if env.is_some_and(|e| body.strings().any(|text| e.names_other_user(user, text))) {
         label = label.join(Label::new(label.integrity, Confidentiality::Other));
     }
     label

@@ -139,7 +139,7 @@ impl Environment for World {
     }
 
     fn names_other_user(&self, caller: &str, text: &str) -> bool {
-        self.data.names_other_user(caller, text).is_some()
+        self.data.other_words(caller).first_in(text).is_some()
     }
 
     fn own_values(&self, caller: &str) -> Vec<&str> {
@@ -149,7 +149,7 @@ impl Environment for World {
     /// Another user named; every ticket named read by a cited `get_ticket`, with the
     /// status that read gave.
     fn claim_problem(&self, caller: &str, answer: &str, cited: &[Cited<'_>]) -> Option<ClaimProblem> {
-        if self.data.names_other_user(caller, answer).is_some() {
+        if self.names_other_user(caller, answer) {
             return Some(ClaimProblem::OtherUser);
         }
         // the tickets the cited reads saw, with their status (lower case)
