@@ -70,6 +70,10 @@ impl Environment for Bank {
     fn own_values(&self, caller: &str) -> Vec<&str> {
         if caller == "ana" { vec!["ana-iban"] } else { Vec::new() }
     }
+
+    fn fresh(&self) -> Arc<dyn Environment> {
+        Arc::new(Bank::default())
+    }
 }
 
 fn policy() -> Policy {

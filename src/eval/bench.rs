@@ -21,7 +21,6 @@ use crate::multi::{
     Intake, MultiConfig, MultiEnv, MultiError, MultiHandle, MultiReason, MultiRun, Role, RoleModels, start,
 };
 use crate::tools::{GetTicketArgs, LookupDocumentArgs, Registry, ToolArgs};
-use crate::world::World;
 
 /// Logical messages per run (brief, finding, verdict), as the peers count them.
 pub(crate) const ENVELOPES_PER_RUN: f64 = 3.0;
@@ -220,9 +219,9 @@ type Texts = Vec<(Role, String)>;
 
 /// The m01 messages as the roles send them, and the researcher's observations.
 fn m01_texts(env: &MultiEnv) -> Result<(Texts, Vec<Observation>), BenchError> {
-    let world = World::new(env.world.clone());
+    let world = env.environment.as_world().ok_or_else(|| BenchError::Row("the bench runs on the help desk".into()))?;
     let read = |args: ToolArgs| {
-        Registry.execute(&world, "kwame", &args).map_err(|e| BenchError::Row(e.message)).map(|v| v.to_string())
+        Registry.execute(world, "kwame", &args).map_err(|e| BenchError::Row(e.message)).map(|v| v.to_string())
     };
     let ticket = read(ToolArgs::GetTicket(GetTicketArgs { ticket_id: "T-601".into() }))?;
     let doc = read(ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: "kc-returns-v3".into() }))?;

@@ -480,7 +480,9 @@ pub async fn run_multi(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(MultiRun,
 /// The environment a row runs in: the shared one, or a copy with the row's own world
 /// records, planted payload and role scopes; and the payloads it planted.
 fn row_env(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(Arc<MultiEnv>, Arc<[Attack]>), ScenarioError> {
-    let (world, planted) = row_world(&env.world, row.world.as_ref(), row.attack.as_ref())
+    let base =
+        env.world().ok_or_else(|| row_error("(row)", 0, "world", "the scenarios run on the help desk".into()))?;
+    let (world, planted) = row_world(base, row.world.as_ref(), row.attack.as_ref())
         .map_err(|(field, message)| row_error("(row)", 0, &field, message))?;
     let graph = match &row.call_graph {
         Some(edges) => Arc::new(
@@ -489,7 +491,7 @@ fn row_env(row: &MultiRow, env: &Arc<MultiEnv>) -> Result<(Arc<MultiEnv>, Arc<[A
         ),
         None => env.graph.clone(),
     };
-    let env = if Arc::ptr_eq(&world, &env.world) && row.defenses.scopes.is_none() && row.call_graph.is_none() {
+    let env = if Arc::ptr_eq(&world, base) && row.defenses.scopes.is_none() && row.call_graph.is_none() {
         env.clone()
     } else {
         let scopes = row.defenses.role_scopes(&env.scopes);

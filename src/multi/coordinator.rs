@@ -42,11 +42,14 @@ use crate::world::{World, WorldData};
 
 use super::behaviours::{Behaviours, FakePlanner, FakeResearcher, FakeReviewer};
 
-/// What every run shares, read-only: world data, prices and the role scopes.
+/// What every run shares, read-only: the environment runs start from, prices and the role
+/// scopes.
 #[derive(Debug)]
 pub struct MultiEnv {
-    /// Tickets, documents, users.
-    pub world: Arc<WorldData>,
+    /// The environment every run starts from: each run gets it as new
+    /// ([`Environment::fresh`]: the help desk's records with an empty outbox), shared by
+    /// its three roles' gates and its intake.
+    pub environment: Arc<dyn Environment>,
     /// Prices.
     pub prices: Arc<PriceTable>,
     /// Each role's gate policy.
@@ -80,14 +83,29 @@ impl MultiEnv {
         Ok(Self::from_parts(env.world.clone(), env.prices.clone(), Scopes::from_policy(&env.policy)?, graph))
     }
 
-    /// An environment of these parts.
+    /// The help desk's records runs start from, when the environment is the help desk.
+    pub fn world(&self) -> Option<&Arc<WorldData>> {
+        self.environment.as_world().map(|w| &w.data)
+    }
+
+    /// An environment of these parts, over the help desk's `world`.
     pub(crate) fn from_parts(
         world: Arc<WorldData>,
         prices: Arc<PriceTable>,
         scopes: Scopes,
         graph: Arc<CallGraph>,
     ) -> Arc<Self> {
-        Arc::new(Self { world, prices, scopes, graph, researcher_system: Arc::default() })
+        Self::over(Arc::new(World::new(world)), prices, scopes, graph)
+    }
+
+    /// An environment of these parts, every run starting from `environment`.
+    pub(crate) fn over(
+        environment: Arc<dyn Environment>,
+        prices: Arc<PriceTable>,
+        scopes: Scopes,
+        graph: Arc<CallGraph>,
+    ) -> Arc<Self> {
+        Arc::new(Self { environment, prices, scopes, graph, researcher_system: Arc::default() })
     }
 }
 
@@ -682,7 +700,7 @@ fn spawn_roles(setup: Setup, token: CancellationToken) -> Coordinator {
     models.planner.bind_cancel(&planner_cancel);
     models.researcher.bind_cancel(&researcher_cancel);
     models.reviewer.bind_cancel(&reviewer_cancel);
-    let world: Arc<dyn Environment> = Arc::new(World::new(env.world.clone()));
+    let world = env.environment.fresh();
     let gate = |role: Role| {
         // one policy per role for every run (no copy per gate), relabelled only when asked
         let policy = env.scopes.policy(role).cloned().unwrap_or_default().with_approval_shared(cfg.approval);

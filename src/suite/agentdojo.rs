@@ -37,8 +37,9 @@
 //! against the first on the same attacked cases ([`dojo_paired_lines`]), and what each hop
 //! of the three roles let through and refused ([`dojo_hop_lines`]).
 //!
-//! What is not here yet: PolicyPal. The gate still holds a help-desk world (an empty one
-//! here): it does not yet take its environment through a seam.
+//! Every gate of these runs holds [`NoTools`] as its environment: the suite's tools, and
+//! the environment behind them, are the server's. AgentDojo's checks on the final state run
+//! in the bridge (`grade`), not behind the `Environment` trait.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -61,7 +62,6 @@ use crate::multi::{
 };
 use crate::tools::NoTools;
 use crate::tools::mcp::{McpError, McpServer, McpServers, SEPARATOR, ServerSpec};
-use crate::world::WorldData;
 
 /// The task name the policy gives an AgentDojo run.
 pub const DOJO_TASK: &str = "agentdojo";
@@ -955,8 +955,8 @@ async fn run_roles(run: CellRun<'_>) -> Result<Ran, DojoError> {
     }
     let scopes = Scopes::from_policy(policy).map_err(|e| DojoError::Run(e.to_string()))?;
     let graph = CallGraph::bundled().map_err(|e| DojoError::Run(e.to_string()))?;
-    let world = std::sync::Arc::new(WorldData::default());
-    let menv = MultiEnv::from_parts(world, env.prices.clone(), scopes, graph);
+    // the roles' gates serve no tools of their own: the suite's come from its server
+    let menv = MultiEnv::over(std::sync::Arc::new(NoTools), env.prices.clone(), scopes, graph);
     // one server, one environment: the researcher reads it, the acting planner writes it
     let mut act_gate = dojo_gate(policy);
     let mut started = Vec::new();

@@ -1,7 +1,9 @@
 //! The seam between the gate and what its tools act on. An [`Environment`] serves its own
-//! tools (their specs, argument checks and execution), knows its users (who a text names,
-//! which values are a caller's own) and labels its results; the gate enforces the policy
-//! over it without knowing what the tools are about.
+//! tools (their specs, argument checks and execution), gives its initial state to each run
+//! ([`Environment::fresh`]), knows its users (who a text names, which values are a caller's
+//! own), labels its results and says what an answer may claim about its records; the gate,
+//! the loop and the coordinator's labels enforce their rules over it without knowing what
+//! the tools are about.
 //!
 //! Two environments ship: the help desk ([`World`]: tickets, documents, three users, an
 //! outbox; its tools are the [`Registry`]), and [`NoTools`], for runs whose every tool
@@ -13,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use super::{ArgError, Output, Registry, SPECS, TOOL_NAMES, ToolArgs, ToolFailure, ToolSpec};
 use crate::label::{Confidentiality, Integrity, Label};
@@ -58,6 +60,9 @@ pub trait Environment: Send + Sync + fmt::Debug {
     fn claim_problem(&self, _caller: &str, _answer: &str, _cited: &[Cited<'_>]) -> Option<ClaimProblem> {
         None
     }
+    /// This environment as a new run finds it: its initial state (the help desk: the same
+    /// records, an empty outbox). The gates of one run share the one it returns.
+    fn fresh(&self) -> Arc<dyn Environment>;
     /// The help desk, for what only it has (its outbox, its records).
     fn as_world(&self) -> Option<&World> {
         None
@@ -173,6 +178,10 @@ impl Environment for World {
         None
     }
 
+    fn fresh(&self) -> Arc<dyn Environment> {
+        Arc::new(World::new(self.data.clone()))
+    }
+
     fn as_world(&self) -> Option<&World> {
         Some(self)
     }
@@ -262,13 +271,16 @@ impl Environment for NoTools {
     fn own_values(&self, _caller: &str) -> Vec<&str> {
         Vec::new()
     }
+
+    fn fresh(&self) -> Arc<dyn Environment> {
+        Arc::new(Self)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::sync::Arc;
 
     fn helpdesk() -> World {
         World::new(Arc::new(WorldData::bundled().unwrap()))
@@ -292,6 +304,11 @@ mod tests {
         assert!(desk.names_other_user("kwame", &format!("ask {other} about it")));
         assert!(!desk.names_other_user("kwame", "ask the help desk about it"));
         assert!(desk.as_world().is_some());
+        // a run starts from the same records and an empty outbox, its own
+        desk.outbox.send("kwame@example.com", "s", "b", "k1");
+        let fresh = desk.fresh();
+        let world = fresh.as_world().unwrap();
+        assert!(Arc::ptr_eq(&world.data, &desk.data) && world.outbox.is_empty() && desk.outbox.len() == 1);
     }
 
     #[test]
