@@ -876,8 +876,8 @@ impl ToolGate {
         outcome
     }
 
-    /// Starts a validated call: a built-in tool runs now, an added tool's future is
-    /// returned to be awaited; a panic while starting is `tool_panicked`.
+    /// Starts a validated call: the environment's tool runs now, an added or MCP tool's
+    /// future is returned to be awaited; a panic while starting is `tool_panicked`.
     fn start(&self, tool: &str, caller: &str, args: &ToolArgs) -> Started<'_> {
         match catch_unwind(AssertUnwindSafe(|| self.registry.start(caller, args))) {
             Ok(started) => started,

@@ -1,9 +1,11 @@
-//! Tools: their specs, typed argument structs (unknown fields rejected), the registry and
-//! execution against the [`World`](crate::world::World).
+//! Tools: their specs, typed argument structs (unknown fields rejected), the help desk's
+//! registry and its execution against the [`World`](crate::world::World), and the
+//! [`Environment`] seam the gate holds (`environment.rs`).
 //!
-//! A tool call from a model is a request: [`Registry::validate`] turns its JSON arguments
-//! into a typed [`ToolArgs`] or an [`ArgError`]; only the gate executes. A gate holds a
-//! [`ToolSet`]: the built-in registry plus any [`Tool`] added to that gate (`added.rs`).
+//! A tool call from a model is a request: the environment ([`Registry::validate`] for the
+//! help desk) turns its JSON arguments into a typed [`ToolArgs`] or an [`ArgError`]; only
+//! the gate executes. A gate holds a [`ToolSet`]: its environment's tools plus any [`Tool`]
+//! added to that gate (`added.rs`) and any MCP server's (`mcp/`).
 
 mod added;
 mod calculator;
