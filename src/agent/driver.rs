@@ -365,12 +365,11 @@ impl Agent {
     /// # Errors
     /// [`StateError`](super::StateError) for a bad run id or goal, or a limit out of range.
     pub(crate) fn new_state(&self, run_id: &str, goal: &str) -> Result<AgentState, super::StateError> {
-        let goal_chars = self.goal_chars.unwrap_or(super::MAX_GOAL_CHARS);
-        let state = AgentState::new_with_goal_chars(run_id, &self.session.user_id, &self.task, goal, goal_chars)?;
-        match self.observation_chars {
-            Some(chars) => state.with_observation_chars(chars),
-            None => Ok(state),
-        }
+        AgentState::with_limits(
+            (run_id, &self.session.user_id, &self.task, goal),
+            self.goal_chars,
+            self.observation_chars,
+        )
     }
 
     /// Runs `goal` from the start.

@@ -399,6 +399,24 @@ impl AgentState {
         })
     }
 
+    /// A new running state with a run's own limits where it sets them: the longest goal
+    /// ([`AgentState::new_with_goal_chars`]) and the most characters kept of each
+    /// observation ([`AgentState::with_observation_chars`]); the defaults where `None`.
+    ///
+    /// # Errors
+    /// As those two.
+    pub(crate) fn with_limits(
+        (run_id, user_id, task, goal): (&str, &str, &str, &str),
+        goal_chars: Option<usize>,
+        observation_chars: Option<usize>,
+    ) -> Result<Self, StateError> {
+        let state = Self::new_with_goal_chars(run_id, user_id, task, goal, goal_chars.unwrap_or(MAX_GOAL_CHARS))?;
+        match observation_chars {
+            Some(chars) => state.with_observation_chars(chars),
+            None => Ok(state),
+        }
+    }
+
     /// This (new) state keeping up to `chars` characters of each observation's text
     /// instead of 400: for tools whose results are long (a month of bank transactions).
     /// The limit is part of the state: a checkpoint carries it, a resumed run keeps it.

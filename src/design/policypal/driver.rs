@@ -76,12 +76,8 @@ impl Pal {
     /// [`AgentError`] when the run cannot be carried out (bad goal or run id, an unpriced
     /// model, a crashed client). Every other ending is a [`PalRun`] with a named reason.
     pub async fn run(&mut self, goal: &str, run_id: &str) -> Result<PalRun, AgentError> {
-        let goal_chars = self.goal_chars.unwrap_or(crate::agent::MAX_GOAL_CHARS);
-        let state = AgentState::new_with_goal_chars(run_id, &self.session.user_id, &self.task, goal, goal_chars)?;
-        let state = match self.observation_chars {
-            Some(chars) => state.with_observation_chars(chars)?,
-            None => state,
-        };
+        let who = (run_id, self.session.user_id.as_str(), self.task.as_str(), goal);
+        let state = AgentState::with_limits(who, self.goal_chars, self.observation_chars)?;
         let progress = Progress::new(run_id);
         let mut user = String::new();
         push_block(&mut user, "goal", "user-input", &[], goal);
