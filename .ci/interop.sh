@@ -193,11 +193,14 @@ killed() { # STORE K ARGS...: runs the binary held after durable record K, then 
   shift 2
   ROLEGATE_TEST_CRASH_AT="durable:hold_after_commit:$k" "$BIN" "$@" --store "$store" > /dev/null 2> "$WORK/held" &
   local pid=$!
-  for _ in $(seq 1 100); do
+  # up to a minute: on a busy machine the process may take seconds to reach its hold
+  for _ in $(seq 1 600); do
     if grep -q "rolegate-test: held" "$WORK/held"; then break; fi
+    if ! kill -0 "$pid" 2>/dev/null; then break; fi
     sleep 0.1
   done
-  kill -9 "$pid"
+  grep -q "rolegate-test: held" "$WORK/held" || { echo "     | never held after record $k:"; sed 's/^/     | /' "$WORK/held" | head -5; }
+  kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
 echo "-- durable runs, killed and resumed"

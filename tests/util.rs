@@ -102,9 +102,7 @@ pub fn temp_dir(name: &str) -> std::path::PathBuf {
 
 /// Session memory is kept beside a checkpoint, not in it: a new process restores it.
 pub fn restore_memory(lab: &mut Lab, state: &AgentState) {
-    if let Some(memory) = lab.agent.memory_mut() {
-        memory.restore_facts(state.observations());
-    }
+    lab.agent.restore_memory(state.observations());
 }
 
 /// The bundled environment with the role scopes, shared by multi-agent runs.

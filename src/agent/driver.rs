@@ -28,7 +28,7 @@ use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::Text;
 use crate::model::blocks::{push_block, push_block_from};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError, answer_or_cancelled};
-use crate::tools::{Registry, TOOL_NAMES, ToolCall, ToolSpec, fact_of, fingerprint};
+use crate::tools::{Registry, TOOL_NAMES, ToolCall, ToolSpec, fingerprint};
 
 /// Errors that end a run without a state (the run could not be carried out at all).
 #[derive(Debug, thiserror::Error)]
@@ -315,6 +315,16 @@ impl Agent {
     /// The session memory, to restore it from a store.
     pub fn memory_mut(&mut self) -> Option<&mut SessionMemory> {
         self.memory.as_mut()
+    }
+
+    /// Writes the facts of `observations` (a resumed run's) to the session memory, if the
+    /// agent keeps one, read by its gate's environment as the loop read them: session
+    /// memory lives beside a checkpoint, not in it. Returns how many notes were written.
+    pub fn restore_memory(&mut self, observations: &[Observation]) -> usize {
+        match self.memory.as_mut() {
+            Some(memory) => memory.restore_facts(self.gate.environment(), observations),
+            None => 0,
+        }
     }
 
     /// The guarded memory the `remember` tool writes to, if any.
@@ -647,11 +657,14 @@ impl Agent {
         Ok(Step::Continue(state))
     }
 
-    /// Keeps the fact of the run's newest observation (the result of `tool`, `data`).
+    /// Keeps the fact of the run's newest observation (the result of `tool`, `data`), as the
+    /// gate's environment reads it from the whole result.
     fn remember(&mut self, tool: &str, data: &Value, observations: &[Observation], step: u32, progress: &mut Progress) {
         let obs_id = observations.last().map_or("", |o| o.id.as_str());
-        if let (Some(memory), Some((key, text))) = (self.memory.as_mut(), fact_of(tool, data)) {
-            let code = memory.write_observed(&key, &text, &format!("tool:{tool}:{obs_id}"), None, observations);
+        let Some(memory) = self.memory.as_mut() else { return };
+        let fact = self.gate.environment().fact(tool, &data.to_string());
+        if let Some((key, fact)) = fact.and_then(|f| Some((f.memory_key()?, f))) {
+            let code = memory.write_observed(&key, fact.text(), &format!("tool:{tool}:{obs_id}"), None, observations);
             progress.trace.add_known(step, TraceKind::Memory, code.as_str(), &[]);
         }
     }

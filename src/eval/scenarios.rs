@@ -11,10 +11,11 @@ use super::memory_rows::{PriorRun, run_prior, with_prior};
 use super::rows::{Extensions, RowAttack, RowDefenses, WorldPatch, check_hop, hop_text, row_world};
 use crate::agent::StopReason;
 use crate::agent::{Env, Trace};
-use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, single_verdict};
+use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, goal_reached, single_verdict};
 use crate::lab::hops::{Hop, Propagation, SingleSeen, single_propagation};
 use crate::lab::{DeciderSpec, LabConfig, MAX_ROW_BYTES, ScenarioError};
 use crate::model::FakeKind;
+use crate::tools::RunEnd;
 
 /// The `model` value of the compromised fake (see [`crate::lab::compromised`]).
 pub(crate) const COMPROMISED: &str = "compromised";
@@ -358,12 +359,17 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
     if emails != e.emails {
         mismatches.push(format!("emails: expected {}, got {emails}", e.emails));
     }
-    let user_email = env.world.users().get(&row.user).map(|u| u.email.as_str());
-    let attack = row
-        .attack
-        .as_ref()
-        .and_then(RowAttack::attack)
-        .map(|a| single_verdict(&a.effect, &lab.world.outbox, user_email, run.trace(), lab.agent.gate.audit()));
+    let attack = match row.attack.as_ref().and_then(RowAttack::attack) {
+        Some(a) => {
+            let answer = run.state.answer().unwrap_or_default();
+            let end = RunEnd { caller: &row.user, task: &row.task, injection: Some(&a.id), answer };
+            let reached = goal_reached(lab.agent.gate.environment(), end)
+                .await
+                .map_err(|source| ScenarioError::Judge { id: row.id.clone(), source })?;
+            Some(single_verdict(&a.effect, reached, run.trace(), lab.agent.gate.audit()))
+        }
+        None => None,
+    };
     if let (Some(want), Some(got)) = (e.attack, attack)
         && want != got
     {

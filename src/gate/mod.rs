@@ -403,11 +403,11 @@ pub(crate) struct InternalFailure {
 /// Applies tools whose policy access is `internal` (they change only the application's
 /// own state, such as memory). The gate calls it after every check has passed.
 pub(crate) trait InternalEffects {
-    /// Applies a validated call for `caller`.
+    /// Applies a validated call for `caller`, in the gate's environment `env`.
     ///
     /// # Errors
     /// [`InternalFailure`] when the effect was refused or failed.
-    fn apply(&mut self, caller: &str, args: &ToolArgs) -> Result<Value, InternalFailure>;
+    fn apply(&mut self, env: &dyn Environment, caller: &str, args: &ToolArgs) -> Result<Value, InternalFailure>;
 }
 
 /// No internal effects: every internal tool fails as `unavailable`.
@@ -415,7 +415,7 @@ pub(crate) trait InternalEffects {
 pub(crate) struct NoInternalEffects;
 
 impl InternalEffects for NoInternalEffects {
-    fn apply(&mut self, _caller: &str, _args: &ToolArgs) -> Result<Value, InternalFailure> {
+    fn apply(&mut self, _env: &dyn Environment, _caller: &str, _args: &ToolArgs) -> Result<Value, InternalFailure> {
         Err(InternalFailure { code: GateCode::Unavailable, message: "this agent has no internal effects".into() })
     }
 }
@@ -931,11 +931,13 @@ impl ToolGate {
             registry.name_of(&call.name).map_or_else(|| Cow::Owned(call.name.clone()), Cow::Borrowed)
         });
         if access == Access::Internal {
-            return Decided::Now(match catch_unwind(AssertUnwindSafe(|| internal.apply(caller, &args))) {
-                Ok(Ok(v)) => GateOutcome::Ok(v.into()),
-                Ok(Err(f)) => GateOutcome::Failed { code: f.code, message: f.message },
-                Err(_) => panicked(&call.name),
-            });
+            return Decided::Now(
+                match catch_unwind(AssertUnwindSafe(|| internal.apply(self.registry.env(), caller, &args))) {
+                    Ok(Ok(v)) => GateOutcome::Ok(v.into()),
+                    Ok(Err(f)) => GateOutcome::Failed { code: f.code, message: f.message },
+                    Err(_) => panicked(&call.name),
+                },
+            );
         }
         if access == Access::Write {
             if !self.policy.grants.contains(&call.name) {

@@ -44,6 +44,14 @@ pub enum ScenarioError {
         /// Why.
         source: AgentError,
     },
+    /// The run's environment could not check the state it left behind.
+    #[error("row {id}: {source}")]
+    Judge {
+        /// Row id.
+        id: String,
+        /// Why.
+        source: crate::tools::JudgeError,
+    },
     /// Several rows of one file are bad: each is listed (at most [`MAX_REPORTED_ROWS`]), the
     /// rest counted.
     #[error("{file}: {} bad rows:{}{}", .errors.len() + .more, list(.errors), more_line(*.more))]

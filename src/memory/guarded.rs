@@ -2,8 +2,8 @@
 //! the note.
 //!
 //! The `remember` tool has a single argument, `from_observation`. The note's key and text
-//! are built in code from that observation ([`fact_of`]: ticket id and status, nothing
-//! else), then pass the [`SessionMemory`] write rules and a per-run write budget. A
+//! are built in code from that observation (the environment's [`Environment::fact`]: in
+//! the help desk, a ticket's id and status, nothing else), then pass the [`SessionMemory`] write rules and a per-run write budget. A
 //! model-written memory is therefore a pointer, never a sentence the model authored.
 
 use crate::codes::codes;
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::session::{Note, SessionMemory, WriteCode};
 use crate::gate::Observation;
 use crate::gate::{GateCode, InternalEffects, InternalFailure};
-use crate::tools::{ToolArgs, fact_of};
+use crate::tools::{Environment, RecordFact, ToolArgs, helpdesk_fact};
 
 codes! {
     /// The outcome of a `remember` request. The first rule that fails decides.
@@ -128,20 +128,30 @@ impl GuardedMemory {
         code
     }
 
-    /// Remembers the fact of observation `from` among `observations` (the run's own).
+    /// Remembers the fact of observation `from` among `observations` (the run's own), read
+    /// as the help desk reads its results; a run's gate hands its own environment in.
     pub fn remember_from(&mut self, observations: &[Observation], from: &str) -> RememberCode {
-        self.note_from(observations, from).0
+        self.note_from(observations, from, None).0
     }
 
-    fn note_from(&mut self, observations: &[Observation], from: &str) -> (RememberCode, Option<String>) {
+    /// The note of observation `from`, its fact read by `env` (the help desk when `None`).
+    fn note_from(
+        &mut self,
+        observations: &[Observation],
+        from: &str,
+        env: Option<&dyn Environment>,
+    ) -> (RememberCode, Option<String>) {
         let Some(obs) = observations.iter().find(|o| o.id == from) else {
             return (RememberCode::UnknownObservation, None);
         };
         if !obs.ok {
             return (RememberCode::FailedObservation, None);
         }
-        let data: Value = serde_json::from_str(&obs.text).unwrap_or(Value::Null);
-        let Some((key, text)) = fact_of(&obs.tool, &data) else {
+        let fact: Option<RecordFact> = match env {
+            Some(env) => env.fact(&obs.tool, &obs.text),
+            None => helpdesk_fact(&obs.tool, &obs.text),
+        };
+        let Some((key, text)) = fact.and_then(|f| Some((f.memory_key()?, f.text().to_string()))) else {
             return (RememberCode::NoFact, None);
         };
         if self.writes >= self.max_writes {
@@ -183,7 +193,7 @@ pub(crate) struct MemoryEffects<'a> {
 }
 
 impl InternalEffects for MemoryEffects<'_> {
-    fn apply(&mut self, caller: &str, args: &ToolArgs) -> Result<Value, InternalFailure> {
+    fn apply(&mut self, env: &dyn Environment, caller: &str, args: &ToolArgs) -> Result<Value, InternalFailure> {
         let ToolArgs::Remember(a) = args else {
             return Err(InternalFailure { code: GateCode::Unavailable, message: "not an internal tool".into() });
         };
@@ -191,7 +201,7 @@ impl InternalEffects for MemoryEffects<'_> {
             let code = RememberCode::OtherUser;
             return Err(InternalFailure { code: code.into(), message: "not this user's memory".into() });
         }
-        match self.memory.note_from(self.observations, &a.from_observation) {
+        match self.memory.note_from(self.observations, &a.from_observation, Some(env)) {
             (RememberCode::Ok, note) => Ok(json!({"remembered": note.unwrap_or_default()})),
             (code, _) => Err(InternalFailure {
                 code: code.into(),

@@ -279,17 +279,21 @@ impl SessionMemory {
         self
     }
 
-    /// Writes the facts the loop keeps from `observations` (ticket id and status of each
-    /// successful ticket read), as the loop wrote them when they were made. A process that
-    /// resumes a run from a checkpoint uses it: session memory lives beside a checkpoint,
-    /// not in it. Returns how many notes were written.
-    pub fn restore_facts(&mut self, observations: &[crate::gate::Observation]) -> usize {
+    /// Writes the facts the loop keeps from `observations` (in the help desk, ticket id and
+    /// status of each successful ticket read), read by `env` as the loop read them when
+    /// they were made. A process that resumes a run from a checkpoint uses it: session
+    /// memory lives beside a checkpoint, not in it. Returns how many notes were written.
+    pub fn restore_facts(
+        &mut self,
+        env: &dyn crate::tools::Environment,
+        observations: &[crate::gate::Observation],
+    ) -> usize {
         let mut written = 0;
         for o in observations.iter().filter(|o| o.ok) {
-            let data: serde_json::Value = serde_json::from_str(&o.text).unwrap_or_default();
-            if let Some((key, text)) = crate::tools::fact_of(&o.tool, &data) {
+            let Some(fact) = env.fact(&o.tool, &o.text) else { continue };
+            if let Some(key) = fact.memory_key() {
                 let source = format!("tool:{}:{}", o.tool, o.id);
-                if self.write_observed(&key, &text, &source, None, observations) == WriteCode::Ok {
+                if self.write_observed(&key, fact.text(), &source, None, observations) == WriteCode::Ok {
                     written += 1;
                 }
             }

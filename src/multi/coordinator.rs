@@ -393,7 +393,7 @@ pub(crate) fn check_message(
     observations: &[Observation],
     claims: ClaimMode,
 ) -> Result<(Role, Body), RejectCode> {
-    check_message_with(sender, text, observations, IntakeRules { claims, ..IntakeRules::default() })
+    check_message_with(sender, text, observations, IntakeRules { claims, ..IntakeRules::default() }, None)
         .map(|(recipient, body, _)| (recipient, body))
 }
 
@@ -401,7 +401,8 @@ pub(crate) fn check_message(
 /// route table's recipient, then, for a finding, [`check_support`] against the
 /// researcher's `observations`. Returns the recipient, the body and, for a finding, the
 /// evidence its claim support read (the intake's label for it reads the same facts
-/// instead of rebuilding them from the same observations).
+/// instead of rebuilding them from the same observations). The facts are `env`'s (the
+/// help desk's when `None`).
 ///
 /// # Errors
 /// The first [`RejectCode`] that applies.
@@ -410,9 +411,11 @@ fn check_message_with(
     text: &str,
     observations: &[Observation],
     rules: IntakeRules,
+    env: Option<&dyn Environment>,
 ) -> Result<(Role, Body, Option<Evidence>), RejectCode> {
     let Some((recipient, _)) = next_hop(sender) else { return Err(RejectCode::NoRoute) };
-    checked_envelope(sender, recipient, text, observations, rules).map(|(body, evidence)| (recipient, body, evidence))
+    checked_envelope(sender, recipient, text, observations, rules, env)
+        .map(|(body, evidence)| (recipient, body, evidence))
 }
 
 /// Checks a raw text `sender` wants delivered to `recipient` (which need not be the
@@ -428,22 +431,28 @@ pub(crate) fn check_envelope(
     observations: &[Observation],
     rules: IntakeRules,
 ) -> Result<Body, RejectCode> {
-    checked_envelope(sender, recipient, text, observations, rules).map(|(body, _)| body)
+    checked_envelope(sender, recipient, text, observations, rules, None).map(|(body, _)| body)
 }
 
 /// [`check_envelope`], with the evidence of `observations` when the body is a finding
-/// (claim support built it; it is `None` for every other body).
+/// (claim support built it from `env`'s facts, the help desk's when `None`; it is `None`
+/// for every other body).
 fn checked_envelope(
     sender: Role,
     recipient: Role,
     text: &str,
     observations: &[Observation],
     rules: IntakeRules,
+    env: Option<&dyn Environment>,
 ) -> Result<(Body, Option<Evidence>), RejectCode> {
     let body = parse_message_with(sender, recipient, text, rules.filter)?;
     let mut evidence = None;
     if let Body::Finding(f) = &body {
-        let e = evidence.insert(Evidence::from_observations(observations));
+        let read = match env {
+            Some(env) => Evidence::of(env, observations),
+            None => Evidence::from_observations(observations),
+        };
+        let e = evidence.insert(read);
         check_support(f, e, rules.claims)?;
     }
     Ok((body, evidence))
@@ -459,7 +468,8 @@ pub struct Intake {
     edges: EdgeTable,
     counts: EdgeCounts,
     /// The user the run acts for (shared with the run's roles; none until
-    /// [`Intake::with_ifc`]) and the environment whose other users the labels look for.
+    /// [`Intake::with_ifc`]) and the environment whose other users the labels look for and
+    /// whose facts claim support reads (until then, the help desk's, rolegate's default).
     user: Option<Arc<str>>,
     world: Option<Arc<dyn Environment>>,
     /// The user's goal: the one text a brief may restate and keep its sender's label (none
@@ -515,7 +525,9 @@ impl Intake {
     }
 
     /// This intake stamping labels for `user` against the other users of `env` (the run's
-    /// environment), and enforcing the confidentiality rule at the routes when `ifc` is on.
+    /// environment), checking strict claims against the facts `env` reads from the
+    /// researcher's results, and enforcing the confidentiality rule at the routes when `ifc`
+    /// is on.
     #[must_use]
     pub fn with_ifc(self, ifc: IfcMode, user: &str, env: Arc<dyn Environment>) -> Self {
         self.with_ifc_shared(ifc, Arc::from(user), env)
@@ -556,7 +568,7 @@ impl Intake {
         let checked = match next_hop(sender) {
             // the edge first (declared, room left), then the message, then what it carries
             Some((to, kind)) => match self.edges.check_route(sender, to, kind, &self.counts) {
-                Ok(()) => check_message_with(sender, text, observations, self.rules)
+                Ok(()) => check_message_with(sender, text, observations, self.rules, self.world.as_deref())
                     .map_err(Refused::Message)
                     .and_then(|(to, body, evidence)| match self.edges.check_body(sender, to, &body) {
                         Ok(()) => Ok((to, body, evidence)),
@@ -564,7 +576,8 @@ impl Intake {
                     }),
                 Err(e) => Err(Refused::Edge(kind, e)),
             },
-            None => check_message_with(sender, text, observations, self.rules).map_err(Refused::Message),
+            None => check_message_with(sender, text, observations, self.rules, self.world.as_deref())
+                .map_err(Refused::Message),
         };
         // then the label the coordinator stamps, the edge's label rule, and the
         // confidentiality rule at the route; a finding's label reads the evidence its claim

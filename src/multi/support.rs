@@ -2,9 +2,10 @@
 //! claims it may say only what the coordinator can rebuild from those reads.
 //!
 //! The evidence comes from the researcher's run state (its successful observations, as the
-//! loop recorded them), never from the finding. Each observation yields one source id and
-//! one fact: a ticket gives `T-601 status is open` (id and status only, the same rule as
-//! memory facts: the ticket's free text never becomes a claim), a document gives
+//! loop recorded them), never from the finding. Each observation yields at most one source
+//! id and one fact, and the run's environment says which ([`Environment::fact`]): the help
+//! desk's ticket gives `T-601 status is open` (id and status only, the same rule as memory
+//! facts: the ticket's free text never becomes a claim), its document
 //! `kc-returns-v3 is titled Returns and refunds (v3)`. A strict claim is a list of such facts
 //! separated by `; `, each from a cited source. A tool served from outside (an MCP server's,
 //! `<server>__<tool>`) has no record id the coordinator can read: its successful result is
@@ -19,9 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::envelope::{Finding, RejectCode};
 use crate::gate::Observation;
-use crate::tools::concat_compact;
-
-mod seen;
+use crate::tools::{Environment, FactKind, RecordFact, helpdesk_fact};
 
 codes! {
     /// How much a finding's claim must be backed.
@@ -97,11 +96,20 @@ pub(crate) struct Evidence {
 }
 
 impl Evidence {
-    /// Rebuilds facts from observations: only successful `get_ticket` and
-    /// `lookup_document` results whose text is a JSON object with the fields the fact
-    /// needs. Anything else yields nothing, so a claim resting on it is unsupported (fail
-    /// closed).
+    /// Rebuilds facts from observations, reading each successful one as `env` says
+    /// ([`Environment::fact`]). Anything that gives no fact yields nothing, so a claim
+    /// resting on it is unsupported (fail closed).
+    pub(crate) fn of(env: &dyn Environment, observations: &[Observation]) -> Self {
+        Self::read(observations, |tool, text| env.fact(tool, text))
+    }
+
+    /// [`Evidence::of`] the help desk, rolegate's default environment (what a check with no
+    /// environment named reads, as the bundled rows and fakes do).
     pub(crate) fn from_observations(observations: &[Observation]) -> Self {
+        Self::read(observations, helpdesk_fact)
+    }
+
+    fn read(observations: &[Observation], fact: impl Fn(&str, &str) -> Option<RecordFact>) -> Self {
         let facts = observations
             .iter()
             .filter(|o| o.ok)
@@ -110,23 +118,15 @@ impl Evidence {
                     let (text, source_len) = (o.id.clone(), o.id.len());
                     return Some(Fact { text, source_len, typing: Typing::Known(false), claimable: false });
                 }
-                let seen = seen::read(&o.text)?;
-                let id = seen.id.as_ref();
-                let plain_id = super::labels::plain_id(id);
-                let (text, typing) = match (o.tool.as_str(), &seen.status, &seen.title) {
-                    ("get_ticket", Some(status), _) => {
-                        let typed = super::labels::status_word(status) && plain_id;
-                        (concat_compact(&[id, " status is ", status]), Typing::Known(typed))
-                    }
-                    ("lookup_document", _, Some(title)) => {
-                        const TITLED: &str = " is titled ";
-                        let typing =
-                            if plain_id { Typing::TitleFrom(id.len() + TITLED.len()) } else { Typing::Known(false) };
-                        (concat_compact(&[id, TITLED, title]), typing)
-                    }
-                    _ => return None,
+                let fact = fact(&o.tool, &o.text)?;
+                let plain_id = super::labels::plain_id(fact.record());
+                let typing = match fact.kind() {
+                    FactKind::State => Typing::Known(plain_id && super::labels::status_word(fact.value())),
+                    FactKind::Title if plain_id => Typing::TitleFrom(fact.value_at()),
+                    FactKind::Title => Typing::Known(false),
                 };
-                Some(Fact { text, source_len: id.len(), typing, claimable: true })
+                let source_len = fact.record().len();
+                Some(Fact { text: fact.text, source_len, typing, claimable: true })
             })
             .collect();
         Self { facts }

@@ -765,9 +765,7 @@ impl Desk {
         for action in pending.good {
             lab.agent.gate.restore_pending(action);
         }
-        if let Some(memory) = lab.agent.memory.as_mut() {
-            memory.restore_facts(checkpoint.state.observations());
-        }
+        lab.agent.restore_memory(checkpoint.state.observations());
         let parked = checkpoint.state.run_id() == req.run_id && checkpoint.state.pending_id() == Some(&req.pending_id);
         if req.status == RequestStatus::Approved && parked {
             // a recorded approval about to run: it must rest on a signed decision for exactly

@@ -398,9 +398,7 @@ impl Desk {
                 }
             }
             (Some(checkpoint), plan) => {
-                if let Some(memory) = lab.agent.memory.as_mut() {
-                    memory.restore_facts(checkpoint.state.observations());
-                }
+                lab.agent.restore_memory(checkpoint.state.observations());
                 let run = resume_run(&mut lab.agent, checkpoint).await?;
                 let (ledger, trace) =
                     plan.flatten().map_or_else(|| (Ledger::default(), Trace::new(run_id)), |p| (p.ledger, p.trace));

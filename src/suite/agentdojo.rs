@@ -37,19 +37,22 @@
 //! against the first on the same attacked cases ([`dojo_paired_lines`]), and what each hop
 //! of the three roles let through and refused ([`dojo_hop_lines`]).
 //!
-//! Every gate of these runs holds [`NoTools`] as its environment: the suite's tools, and
-//! the environment behind them, are the server's. AgentDojo's checks on the final state run
-//! in the bridge (`grade`), not behind the `Environment` trait.
+//! Every gate of a pair's run holds the pair as its environment ([`DojoPair`]): it serves
+//! no tools of its own (the suite's come from the pair's MCP server, with their state behind
+//! them) and knows no users, and its check on the final state ([`Environment::judge`]) is
+//! AgentDojo's own, run by the bridge's `grade` on the state the server wrote.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Interval, Paired, wilson};
 use crate::agent::{Agent, AgentConfig, CheckMode, Decider, Env, ModelDecider, RunBudget, Session, TraceKind};
 use crate::cost::ManualClock;
+use crate::future::BoxFuture;
 use crate::gate::{Access, ApprovalMode, GateCode, Policy, ToolGate};
 use crate::label::Label;
 use crate::model::blocks::Block;
@@ -60,8 +63,10 @@ use crate::multi::{
     CallGraph, ClaimMode, DenialCode, FakePlanner, FakeReviewer, Kind, MultiBudget, MultiConfig, MultiEnv, RoleModels,
     RolePrompts, RoleTools, Scopes,
 };
-use crate::tools::NoTools;
 use crate::tools::mcp::{McpError, McpServer, McpServers, SEPARATOR, ServerSpec};
+use crate::tools::{
+    ArgError, Environment, FinalState, JudgeError, NoTools, Output, RunEnd, ToolArgs, ToolFailure, ToolSpec,
+};
 
 /// The task name the policy gives an AgentDojo run.
 pub const DOJO_TASK: &str = "agentdojo";
@@ -716,6 +721,74 @@ struct CellRun<'a> {
     servers: McpServers,
     env: &'a Env,
     limits: DojoLimits,
+    /// The pair as the gates' environment (its check of the final state is the bridge's).
+    pair: Arc<DojoPair>,
+}
+
+/// One (user task, injection task) pair as a gate's environment: no tools of its own and
+/// no users (the suite's tools are its MCP server's), and AgentDojo's utility and security
+/// checks, run by the bridge on the state file the server writes, as its check of the
+/// final state.
+#[derive(Clone, Debug)]
+pub struct DojoPair {
+    bridge: Bridge,
+    state: PathBuf,
+}
+
+impl DojoPair {
+    /// The pair whose server writes its state to `state`, graded through `bridge`.
+    pub fn new(bridge: Bridge, state: PathBuf) -> Self {
+        Self { bridge, state }
+    }
+}
+
+impl Environment for DojoPair {
+    fn name(&self) -> &'static str {
+        "agentdojo"
+    }
+    fn tool_names(&self) -> &'static [&'static str] {
+        NoTools.tool_names()
+    }
+    fn spec(&self, tool: &str) -> Option<ToolSpec> {
+        NoTools.spec(tool)
+    }
+    fn validate(&self, tool: &str, arguments: &Value) -> Result<ToolArgs, ArgError> {
+        NoTools.validate(tool, arguments)
+    }
+    fn run(&self, caller: &str, args: &ToolArgs) -> Result<Output<'_>, ToolFailure> {
+        NoTools.run(caller, args)
+    }
+    fn result_label<'o>(&self, _tool: &str, _caller: &str, _output: &'o Output<'_>) -> Option<(Label, &'o str)> {
+        None
+    }
+    fn control_arguments(&self, tool: &str) -> Option<&'static [&'static str]> {
+        NoTools.control_arguments(tool)
+    }
+    fn names_other_user(&self, caller: &str, text: &str) -> bool {
+        NoTools.names_other_user(caller, text)
+    }
+    fn own_values(&self, _caller: &str) -> Vec<&str> {
+        Vec::new()
+    }
+    /// AgentDojo's grade of the state the pair's server left, with the run's answer:
+    /// `utility`, and on an attacked run `security` (the attacker's goal met).
+    fn judge<'a>(&'a self, end: RunEnd<'a>) -> BoxFuture<'a, Result<Option<FinalState>, JudgeError>> {
+        Box::pin(async move {
+            let grade = self.bridge.grade(end.task, end.injection, &self.state, end.answer).await;
+            let grade = grade.map_err(|e| JudgeError {
+                environment: "agentdojo",
+                message: match e {
+                    DojoError::Bridge(message) => message,
+                    other => other.to_string(),
+                },
+            })?;
+            Ok(Some(FinalState { utility: Some(grade.utility), attacker_goal: grade.security }))
+        })
+    }
+    /// The pair's state is its server's, made fresh when the server starts.
+    fn fresh(&self) -> Arc<dyn Environment> {
+        Arc::new(self.clone())
+    }
 }
 
 /// How a run ended, before grading.
@@ -764,20 +837,24 @@ pub async fn run_cell(
     let servers = McpServers {
         servers: BTreeMap::from([(server.clone(), bridge.server(&id.user_task, id.injection_task.as_deref(), &state))]),
     };
-    let run = CellRun { id, user, injection, model, policy, servers, env, limits };
+    let pair = Arc::new(DojoPair::new(bridge.clone(), state.clone()));
+    let run = CellRun { id, user, injection, model, policy, servers, env, limits, pair: pair.clone() };
     // the server stops with the run's gates; its state file was written after the last call
     let ran = match id.design {
         DojoDesign::Roles => run_roles(run).await?,
         DojoDesign::PolicyPal => run_pal(run).await?,
         DojoDesign::Single | DojoDesign::Plan => run_loop(run).await?,
     };
-    let grade = bridge.grade(&id.user_task, id.injection_task.as_deref(), &state, &ran.answer).await?;
+    let end =
+        RunEnd { caller: DOJO_USER, task: &id.user_task, injection: id.injection_task.as_deref(), answer: &ran.answer };
+    let judged = pair.judge(end).await.map_err(|e| DojoError::Bridge(e.message))?;
     let _ = std::fs::remove_file(&state);
+    let graded = judged.ok_or_else(|| DojoError::Bridge("the pair gave no grade".into()))?;
     Ok(DojoCell {
         id: id.clone(),
         model: model.name(),
-        utility: grade.utility,
-        attack_success: grade.security,
+        utility: graded.utility.unwrap_or(false),
+        attack_success: graded.attacker_goal,
         stop: ran.stop,
         tool_calls: ran.tool_calls,
         refused: ran.refused,
@@ -811,7 +888,7 @@ fn fake_of(run: &CellRun<'_>, obeys: bool, finding: bool, given: usize) -> DojoF
 /// The single agent or the plan: one loop, one gate holding the pair's server.
 async fn run_loop(run: CellRun<'_>) -> Result<Ran, DojoError> {
     let CellRun { id, user, model, policy, servers, limits, .. } = &run;
-    let mut gate = dojo_gate(policy);
+    let mut gate = dojo_gate(policy, &run.pair);
     gate.connect_mcp(servers).await?;
     let decider = loop_decider(&run, id.design == DojoDesign::Single, 0);
     let clock = ManualClock::new();
@@ -881,10 +958,11 @@ fn loop_agent(
     Agent::new(decider, gate, session, task, clock.shared(), run.env.prices.clone(), config)
 }
 
-/// The gate of a cell's loop, over the pair's server: its environment serves no tools of
-/// its own (the suite's come from the server, with their environment behind them).
-fn dojo_gate(policy: &Policy) -> ToolGate {
-    ToolGate::new(policy.clone(), NoTools).with_call_timeout(Duration::from_secs(60))
+/// The gate of a cell's loop, over the pair's server: its environment is the pair, which
+/// serves no tools of its own (the suite's come from the server, with their state behind
+/// them).
+fn dojo_gate(policy: &Policy, pair: &Arc<DojoPair>) -> ToolGate {
+    ToolGate::over(policy.clone(), pair.clone()).with_call_timeout(Duration::from_secs(60))
 }
 
 /// The model of a loop: the cell's real model, or its fake (obeying only where `obeys`;
@@ -964,9 +1042,9 @@ async fn run_roles(run: CellRun<'_>) -> Result<Ran, DojoError> {
     let scopes = Scopes::from_policy(policy).map_err(|e| DojoError::Run(e.to_string()))?;
     let graph = CallGraph::bundled().map_err(|e| DojoError::Run(e.to_string()))?;
     // the roles' gates serve no tools of their own: the suite's come from its server
-    let menv = MultiEnv::over(std::sync::Arc::new(NoTools), env.prices.clone(), scopes, graph);
+    let menv = MultiEnv::over(run.pair.clone(), env.prices.clone(), scopes, graph);
     // one server, one environment: the researcher reads it, the acting planner writes it
-    let mut act_gate = dojo_gate(policy);
+    let mut act_gate = dojo_gate(policy, &run.pair);
     let mut started = Vec::new();
     for name in policy.mcp_servers() {
         let server = policy.start_mcp_server(&name, servers).await?;
@@ -1096,13 +1174,11 @@ async fn run_pal(run: CellRun<'_>) -> Result<Ran, DojoError> {
             "PolicyPal has no none configuration (it proposes no steps for checks to be left off)".into(),
         ));
     }
-    let mut gate = dojo_gate(policy);
+    let mut gate = dojo_gate(policy, &run.pair);
     gate.connect_mcp(servers).await?;
     let (client, clock): (Box<dyn LlmClient>, crate::cost::SharedClock) = match model {
         // a server's latency is real: the deadline counts tokio time
-        DojoModel::Http(cfg) => {
-            (Box::new(HttpClient::new((**cfg).clone())), std::sync::Arc::new(crate::cost::TokioClock::new()))
-        }
+        DojoModel::Http(cfg) => (Box::new(HttpClient::new((**cfg).clone())), Arc::new(crate::cost::TokioClock::new())),
         fake => {
             let script = DojoFake { native: true, ..fake_of(&run, matches!(fake, DojoModel::Obey), false, 0) };
             (Box::new(script), ManualClock::new().shared())
@@ -1382,6 +1458,41 @@ pub fn dojo_json(figures: &[DojoFigures]) -> Value {
 mod tests {
     use super::*;
 
+    /// A bridge whose `grade` is a shell script answering from its arguments: utility when
+    /// the answer is `paid`, the attacker's goal met when the injection task is `injection_task_1`.
+    fn graded_by_script(dir: &Path) -> Bridge {
+        let script = dir.join("grade.sh");
+        let body = r#"
+case "$*" in *"--answer paid"*) u=true ;; *) u=false ;; esac
+case "$*" in *"--injection-task injection_task_1"*) s=true ;; *"--injection-task"*) s=false ;; *) s=null ;; esac
+case "$*" in *"--answer broken"*) echo "no grade" >&2; exit 3 ;; esac
+echo "{\"utility\": $u, \"security\": $s}"
+"#;
+        std::fs::write(&script, body).unwrap();
+        Bridge { python: "sh".into(), script, suite: "banking".into(), attack: "important_instructions".into() }
+    }
+
+    #[tokio::test]
+    async fn a_pairs_final_state_check_is_the_bridges_grade_behind_the_environment_trait() {
+        let dir = std::env::temp_dir().join(format!("rolegate-dojo-judge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pair: Arc<dyn Environment> = Arc::new(DojoPair::new(graded_by_script(&dir), dir.join("state.json")));
+        assert!(pair.tool_names().is_empty() && !pair.names_other_user(DOJO_USER, "anyone"));
+        let end = |injection, answer| RunEnd { caller: DOJO_USER, task: "user_task_0", injection, answer };
+        let judged = |injection, answer| {
+            let pair = pair.clone();
+            async move { pair.judge(end(injection, answer)).await }
+        };
+        let state = |utility, attacker_goal| Ok(Some(FinalState { utility: Some(utility), attacker_goal }));
+        assert_eq!(judged(None, "paid").await, state(true, None), "benign: no attacker goal to judge");
+        assert_eq!(judged(Some("injection_task_1"), "paid").await, state(true, Some(true)));
+        assert_eq!(judged(Some("injection_task_0"), "nothing").await, state(false, Some(false)));
+        let failed = judged(None, "broken").await.unwrap_err();
+        assert_eq!(failed.environment, "agentdojo");
+        assert!(failed.message.contains("no grade"), "{failed}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     fn cell(design: DojoDesign, inj: Option<&str>, utility: bool, attack: Option<bool>) -> DojoCell {
         DojoCell {
             id: DojoCellId {
@@ -1468,7 +1579,7 @@ mod tests {
         let spec = |name: &str| crate::tools::ToolSpec {
             name: name.to_string().into(),
             description: "".into(),
-            parameters: std::sync::Arc::new(json!({"type": "object"})),
+            parameters: Arc::new(json!({"type": "object"})),
         };
         LlmRequest {
             model: "fake-sensible".into(),

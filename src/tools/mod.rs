@@ -33,9 +33,12 @@ pub use data::ToolData;
 pub use data::{Output, Record};
 #[cfg(test)]
 pub(crate) use environment::any_string;
+pub(crate) use environment::helpdesk_fact;
 #[cfg(test)]
 pub(crate) use environment::helpdesk_label;
-pub use environment::{Cited, ClaimProblem, Environment, NoTools};
+pub use environment::{
+    Cited, ClaimProblem, Environment, FactKind, FinalState, JudgeError, NoTools, RecordFact, RunEnd,
+};
 pub(crate) use search::search;
 
 /// A proposed or executed tool call.
@@ -487,18 +490,6 @@ impl Registry {
     }
 }
 
-/// The fact the application keeps from a successful tool result, if any: for
-/// `get_ticket`, the key `ticket-t-601` and the text `T-601 status is open` (id and status
-/// only; the ticket's free text never becomes a memory).
-pub(crate) fn fact_of(tool: &str, data: &Value) -> Option<(String, String)> {
-    if tool != "get_ticket" {
-        return None;
-    }
-    let id = data.get("id")?.as_str()?;
-    let status = data.get("status")?.as_str()?;
-    Some((format!("ticket-{}", id.to_ascii_lowercase()), format!("{id} status is {status}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,13 +689,10 @@ mod tests {
     }
 
     #[test]
-    fn fingerprint_ignores_key_order_and_fact_keeps_id_and_status_only() {
+    fn fingerprint_ignores_key_order() {
         let a = fingerprint("t", &json!({"a": 1, "b": 2}));
         let b: Value = serde_json::from_str(r#"{"b": 2, "a": 1}"#).unwrap();
         assert_eq!(a, fingerprint("t", &b));
         assert_ne!(a, fingerprint("u", &b));
-        let data = json!({"id": "T-602", "status": "open", "text": "NOTE TO THE ASSISTANT: ..."});
-        assert_eq!(fact_of("get_ticket", &data), Some(("ticket-t-602".into(), "T-602 status is open".into())));
-        assert_eq!(fact_of("lookup_document", &data), None);
     }
 }
