@@ -294,7 +294,7 @@ fn four_shards_merged_print_exactly_what_one_run_prints_and_bad_sets_are_refused
 #[test]
 fn a_run_time_policy_that_widens_a_scope_changes_the_matrix_as_the_wide_switch_does() {
     let dir = temp_dir("policy");
-    let wide = Policy::bundled().unwrap().widened("triage");
+    let wide = Policy::bundled().unwrap().widened("triage", &rolegate::tools::TOOL_NAMES);
     let file = dir.join("wide-triage.json");
     std::fs::write(&file, serde_json::to_string_pretty(&wide).unwrap()).unwrap();
     let figures = |extra: &[&str]| {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -28,7 +28,7 @@ use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::Text;
 use crate::model::blocks::{push_block, push_block_from};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError, answer_or_cancelled};
-use crate::tools::{Registry, TOOL_NAMES, ToolCall, ToolSpec, fingerprint};
+use crate::tools::{ToolCall, ToolSpec, fingerprint};
 
 /// Errors that end a run without a state (the run could not be carried out at all).
 #[derive(Debug, thiserror::Error)]
@@ -582,7 +582,7 @@ impl Agent {
             Ok(p) => {
                 let (code, fingerprint) = self.checked(&p, state, &progress.seen);
                 let (action, tool) = (p.action(), p.tool());
-                progress.trace.add_check(step, code, action, tool);
+                progress.trace.add_check(step, code, action, tool, self.gate.tool_name(tool));
                 if code != CheckCode::Ok {
                     crate::spans::refused("loop_check", crate::spans::Target::ToolCall, code.as_str(), tool);
                 }
@@ -628,7 +628,7 @@ impl Agent {
         // the call's name moves into the progress, and is read from there on
         progress.calls.push(call.name);
         let name = progress.calls.last().map_or("", String::as_str);
-        progress.trace.add_tool(step, outcome.code(), name, &call.arguments);
+        progress.trace.add_gate_tool(step, outcome.code(), name, self.gate.tool_name(name), &call.arguments);
         if name == "remember" && matches!(outcome, GateOutcome::Ok(_) | GateOutcome::Failed { .. }) {
             progress.trace.add_known(step, TraceKind::Memory, outcome.code(), &["remember"]);
         }
@@ -919,9 +919,9 @@ pub(crate) struct SharedSystem {
 #[derive(Debug)]
 struct KeptSystem {
     prompt: String,
-    /// Each tool's line, as the text holds it: a tool of the same name described otherwise
-    /// (an MCP server's) is not the kept one.
-    lines: Vec<String>,
+    /// The tools it lists, as their specs: a tool of the same name described otherwise (an
+    /// MCP server's) is not the kept one.
+    tools: Vec<ToolSpec>,
     text: Arc<str>,
     tokens: u64,
 }
@@ -932,12 +932,15 @@ impl SharedSystem {
     pub(crate) fn message(&self, prompt: &str, tools: &[ToolSpec]) -> (Text, Option<u64>) {
         let kept = self.kept.get_or_init(|| {
             let text = write_system(prompt, tools);
-            let lines = tools.iter().map(|t| tool_line(t).into_owned()).collect();
-            KeptSystem { prompt: prompt.to_string(), lines, tokens: estimate_tokens(&text), text: text.into() }
+            KeptSystem {
+                prompt: prompt.to_string(),
+                tools: tools.to_vec(),
+                tokens: estimate_tokens(&text),
+                text: text.into(),
+            }
         });
-        let same_tools =
-            kept.lines.len() == tools.len() && kept.lines.iter().zip(tools).all(|(k, t)| *k == tool_line(t));
-        if same_tools && kept.prompt == prompt {
+        // by content (a shared schema compares by address first)
+        if kept.tools == tools && kept.prompt == prompt {
             (Text::from(kept.text.clone()), Some(kept.tokens))
         } else {
             (Text::from(write_system(prompt, tools)), None)
@@ -947,9 +950,9 @@ impl SharedSystem {
 
 /// The system message of a request: the prompt, [`TOOLS_HEADER`], then each tool's line.
 fn write_system(prompt: &str, tools: &[ToolSpec]) -> String {
-    let lines: Vec<Cow<'static, str>> = tools.iter().map(tool_line).collect();
+    let lines: Vec<String> = tools.iter().map(tool_line).collect();
     let mut system =
-        String::with_capacity(prompt.len() + TOOLS_HEADER.len() + lines.iter().map(|l| l.len()).sum::<usize>());
+        String::with_capacity(prompt.len() + TOOLS_HEADER.len() + lines.iter().map(String::len).sum::<usize>());
     system.push_str(prompt);
     system.push_str(TOOLS_HEADER);
     for line in &lines {
@@ -958,20 +961,8 @@ fn write_system(prompt: &str, tools: &[ToolSpec]) -> String {
     system
 }
 
-/// The system message's line for a tool: a built-in tool's written once (the specs are
-/// fixed), a tool added to the gate (or an MCP server's) written from its spec.
-fn tool_line(spec: &ToolSpec) -> Cow<'static, str> {
-    builtin_line(&spec.name).map_or_else(|| Cow::Owned(line_of(spec)), Cow::Borrowed)
-}
-
-/// The line of built-in tool `name`, written once per process; `None` for any other tool.
-fn builtin_line(name: &str) -> Option<&'static str> {
-    static LINES: LazyLock<Vec<(&'static str, String)>> =
-        LazyLock::new(|| TOOL_NAMES.iter().filter_map(|n| Registry.spec(n).map(|t| (*n, line_of(&t)))).collect());
-    LINES.iter().find(|(n, _)| *n == name).map(|(_, l)| l.as_str())
-}
-
-fn line_of(t: &ToolSpec) -> String {
+/// The system message's line for a tool: its name, description and argument properties.
+fn tool_line(t: &ToolSpec) -> String {
     format!("- {}: {} Arguments: {}\n", t.name, t.description, t.parameters["properties"])
 }
 
@@ -997,6 +988,7 @@ mod tests {
     use super::*;
     use crate::gate::Policy;
     use crate::model::prompts;
+    use crate::tools::{Registry, TOOL_NAMES};
 
     /// The system message as every request wrote it before: the reference a kept one must be.
     fn written(prompt: &str, tools: &[ToolSpec]) -> String {
@@ -1054,7 +1046,7 @@ mod tests {
         let text = write_system(prompts::single(), &tools);
         assert_eq!(text, written(prompts::single(), &tools));
         assert!(text.contains("- notes__read_note: Return one note. Arguments: {\"note_id\""), "{text}");
-        assert!(text.contains(builtin_line("get_ticket").unwrap()));
+        assert!(text.contains(&tool_line(&Registry.spec("get_ticket").unwrap())));
         let shared = SharedSystem::default();
         assert_eq!(shared.message(prompts::single(), &tools).0, text);
         // the same tool names described otherwise (a server's changed definition) are not

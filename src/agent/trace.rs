@@ -8,7 +8,6 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::security::{clip, redact, redact_leaves_constant};
-use crate::tools::TOOL_NAMES;
 
 /// Most characters of a line's detail.
 pub(super) const DETAIL_CHARS: usize = 60;
@@ -80,31 +79,6 @@ pub struct Trace {
 /// for any number the redactor hides (a phone number has nine or more, a card sixteen).
 const KNOWN_COUNT_MAX: usize = 99_999;
 
-/// The built-in tool `name` names, as the program's own constant.
-fn builtin_tool(name: &str) -> Option<&'static str> {
-    TOOL_NAMES.iter().copied().find(|n| *n == name)
-}
-
-/// The check line of a call of each built-in tool, in [`TOOL_NAMES`]' order.
-const CALL_LINES: [&str; TOOL_NAMES.len()] = [
-    "call get_ticket",
-    "call lookup_document",
-    "call calculator",
-    "call send_email_draft",
-    "call search_documents",
-    "call remember",
-];
-
-/// The check line `ACTION TOOL` as the program's own constant: a call of a built-in tool,
-/// or a finish (no tool).
-fn known_check(action: &str, tool: &str) -> Option<&'static str> {
-    match action {
-        "call" => TOOL_NAMES.iter().position(|n| *n == tool).and_then(|i| CALL_LINES.get(i)).copied(),
-        "finish" if tool.is_empty() => Some("finish "),
-        _ => None,
-    }
-}
-
 /// `pieces` joined: written on the stack and copied once into the detail (inline up to 24
 /// bytes), rather than pushed piece by piece.
 fn joined<'a>(pieces: impl IntoIterator<Item = &'a str> + Clone) -> CompactString {
@@ -162,13 +136,26 @@ impl Trace {
         self.push(step, kind, code.into(), detail, None);
     }
 
-    /// Adds a tool line: `name` as the detail, and the call's arguments (redacted, then
-    /// clipped to [`ARGS_CHARS`]) kept beside it for a report.
+    /// Adds a tool line: `name` as the detail (redacted in full), and the call's arguments
+    /// (redacted, then clipped to [`ARGS_CHARS`]) kept beside it for a report.
     pub fn add_tool(&mut self, step: u32, code: impl Into<Cow<'static, str>>, name: &str, args: &serde_json::Value) {
+        self.add_gate_tool(step, code, name, None, args);
+    }
+
+    /// [`Trace::add_tool`] of a call through a gate: `known` is `name` as the gate's own
+    /// constant when the gate serves it (its environment's tool or an added one,
+    /// [`crate::gate::ToolGate::tool_name`]), the only case the loop and the roles meet once
+    /// a call got through; any other name is redacted in full.
+    pub(crate) fn add_gate_tool(
+        &mut self,
+        step: u32,
+        code: impl Into<Cow<'static, str>>,
+        name: &str,
+        known: Option<&'static str>,
+        args: &serde_json::Value,
+    ) {
         let args = args_line(args);
-        match builtin_tool(name) {
-            // a built-in tool's name is the program's constant (the only case the loop and
-            // the roles meet once a call got through); any other name is redacted in full
+        match known {
             Some(known) => {
                 self.push_known(step, TraceKind::Tool, code.into(), CompactString::const_new(known), Some(args))
             }
@@ -218,19 +205,23 @@ impl Trace {
     }
 
     /// Adds the loop's check line of a proposal: `ACTION TOOL` (`call get_ticket`,
-    /// `finish ` for a finish, whose tool is empty). A known detail, one of the program's
-    /// own lines, for a call of a built-in tool or a finish; a tool name the model made up
-    /// is redacted in full.
+    /// `finish ` for a finish, whose tool is empty). A known detail, the program's own
+    /// constants joined, for a finish and for a tool the gate serves (`known`: its name as
+    /// the gate's constant, [`crate::gate::ToolGate::tool_name`]); a tool name the model made
+    /// up is redacted in full.
     pub(crate) fn add_check(
         &mut self,
         step: u32,
         code: impl Into<Cow<'static, str>>,
         action: &'static str,
         tool: &str,
+        known: Option<&'static str>,
     ) {
-        match known_check(action, tool) {
-            Some(line) => self.push_known(step, TraceKind::Check, code.into(), CompactString::const_new(line), None),
-            None => self.push(step, TraceKind::Check, code.into(), &joined([action, " ", tool]), None),
+        let line = joined([action, " ", tool]);
+        if known.is_some_and(|k| k == tool) || (action == "finish" && tool.is_empty()) {
+            self.push_known(step, TraceKind::Check, code.into(), line, None);
+        } else {
+            self.push(step, TraceKind::Check, code.into(), &line, None);
         }
     }
 
@@ -355,7 +346,8 @@ mod tests {
                 .map(String::from)
                 .into();
         let mut proposals = vec![Proposal::Finish { answer: "a".into(), sources: vec!["o1".into()] }];
-        for tool in TOOL_NAMES {
+        // a gate's tool names: the help desk's here
+        for tool in crate::tools::TOOL_NAMES {
             out.push(tool.to_string());
             proposals.push(Proposal::Call { tool: tool.to_string(), arguments: serde_json::json!({}) });
         }
@@ -379,19 +371,6 @@ mod tests {
             }
         }
         out
-    }
-
-    #[test]
-    fn the_known_check_lines_are_action_space_tool() {
-        for (tool, line) in TOOL_NAMES.iter().zip(CALL_LINES) {
-            assert_eq!(line, format!("call {tool}"));
-            assert_eq!(known_check("call", tool), Some(line));
-            assert_eq!(known_check("finish", tool), None);
-        }
-        assert_eq!(known_check("finish", ""), Some("finish "));
-        for (action, tool) in [("call", ""), ("call", "get_tickets"), ("call", "Get_ticket"), ("send", "get_ticket")] {
-            assert_eq!(known_check(action, tool), None, "{action} {tool}");
-        }
     }
 
     #[test]
@@ -465,15 +444,28 @@ mod tests {
         let args = serde_json::json!({"ticket_id": "T-601", "to": "kwame@gmail.com"});
         let mut made_up = vec!["", "get_tickets", "GET_TICKET", "kwame@gmail.com", "call +44 20 7946 0958"];
         made_up.extend(["ｇｅｔ_ｔｉｃｋｅｔ", "get\u{200B}_ticket", crate::security::SIMULATED_SECRET, KNOWN_SECRET]);
-        let mut names: Vec<&str> = TOOL_NAMES.to_vec();
+        // a gate's tool names (the help desk's here), as its `tool_name` gives them, and names
+        // no gate serves
+        let served = |name: &str| crate::tools::TOOL_NAMES.iter().copied().find(|n| *n == name);
+        let mut names: Vec<&str> = crate::tools::TOOL_NAMES.to_vec();
         names.extend(&made_up);
         let mut cases: Vec<Case> = Vec::new();
         for name in names.iter().copied() {
-            let a = args.clone();
+            let (a, b) = (args.clone(), args.clone());
+            let known = served(name);
             cases.push((Box::new(move |t: &mut Trace| t.add_tool(2, "ok", name, &a)), format!("tool {name}")));
+            cases.push((
+                Box::new(move |t: &mut Trace| t.add_gate_tool(2, "ok", name, known, &b)),
+                format!("tool {name}"),
+            ));
             for action in ["call", "finish"] {
                 cases.push((
-                    Box::new(move |t: &mut Trace| t.add_check(2, "ok", action, name)),
+                    Box::new(move |t: &mut Trace| t.add_check(2, "ok", action, name, known)),
+                    format!("{action} {name}"),
+                ));
+                // a known name that is not the tool's is no licence to skip the redactor
+                cases.push((
+                    Box::new(move |t: &mut Trace| t.add_check(2, "ok", action, name, Some("get_ticket"))),
                     format!("{action} {name}"),
                 ));
             }

@@ -139,7 +139,7 @@ pub enum ScopeWidth {
     /// Its task's (or its role's) tools, as the policy says.
     #[default]
     Narrow,
-    /// Every tool the registry knows, every write granted ([`Policy::widened`],
+    /// Every tool of the help desk, every write granted ([`Policy::widened`],
     /// [`Scopes::widened`]).
     Wide,
 }
@@ -208,7 +208,7 @@ impl RowDefenses {
     pub fn policy(&self, policy: &Policy, task: &str) -> Policy {
         match self.scopes() {
             ScopeWidth::Narrow => policy.clone(),
-            ScopeWidth::Wide => policy.clone().widened(task),
+            ScopeWidth::Wide => policy.clone().widened(task, &crate::tools::TOOL_NAMES),
         }
     }
 
@@ -216,7 +216,7 @@ impl RowDefenses {
     pub fn role_scopes(&self, scopes: &Scopes) -> Scopes {
         match self.scopes() {
             ScopeWidth::Narrow => scopes.clone(),
-            ScopeWidth::Wide => scopes.widened(),
+            ScopeWidth::Wide => scopes.widened(&crate::tools::TOOL_NAMES),
         }
     }
 }

@@ -1,41 +1,51 @@
-//! A run's call counts through one gate, by tool: a built-in tool's in a slot of its own
-//! (counting a call allocates nothing), any other tool's (an added one, or a name restored
-//! from a checkpoint) by name. Read back they are the map of names to counts they stand
-//! for (pinned by `gate::counts::tests::slots_answer_as_the_map_of_names_did`).
+//! A run's call counts through one gate, by tool: each of the first [`SLOTS`] tools the
+//! gate's environment serves in a slot of its own (counting a call allocates nothing), any
+//! other tool's (an added one, an MCP tool, a name restored from a checkpoint) by name.
+//! Read back they are the map of names to counts they stand for (pinned by
+//! `gate::counts::tests::slots_answer_as_the_map_of_names_did`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::tools::TOOL_NAMES;
+/// How many of an environment's tools are counted in slots.
+const SLOTS: usize = 8;
 
 /// The call counts of one run, by tool.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct RunCounts {
-    /// The count of `TOOL_NAMES[i]` (a count restored as 0 is kept as given).
-    builtin: [Option<u32>; TOOL_NAMES.len()],
+    /// The environment's tool names; the first [`SLOTS`] of them have a slot.
+    names: &'static [&'static str],
+    /// The count of `names[i]` (a count restored as 0 is kept as given).
+    slots: [Option<u32>; SLOTS],
     /// Every other tool's count, keyed by its `'static` name when the gate knows it.
     other: BTreeMap<Cow<'static, str>, u32>,
 }
 
-/// The slot of a built-in tool.
-fn slot(tool: &str) -> Option<usize> {
-    TOOL_NAMES.iter().position(|n| *n == tool)
-}
-
 impl RunCounts {
+    /// No calls yet, with a slot for each of the first [`SLOTS`] of `names` (the tools of the
+    /// gate's environment).
+    pub(super) fn over(names: &'static [&'static str]) -> Self {
+        Self { names, slots: [None; SLOTS], other: BTreeMap::new() }
+    }
+
+    /// The slot of `tool`, if it has one.
+    fn slot(&self, tool: &str) -> Option<usize> {
+        self.names.iter().take(SLOTS).position(|n| *n == tool)
+    }
+
     /// The count of `tool`, if it has one.
     pub(super) fn get(&self, tool: &str) -> Option<u32> {
-        match slot(tool) {
-            Some(i) => self.builtin[i],
+        match self.slot(tool) {
+            Some(i) => self.slots[i],
             None => self.other.get(tool).copied(),
         }
     }
 
-    /// Sets the count of `tool` to `n`; `key` names a tool that is not built in (called
-    /// only when it has no count yet).
+    /// Sets the count of `tool` to `n`; `key` names a tool without a slot (called only
+    /// when it has no count yet).
     pub(super) fn set(&mut self, tool: &str, n: u32, key: impl FnOnce() -> Cow<'static, str>) {
-        match slot(tool) {
-            Some(i) => self.builtin[i] = Some(n),
+        match self.slot(tool) {
+            Some(i) => self.slots[i] = Some(n),
             None => match self.other.get_mut(tool) {
                 Some(count) => *count = n,
                 None => {
@@ -47,8 +57,8 @@ impl RunCounts {
 
     /// Every tool's count, by name.
     pub(super) fn to_map(&self) -> BTreeMap<String, u32> {
-        let builtin = TOOL_NAMES.iter().zip(self.builtin).filter_map(|(name, n)| n.map(|n| ((*name).to_string(), n)));
-        builtin.chain(self.other.iter().map(|(tool, n)| (tool.to_string(), *n))).collect()
+        let slots = self.names.iter().zip(self.slots).filter_map(|(name, n)| n.map(|n| ((*name).to_string(), n)));
+        slots.chain(self.other.iter().map(|(tool, n)| (tool.to_string(), *n))).collect()
     }
 }
 
@@ -79,12 +89,20 @@ mod tests {
 
     #[test]
     fn slots_answer_as_the_map_of_names_did() {
-        // built-in names, others, and names a byte away from a built-in one
-        let mut names: Vec<String> = TOOL_NAMES.iter().map(|n| (*n).to_string()).collect();
-        names.extend(["made_up", "", "get_ticket ", "Get_ticket", "get_ticke", "zzz", "a"].map(String::from));
+        // an environment's names (the help desk's six; one with more names than slots; none),
+        // others, and names a byte away from one of its own
+        let many: &'static [&'static str] = &["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9", "t10"];
+        for env_names in [&crate::tools::TOOL_NAMES[..], many, &[]] {
+            let mut names: Vec<String> = env_names.iter().map(|n| (*n).to_string()).collect();
+            names.extend(["made_up", "", "get_ticket ", "Get_ticket", "get_ticke", "t1 ", "a"].map(String::from));
+            check_against_the_map(env_names, &names);
+        }
+    }
+
+    fn check_against_the_map(env_names: &'static [&'static str], names: &[String]) {
         let mut seed = 7u64;
         for _ in 0..200 {
-            let (mut counts, mut reference) = (RunCounts::default(), Reference::default());
+            let (mut counts, mut reference) = (RunCounts::over(env_names), Reference::default());
             for _ in 0..12 {
                 seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
                 let tool = &names[(seed >> 33) as usize % names.len()];
@@ -93,7 +111,7 @@ mod tests {
                 assert_eq!(counts.get(tool), reference.get(tool), "{tool}");
                 counts.set(tool, n, key);
                 reference.set(tool, n, key);
-                for name in &names {
+                for name in names {
                     assert_eq!(counts.get(name), reference.get(name), "{name}");
                 }
                 assert_eq!(counts.to_map(), reference.to_map());

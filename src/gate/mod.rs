@@ -585,6 +585,12 @@ impl ToolGate {
         &self.registry
     }
 
+    /// `name` as this gate's own constant, when it serves that tool (its environment's or
+    /// an added one): what a trace writes without searching it for secrets.
+    pub fn tool_name(&self, name: &str) -> Option<&'static str> {
+        self.registry.name_of(name)
+    }
+
     /// True when `tool` is one this gate can run (built in or added), whatever the policy.
     pub fn knows(&self, tool: &str) -> bool {
         self.registry.has(tool)
@@ -636,7 +642,8 @@ impl ToolGate {
         if counts.is_empty() {
             return;
         }
-        let of_run = self.counts.entry(run_id.into()).or_default();
+        let names = self.registry.env().tool_names();
+        let of_run = self.counts.entry(run_id.into()).or_insert_with(|| RunCounts::over(names));
         for (tool, n) in counts {
             of_run
                 .set(tool, *n, || self.registry.name_of(tool).map_or_else(|| Cow::Owned(tool.clone()), Cow::Borrowed));
@@ -924,7 +931,9 @@ impl ToolGate {
         }
         let of_run = match self.counts.get_mut(run_id) {
             Some(c) => c,
-            None => self.counts.entry(run_id.into()).or_default(),
+            None => {
+                self.counts.entry(run_id.into()).or_insert_with(|| RunCounts::over(self.registry.env().tool_names()))
+            }
         };
         let registry = &self.registry;
         of_run.set(&call.name, used + 1, || {

@@ -168,19 +168,17 @@ impl Policy {
         self
     }
 
-    /// This policy with `task` allowed every tool the registry knows and every tool whose
-    /// access is `write` granted (a tool missing from the access table counts as one): the
-    /// "give the agent the whole toolbox" mistake, for measuring what narrow scopes are
-    /// worth. Nothing builds it unless asked to (`"scopes": "wide"`).
+    /// This policy with `task` allowed every one of `tools` (an environment's,
+    /// [`crate::tools::Environment::tool_names`]) and every one of them whose access is
+    /// `write` granted (a tool missing from the access table counts as one): the "give the
+    /// agent the whole toolbox" mistake, for measuring what narrow scopes are worth.
+    /// Nothing builds it unless asked to (`"scopes": "wide"`).
     #[must_use]
-    pub fn widened(mut self, task: &str) -> Self {
-        let all = crate::tools::TOOL_NAMES.iter().map(|t| (*t).to_string());
+    pub fn widened(mut self, task: &str, tools: &[&str]) -> Self {
+        let all = tools.iter().map(|t| (*t).to_string());
         self.tasks.entry(task.to_string()).or_default().extend(all);
-        let writes: Vec<String> = crate::tools::TOOL_NAMES
-            .iter()
-            .filter(|t| self.access_of(t) == Access::Write)
-            .map(|t| (*t).to_string())
-            .collect();
+        let writes: Vec<String> =
+            tools.iter().filter(|t| self.access_of(t) == Access::Write).map(|t| (*t).to_string()).collect();
         self.grants.extend(writes);
         self
     }

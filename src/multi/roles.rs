@@ -343,14 +343,14 @@ impl CallRole {
         };
         if let Some(code) = code {
             crate::spans::refused("scope_check", crate::spans::Target::ToolCall, code.as_str(), name);
-            self.trace.add_check(step, code, "call", name);
+            self.trace.add_check(step, code, "call", name, self.gate.tool_name(name));
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code });
             return None;
         }
         let id = format!("{}-{}-c{}", self.run_id, self.role, reply.tools.len() + 1);
         let call = ToolCall::new(id, name.to_string(), arguments);
         let outcome = self.gate.run(&call, CallContext::new(self.task(), &self.run_id, &self.user));
-        self.trace.add_tool(step, outcome.code(), name, &call.arguments);
+        self.trace.add_gate_tool(step, outcome.code(), name, self.gate.tool_name(name), &call.arguments);
         reply.tools.push(name.to_string());
         if let GateOutcome::Refused { code, .. } = &outcome {
             reply.denied.push(Denial { role: self.role, tool: name.to_string(), code: (*code).into() });
@@ -436,8 +436,10 @@ impl CallRole {
         Ok(user)
     }
 
-    /// The reviewer re-reads the documents a finding cites, as far as its own scope can
-    /// read them, and adds each result as an observation block.
+    /// The reviewer re-reads what a finding cites, as its environment re-reads a source
+    /// ([`crate::tools::Environment::reread`]; the help desk: a document, not a ticket) and
+    /// as far as its own scope can, and adds each result as an observation block
+    /// (`tool:TOOL:rN`).
     fn reread(
         &mut self,
         user: &mut String,
@@ -446,20 +448,20 @@ impl CallRole {
         cancel: &CancellationToken,
         reply: &mut RoleReply,
     ) -> Result<(), RoleStop> {
-        for doc in sources.iter().filter(|s| !is_ticket_id(s)) {
+        for source in sources {
+            let Some((tool, arguments)) = self.gate.environment().reread(source) else { continue };
             if cancel.is_cancelled() {
                 return Err(RoleStop::Budget(MultiReason::Cancelled));
             }
-            if !self.gate.policy().allows(self.task(), "lookup_document") {
-                break;
+            if !self.gate.policy().allows(self.task(), tool) {
+                continue;
             }
-            if let Some(outcome) = self.tool(step, "lookup_document", serde_json::json!({ "doc_id": doc }), reply) {
+            if let Some(outcome) = self.tool(step, tool, arguments, reply) {
                 // `tool:lookup_document:r1`, its id the part after the prefix
-                const PREFIX: &str = "tool:lookup_document:";
                 let mut itoa = itoa::Buffer::new();
-                let written = ShortText::<48>::concat(&[PREFIX, "r", itoa.format(reply.tools.len())]);
+                let written = ShortText::<48>::concat(&["tool:", tool, ":r", itoa.format(reply.tools.len())]);
                 let source = written.as_str();
-                let id = source.get(PREFIX.len()..).unwrap_or_default();
+                let id = source.get("tool:".len() + tool.len() + 1..).unwrap_or_default();
                 let (ok, text) = outcome.observation();
                 push_block(user, "observation", source, &[("id", id), ("ok", bool_str(ok))], &text);
             }
@@ -558,11 +560,6 @@ impl CallRole {
 
 fn bool_str(b: bool) -> &'static str {
     if b { "true" } else { "false" }
-}
-
-/// True for `T-` followed by digits only.
-fn is_ticket_id(s: &str) -> bool {
-    s.strip_prefix("T-").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The researcher: the single-agent loop with its own gate, run once per brief.

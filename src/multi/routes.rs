@@ -73,15 +73,15 @@ impl Scopes {
         Ok(Self { policies: [one(Role::Planner)?, one(Role::Researcher)?, one(Role::Reviewer)?].map(Arc::new) })
     }
 
-    /// These scopes widened on purpose: each role may also use every tool the registry
-    /// knows, and every write among them is granted (a tool its scope did not list has no
-    /// access entry, so it counts as a write). What `"scopes": "wide"` measures; a run
-    /// gets it only when asked, and with approval required each such write still parks.
+    /// These scopes widened on purpose: each role may also use every one of `tools` (the
+    /// environment's), and every write among them is granted (a tool its scope did not list
+    /// has no access entry, so it counts as a write). What `"scopes": "wide"` measures; a
+    /// run gets it only when asked, and with approval required each such write still parks.
     #[must_use]
-    pub fn widened(&self) -> Self {
+    pub fn widened(&self, tools: &[&str]) -> Self {
         let mut policies = self.policies.clone();
         for (p, role) in policies.iter_mut().zip(Role::MODEL_ROLES) {
-            *p = Arc::new(Arc::unwrap_or_clone(std::mem::take(p)).widened(role.as_str()));
+            *p = Arc::new(Arc::unwrap_or_clone(std::mem::take(p)).widened(role.as_str(), tools));
         }
         Self { policies }
     }
@@ -132,7 +132,7 @@ mod tests {
         assert!(!scopes.any_holds("search_documents"), "no role searches");
         let names: Vec<(String, usize)> = scopes.by_name().into_iter().map(|(r, t)| (r, t.len())).collect();
         assert_eq!(names, [("planner".to_string(), 0), ("researcher".to_string(), 2), ("reviewer".to_string(), 1)]);
-        let wide = scopes.widened();
+        let wide = scopes.widened(&crate::tools::TOOL_NAMES);
         assert!(wide.tools(Role::Planner).contains(&"send_email_draft"));
         assert!(wide.policy(Role::Reviewer).unwrap().grants.contains("send_email_draft"));
         assert!(!wide.policy(Role::Reviewer).unwrap().grants.contains("lookup_document"));

@@ -174,7 +174,7 @@ mod tests {
             t.status = "closed".into();
         }
         env.world = Arc::new(world);
-        env.policy = env.policy.clone().widened("triage");
+        env.policy = env.policy.clone().widened("triage", &crate::tools::TOOL_NAMES);
         let data = RunData::of(&env).unwrap();
         assert!(data.world.is_some() && data.policy.is_some() && data.prices.is_none());
         // built again over the bundled data: the run's own world and policy

@@ -706,7 +706,7 @@ impl Shared {
                 }
             }
         }
-        let wide = narrow.scopes.widened();
+        let wide = narrow.scopes.widened(&crate::tools::TOOL_NAMES);
         Ok(Self { env: env.clone(), narrow, wide, roles: spec.roles, models, time_budget: None })
     }
 }
@@ -856,7 +856,7 @@ async fn run_single(
     let (shared, task) = (cell.shared, cell.task);
     let policy = match scopes {
         ScopeWidth::Narrow => shared.env.policy.clone(),
-        ScopeWidth::Wide => shared.env.policy.clone().widened(&task.task),
+        ScopeWidth::Wide => shared.env.policy.clone().widened(&task.task, &crate::tools::TOOL_NAMES),
     };
     let env = Env { world: cell.world, policy, prices: shared.env.prices.clone() };
     let decider = match shared.models.single.clone() {

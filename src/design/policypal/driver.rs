@@ -471,7 +471,13 @@ impl Pal {
         progress.calls.push(call.name.clone());
         let cx = CallContext::new(&self.task, state.run_id(), &self.session.user_id);
         let outcome = self.gate.run_async(&tool_call, cx).await;
-        progress.trace.add_tool(step, outcome.code(), &call.name, &call.arguments);
+        progress.trace.add_gate_tool(
+            step,
+            outcome.code(),
+            &call.name,
+            self.gate.tool_name(&call.name),
+            &call.arguments,
+        );
         outcome
     }
 
