@@ -8,7 +8,7 @@ use rolegate::cost::ManualClock;
 use rolegate::gate::Observation;
 use rolegate::gate::{Access, CallContext, GateOutcome, Policy, Refusal, ToolGate};
 use rolegate::label::{Confidentiality, IfcMode, Integrity, Label};
-use rolegate::memory::SessionMemory;
+use rolegate::memory::{SessionMemory, WriteCode};
 use rolegate::multi::{ClaimMode, Intake, RejectCode, Role};
 use rolegate::tools::{
     ArgError, Environment, FactKind, McpArgs, NoTools, Output, RecordFact, ToolArgs, ToolCall, ToolFailure, ToolSpec,
@@ -76,6 +76,10 @@ impl Environment for Bank {
 
     fn control_arguments(&self, tool: &str) -> Option<&'static [&'static str]> {
         (tool == "transfer").then_some(&["to"])
+    }
+
+    fn result_confidentiality(&self, tool: &str) -> Confidentiality {
+        if tool == "balance" { Confidentiality::User } else { Confidentiality::Public }
     }
 
     fn names_other_user(&self, caller: &str, text: &str) -> bool {
@@ -206,14 +210,24 @@ fn claim_support_and_memory_read_facts_the_environment_gives() {
     for env in [None, Some(desk), Some(Arc::new(NoTools) as Arc<dyn Environment>)] {
         assert_eq!(checked(env, "acct-1 is active"), Err(RejectCode::UnknownSource));
     }
-    // memory keeps the environment's fact under its kind, and nothing from the help desk's view
+    // memory keeps the environment's fact under its kind, labelled as the environment labels
+    // the result it came from, and nothing from the help desk's view
     let clock = ManualClock::new();
-    let mut memory = SessionMemory::new("ana", clock.shared(), std::time::Duration::from_secs(60));
+    let ttl = std::time::Duration::from_secs(60);
+    let mut memory = SessionMemory::new("ana", clock.shared(), ttl).with_environment(bank.clone());
     assert_eq!(memory.restore_facts(&NoTools, &read), 0);
     assert_eq!(memory.restore_facts(bank.as_ref(), &read), 1);
-    let notes = memory.notes();
-    assert_eq!(
-        notes.iter().map(|n| (n.key.as_str(), n.text.as_str())).collect::<Vec<_>>(),
-        [("account-acct-1", "acct-1 is active")]
-    );
+    let notes: Vec<(&str, &str, Label)> =
+        memory.notes().iter().map(|n| (n.key.as_str(), n.text.as_str(), n.label)).collect();
+    let users_own = Label::new(Integrity::Untrusted, Confidentiality::User);
+    assert_eq!(notes, [("account-acct-1", "acct-1 is active", users_own)]);
+    // the other-user rule reads the bank's customers
+    assert_eq!(memory.write("k", "mallory pays on fridays", "user:turn-1", None), WriteCode::OtherUser);
+    // saved and read back in the bank, the label holds; read as the help desk's, the same
+    // label is not its source's there and the file is refused by name
+    let json = memory.to_json().unwrap();
+    let back = SessionMemory::from_json_in(&json, clock.shared(), bank.clone()).unwrap();
+    assert_eq!(back.notes().iter().map(|n| n.label).collect::<Vec<_>>(), [users_own]);
+    let err = SessionMemory::from_json(&json, clock.shared()).unwrap_err();
+    assert!(err.to_string().contains("account-acct-1"), "{err}");
 }

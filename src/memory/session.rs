@@ -1,9 +1,11 @@
 //! The session memory store and its write rules, and the label each note carries.
 //!
-//! A note's label is the label of what it was built from, read off its source
-//! ([`label_of_source`]): a user's own turn is trusted and theirs (`trusted/user`); a tool
-//! observation is untrusted, the user's own data for a ticket (`untrusted/user`, as the
-//! gate labels a `get_ticket` result) and public for anything else (`untrusted/public`).
+//! A note's label is the label of what it was built from, read off its source: a user's
+//! own turn is trusted and theirs (`trusted/user`); a tool observation is untrusted, with
+//! the confidentiality the memory's environment gives that tool's results
+//! ([`crate::tools::Environment::result_confidentiality`]; the help desk, the default:
+//! `untrusted/user` for a ticket, as the gate labels a `get_ticket` result, and
+//! `untrusted/public` for anything else, [`label_of_source`]).
 //! A note about another user never gets stored (`other_user`), so no note is `other`. The
 //! label is saved with the note; a saved label that is not its source's is refused by
 //! name on load ([`MemoryError::Label`]), never corrected or upgraded. A file saved before
@@ -19,6 +21,8 @@ use std::time::Duration;
 use crate::cost::SharedClock;
 use crate::label::{Confidentiality, Integrity, Label};
 use crate::security::{fold, has_hidden, has_personal_data, has_secret, is_instruction_like};
+use crate::tools::Environment;
+use std::sync::Arc;
 
 codes! {
     /// The outcome of a write.
@@ -80,17 +84,25 @@ pub enum MemoryError {
     },
 }
 
-/// The label of a note whose source is `source` (one the write rules accept): `user:turn-N`
-/// is the user's own words (`trusted/user`); `tool:get_ticket:oN` is a ticket the user's
-/// customer wrote (`untrusted/user`); any other `tool:NAME:oN` is untrusted and public.
-/// Anything else is untrusted (such a source never passes the write rules).
+/// The label of a note whose source is `source` (one the write rules accept), in the help
+/// desk: `user:turn-N` is the user's own words (`trusted/user`); `tool:get_ticket:oN` is a
+/// ticket the user's customer wrote (`untrusted/user`); any other `tool:NAME:oN` is
+/// untrusted and public. Anything else is untrusted (such a source never passes the write
+/// rules).
 pub fn label_of_source(source: &str) -> Label {
+    label_with(source, crate::tools::helpdesk_confidentiality)
+}
+
+/// [`label_of_source`] in an environment whose tools' results have the confidentiality
+/// `confidentiality` gives.
+fn label_with(source: &str, confidentiality: impl Fn(&str) -> Confidentiality) -> Label {
     if source.starts_with("user:") {
-        Label::new(Integrity::Trusted, Confidentiality::User)
-    } else if source.starts_with("tool:get_ticket:") {
-        Label::new(Integrity::Untrusted, Confidentiality::User)
-    } else {
-        Label::UNTRUSTED
+        return Label::new(Integrity::Trusted, Confidentiality::User);
+    }
+    let tool = source.strip_prefix("tool:").and_then(|rest| rest.split_once(':')).map(|(tool, _)| tool);
+    match tool {
+        Some(tool) => Label::new(Integrity::Untrusted, confidentiality(tool)),
+        None => Label::UNTRUSTED,
     }
 }
 
@@ -173,15 +185,15 @@ pub struct SessionMemory {
     /// Most characters of a note.
     max_chars: usize,
     notes: BTreeMap<String, Note>,
-    /// Whose data is whose, for the other-user rule's reading of the text (`None`: the
-    /// bundled world).
-    world: Option<std::sync::Arc<crate::world::WorldData>>,
+    /// The environment whose users the other-user rule looks for and whose results' labels
+    /// the notes carry (`None`: the bundled help desk).
+    env: Option<Arc<dyn Environment>>,
 }
 
 impl SessionMemory {
     /// An empty memory for `owner`: 4 notes of at most 120 characters, each living `ttl`.
     pub fn new(owner: &str, clock: SharedClock, ttl: Duration) -> Self {
-        Self { owner: owner.to_string(), clock, ttl, max_notes: 4, max_chars: 120, notes: BTreeMap::new(), world: None }
+        Self { owner: owner.to_string(), clock, ttl, max_notes: 4, max_chars: 120, notes: BTreeMap::new(), env: None }
     }
 
     /// The owner.
@@ -254,7 +266,7 @@ impl SessionMemory {
                     key: key.into(),
                     text: text.into(),
                     source: source.into(),
-                    label: label_of_source(source),
+                    label: self.label_of(source),
                     owner: self.owner.clone(),
                     expires_at,
                 },
@@ -263,20 +275,36 @@ impl SessionMemory {
         code
     }
 
-    /// True when `text` names another user's data (their id, name, address or a ticket
-    /// of theirs), read against this memory's world (the bundled one unless
-    /// [`SessionMemory::with_world`] gave another).
+    /// True when `text` names another user's data (their id, name, address or a record
+    /// of theirs), read against this memory's environment (the bundled help desk unless
+    /// [`SessionMemory::with_environment`] gave another).
     fn names_other_user(&self, text: &str) -> bool {
-        match &self.world {
-            Some(w) => w.names_other_user(&self.owner, text).is_some(),
+        match &self.env {
+            Some(env) => env.names_other_user(&self.owner, text),
             None => crate::world::bundled_names_other_user(&self.owner, text).is_some(),
         }
     }
 
-    /// The same memory reading other users' data from `world` (a row's patched world).
-    pub fn with_world(mut self, world: std::sync::Arc<crate::world::WorldData>) -> Self {
-        self.world = Some(world);
+    /// The label of a note from `source`, in this memory's environment.
+    fn label_of(&self, source: &str) -> Label {
+        match &self.env {
+            Some(env) => label_with(source, |tool| env.result_confidentiality(tool)),
+            None => label_of_source(source),
+        }
+    }
+
+    /// The same memory in `env`: its users are the ones the other-user rule looks for,
+    /// its results' confidentiality the one a note from them carries.
+    #[must_use]
+    pub fn with_environment(mut self, env: Arc<dyn Environment>) -> Self {
+        self.env = Some(env);
         self
+    }
+
+    /// The same memory in the help desk over `world` (a row's patched world).
+    #[must_use]
+    pub fn with_world(self, world: Arc<crate::world::WorldData>) -> Self {
+        self.with_environment(Arc::new(crate::world::World::new(world)))
     }
 
     /// Writes the facts the loop keeps from `observations` (in the help desk, ticket id and
@@ -322,18 +350,35 @@ impl SessionMemory {
         serde_json::to_string_pretty(&saved).map_err(|e| MemoryError::Encode(e.to_string()))
     }
 
-    /// Loads a memory; every note passes the write rules again (a tampered file cannot
-    /// smuggle in what a write would refuse) and keeps its original expiry. A note's saved
-    /// label must be its source's: one that is not refuses the whole file.
+    /// Loads a memory of the help desk; every note passes the write rules again (a
+    /// tampered file cannot smuggle in what a write would refuse) and keeps its original
+    /// expiry. A note's saved label must be its source's: one that is not refuses the whole
+    /// file.
     ///
     /// # Errors
     /// [`MemoryError::NotAMemory`] when the text is not a memory file (an unknown member
     /// included); [`MemoryError::Label`] when a note's label is not its source's.
     pub fn from_json(text: &str, clock: SharedClock) -> Result<Self, MemoryError> {
+        Self::read(text, clock, None)
+    }
+
+    /// [`SessionMemory::from_json`] of a memory in `env`: the labels are checked, and the
+    /// notes written again, under its rules.
+    ///
+    /// # Errors
+    /// As [`SessionMemory::from_json`].
+    pub fn from_json_in(text: &str, clock: SharedClock, env: Arc<dyn Environment>) -> Result<Self, MemoryError> {
+        Self::read(text, clock, Some(env))
+    }
+
+    fn read(text: &str, clock: SharedClock, env: Option<Arc<dyn Environment>>) -> Result<Self, MemoryError> {
         let saved: Saved = serde_json::from_str(text).map_err(|e| MemoryError::NotAMemory(e.to_string()))?;
+        let ttl = Duration::try_from_secs_f64(saved.ttl_s).map_err(|e| MemoryError::NotAMemory(e.to_string()))?;
+        let mut m = SessionMemory::new(&saved.owner, clock, ttl);
+        m.env = env;
         // the labels first: a tampered label refuses the file before any note is state
         for n in &saved.notes {
-            let expected = label_of_source(&n.source);
+            let expected = m.label_of(&n.source);
             if let Some(label) = n.label.filter(|l| *l != expected) {
                 return Err(MemoryError::Label {
                     key: n.key.clone(),
@@ -343,8 +388,6 @@ impl SessionMemory {
                 });
             }
         }
-        let ttl = Duration::try_from_secs_f64(saved.ttl_s).map_err(|e| MemoryError::NotAMemory(e.to_string()))?;
-        let mut m = SessionMemory::new(&saved.owner, clock, ttl);
         m.max_notes = saved.max_notes.min(64);
         m.max_chars = saved.max_chars.min(1000);
         for n in saved.notes {

@@ -50,6 +50,12 @@ pub trait Environment: Send + Sync + fmt::Debug {
     /// The control arguments of one of its consequential tools (the ones that say where an
     /// effect goes); `None` to treat every string argument of a write as control.
     fn control_arguments(&self, tool: &str) -> Option<&'static [&'static str]>;
+    /// The confidentiality of a result of `tool` that names no other user (the help desk:
+    /// a ticket is the user's own data, anything else public): what a memory note built
+    /// from such a result carries. `Public` by default.
+    fn result_confidentiality(&self, _tool: &str) -> Confidentiality {
+        Confidentiality::Public
+    }
     /// True when `text` names one of its users other than `caller` (their id, name,
     /// address or record).
     fn names_other_user(&self, caller: &str, text: &str) -> bool;
@@ -285,6 +291,10 @@ impl Environment for World {
         (tool == "send_email_draft").then_some(&["to"])
     }
 
+    fn result_confidentiality(&self, tool: &str) -> Confidentiality {
+        helpdesk_confidentiality(tool)
+    }
+
     fn names_other_user(&self, caller: &str, text: &str) -> bool {
         self.data.other_words(caller).first_in(text).is_some()
     }
@@ -360,11 +370,10 @@ pub(crate) fn helpdesk_label<'o>(
     output: &'o Output<'_>,
     world: &WorldData,
 ) -> Option<(Label, &'o str)> {
-    let confidentiality = match tool {
-        "calculator" | "remember" => return None,
-        "get_ticket" => Confidentiality::User,
-        _ => Confidentiality::Public,
-    };
+    if matches!(tool, "calculator" | "remember") {
+        return None;
+    }
+    let confidentiality = helpdesk_confidentiality(tool);
     let (other, id) = match output {
         Output::Record(r) => (r.names_other_user(world, caller), r.get("id")),
         Output::Value(v) => {
@@ -374,6 +383,12 @@ pub(crate) fn helpdesk_label<'o>(
     };
     let confidentiality = if other { Confidentiality::Other } else { confidentiality };
     Some((Label::new(Integrity::Untrusted, confidentiality), id.unwrap_or("result")))
+}
+
+/// The help desk's confidentiality of a result that names no other user: a ticket is the
+/// user's own data (a customer of theirs wrote it), anything else public.
+pub(crate) fn helpdesk_confidentiality(tool: &str) -> Confidentiality {
+    if tool == "get_ticket" { Confidentiality::User } else { Confidentiality::Public }
 }
 
 /// True when `test` holds for a member name or scalar of `value` (but `null` and

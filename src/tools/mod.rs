@@ -33,12 +33,12 @@ pub use data::ToolData;
 pub use data::{Output, Record};
 #[cfg(test)]
 pub(crate) use environment::any_string;
-pub(crate) use environment::helpdesk_fact;
 #[cfg(test)]
 pub(crate) use environment::helpdesk_label;
 pub use environment::{
     Cited, ClaimProblem, Environment, FactKind, FinalState, JudgeError, NoTools, RecordFact, RunEnd,
 };
+pub(crate) use environment::{helpdesk_confidentiality, helpdesk_fact};
 pub(crate) use search::search;
 
 /// A proposed or executed tool call.
