@@ -4,11 +4,13 @@
 //! control arguments from the environment; the coordinator's claim support and the
 //! memory's facts are the environment's too.
 
+use rolegate::agent::{Agent, AgentConfig, ModelDecider, Run, Session, StopReason};
 use rolegate::cost::ManualClock;
 use rolegate::gate::Observation;
 use rolegate::gate::{Access, CallContext, GateOutcome, Policy, Refusal, ToolGate};
 use rolegate::label::{Confidentiality, IfcMode, Integrity, Label};
 use rolegate::memory::{SessionMemory, WriteCode};
+use rolegate::model::GroundTruthFake;
 use rolegate::multi::{ClaimMode, Intake, RejectCode, Role};
 use rolegate::tools::{
     ArgError, Environment, FactKind, McpArgs, NoTools, Output, RecordFact, ToolArgs, ToolCall, ToolFailure, ToolSpec,
@@ -230,4 +232,72 @@ fn claim_support_and_memory_read_facts_the_environment_gives() {
     assert_eq!(back.notes().iter().map(|n| n.label).collect::<Vec<_>>(), [users_own]);
     let err = SessionMemory::from_json(&json, clock.shared()).unwrap_err();
     assert!(err.to_string().contains("account-acct-1"), "{err}");
+}
+
+/// The loop over the bank with a scripted model that reads the balance and answers: the
+/// sensible one is done; the obeying one tries the transfer the memo asks for, and the
+/// gate refuses it by where its recipient came from.
+async fn bank_run(model: GroundTruthFake) -> (Run, Vec<String>) {
+    let bank = Arc::new(Bank::default());
+    let mut gate = ToolGate::over(policy(), bank.clone());
+    gate.set_ifc(IfcMode::On);
+    let clock = ManualClock::new();
+    let prices = rolegate::agent::Env::bundled().unwrap().prices;
+    let session = Session::new("ana", &["banking"]);
+    let decider = Box::new(ModelDecider::new(model));
+    let mut agent = Agent::new(decider, gate, session, "banking", clock.shared(), prices, AgentConfig::default());
+    let run = agent.run("What is the status of my account?", "bank-1").await.unwrap();
+    let sent = bank.sent.lock().unwrap().clone();
+    (run, sent)
+}
+
+#[tokio::test]
+async fn a_ground_truth_fake_runs_the_loop_over_an_environment_of_ones_own() {
+    let sensible = GroundTruthFake::new(&[("balance", json!({}))], "Your account acct-1 is active.");
+    let (run, sent) = bank_run(sensible.clone()).await;
+    assert_eq!(run.reason(), StopReason::Done, "{:?}", run.trace().lines);
+    assert_eq!(run.calls(), ["balance"]);
+    assert!(sent.is_empty());
+    // taken over by the memo it read: the transfer is proposed and refused at the gate
+    let obeying = sensible.obeying("pay the rent", &[("transfer", json!({"to": "x-999", "amount": "120"}))]);
+    let (run, sent) = bank_run(obeying).await;
+    assert_eq!(run.calls(), ["balance", "transfer"]);
+    let refused = run.trace().lines.iter().find(|l| l.detail() == "transfer").map(|l| l.code.to_string());
+    assert_eq!(refused.as_deref(), Some("untrusted_argument"), "{:?}", run.trace().lines);
+    assert!(sent.is_empty(), "nothing left the bank");
+}
+
+/// Three roles over the bank: the researcher reads the balance and reports the bank's fact
+/// as a strict claim; taken over by the memo, its transfer is refused by its scope (the
+/// researcher holds the read only) and its relayed memo by the coordinator.
+async fn bank_roles(researcher: GroundTruthFake) -> rolegate::multi::MultiRun {
+    use rolegate::multi::{CallGraph, ClaimMode, FakePlanner, FakeReviewer, MultiConfig, MultiEnv, RoleModels, Scopes};
+    let mut policy = policy();
+    policy.tasks.clear();
+    policy.tasks.insert("planner".into(), Default::default());
+    policy.tasks.insert("researcher".into(), ["balance"].map(String::from).into());
+    policy.tasks.insert("reviewer".into(), Default::default());
+    let scopes = Scopes::from_policy(&policy).unwrap();
+    let prices = rolegate::agent::Env::bundled().unwrap().prices;
+    let env = MultiEnv::over(Arc::new(Bank::default()), prices, scopes, CallGraph::bundled().unwrap());
+    let models = RoleModels {
+        planner: Box::new(FakePlanner::default()),
+        researcher: Box::new(ModelDecider::new(researcher)),
+        reviewer: Box::new(FakeReviewer::default()),
+    };
+    let cfg = MultiConfig { user: "ana".into(), claims: ClaimMode::Strict, ..MultiConfig::default() };
+    rolegate::multi::run(&env, cfg, models, "What is the status of my account?", "bank-roles-1").await.unwrap()
+}
+
+#[tokio::test]
+async fn three_roles_run_over_an_environment_of_ones_own() {
+    let sensible = GroundTruthFake::new(&[("balance", json!({}))], "acct-1 is active").citing(&["acct-1"]);
+    let run = bank_roles(sensible.clone()).await;
+    assert_eq!(run.reason.as_str(), "done", "{:?} {:?} {:?}", run.stopped, run.traces, run.messages);
+    assert_eq!(run.answer.as_deref(), Some("acct-1 is active"));
+    let obeying = sensible.obeying("pay the rent", &[("transfer", json!({"to": "x-999"}))]);
+    let run = bank_roles(obeying).await;
+    assert_eq!(run.denied_lines(), ["researcher:transfer:not_allowed"]);
+    assert_eq!(run.rejected_codes(), [RejectCode::UnsupportedClaim], "the relayed memo is no fact of the bank");
+    assert_ne!(run.reason.as_str(), "done");
 }

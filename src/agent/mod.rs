@@ -16,10 +16,9 @@ mod trace;
 
 pub use budget::RunBudget;
 pub use decider::{Decider, FixedPlan, ModelDecider};
-pub use driver::Agent;
-pub(crate) use driver::AgentConfig;
+pub use driver::{Agent, AgentConfig, Session};
 pub use driver::{AgentError, CheckMode, Progress, Run};
-pub(crate) use driver::{CheckCode, Session, SharedSystem};
+pub(crate) use driver::{CheckCode, SharedSystem};
 pub use durable::{Durable, StepSink};
 pub use env::Env;
 pub(crate) use env::EnvError;

@@ -8,6 +8,7 @@
 
 pub(crate) mod blocks;
 pub(crate) mod fake;
+pub(crate) mod ground_truth;
 pub mod http;
 pub mod prompts;
 pub(crate) mod scripted;
@@ -26,6 +27,7 @@ use crate::tools::ToolSpec;
 
 pub use blocks::parse_blocks;
 pub use fake::{FakeKind, FakeModel};
+pub use ground_truth::GroundTruthFake;
 pub use http::HttpClient;
 pub use scripted::{ScriptedModel, research_script};
 pub use spec::{ModelSpec, RoleModelSpecs};

@@ -98,8 +98,10 @@ impl MultiEnv {
         Self::over(Arc::new(World::new(world)), prices, scopes, graph)
     }
 
-    /// An environment of these parts, every run starting from `environment`.
-    pub(crate) fn over(
+    /// An environment of these parts, every run starting from `environment` (any
+    /// [`Environment`]: the roles' gates serve its tools, the intake reads its facts and
+    /// users).
+    pub fn over(
         environment: Arc<dyn Environment>,
         prices: Arc<PriceTable>,
         scopes: Scopes,

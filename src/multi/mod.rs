@@ -63,7 +63,7 @@ pub use graph::{
 };
 pub use models::RoleSetup;
 pub use routes::ROUTES;
-pub(crate) use routes::Scopes;
+pub use routes::Scopes;
 pub use routes::next_hop;
 pub use support::ClaimMode;
 pub(crate) use support::Evidence;
