@@ -8,34 +8,28 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// How many of an environment's tools are counted in slots.
-const SLOTS: usize = 8;
+const SLOTS: usize = 6;
 
-/// The call counts of one run, by tool.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The call counts of one run, by tool. The slots stand for the first [`SLOTS`] tools of
+/// the gate's environment: each method is handed those names (`names`), always the same
+/// ones for one gate, rather than the counts holding them for every run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct RunCounts {
-    /// The environment's tool names; the first [`SLOTS`] of them have a slot.
-    names: &'static [&'static str],
     /// The count of `names[i]` (a count restored as 0 is kept as given).
     slots: [Option<u32>; SLOTS],
     /// Every other tool's count, keyed by its `'static` name when the gate knows it.
     other: BTreeMap<Cow<'static, str>, u32>,
 }
 
+/// The slot of `tool` among `names`, if it has one.
+fn slot(names: &[&str], tool: &str) -> Option<usize> {
+    names.iter().take(SLOTS).position(|n| *n == tool)
+}
+
 impl RunCounts {
-    /// No calls yet, with a slot for each of the first [`SLOTS`] of `names` (the tools of the
-    /// gate's environment).
-    pub(super) fn over(names: &'static [&'static str]) -> Self {
-        Self { names, slots: [None; SLOTS], other: BTreeMap::new() }
-    }
-
-    /// The slot of `tool`, if it has one.
-    fn slot(&self, tool: &str) -> Option<usize> {
-        self.names.iter().take(SLOTS).position(|n| *n == tool)
-    }
-
     /// The count of `tool`, if it has one.
-    pub(super) fn get(&self, tool: &str) -> Option<u32> {
-        match self.slot(tool) {
+    pub(super) fn get(&self, names: &[&str], tool: &str) -> Option<u32> {
+        match slot(names, tool) {
             Some(i) => self.slots[i],
             None => self.other.get(tool).copied(),
         }
@@ -43,8 +37,8 @@ impl RunCounts {
 
     /// Sets the count of `tool` to `n`; `key` names a tool without a slot (called only
     /// when it has no count yet).
-    pub(super) fn set(&mut self, tool: &str, n: u32, key: impl FnOnce() -> Cow<'static, str>) {
-        match self.slot(tool) {
+    pub(super) fn set(&mut self, names: &[&str], tool: &str, n: u32, key: impl FnOnce() -> Cow<'static, str>) {
+        match slot(names, tool) {
             Some(i) => self.slots[i] = Some(n),
             None => match self.other.get_mut(tool) {
                 Some(count) => *count = n,
@@ -56,8 +50,8 @@ impl RunCounts {
     }
 
     /// Every tool's count, by name.
-    pub(super) fn to_map(&self) -> BTreeMap<String, u32> {
-        let slots = self.names.iter().zip(self.slots).filter_map(|(name, n)| n.map(|n| ((*name).to_string(), n)));
+    pub(super) fn to_map(&self, names: &[&str]) -> BTreeMap<String, u32> {
+        let slots = names.iter().zip(self.slots).filter_map(|(name, n)| n.map(|n| ((*name).to_string(), n)));
         slots.chain(self.other.iter().map(|(tool, n)| (tool.to_string(), *n))).collect()
     }
 }
@@ -102,19 +96,19 @@ mod tests {
     fn check_against_the_map(env_names: &'static [&'static str], names: &[String]) {
         let mut seed = 7u64;
         for _ in 0..200 {
-            let (mut counts, mut reference) = (RunCounts::over(env_names), Reference::default());
+            let (mut counts, mut reference) = (RunCounts::default(), Reference::default());
             for _ in 0..12 {
                 seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
                 let tool = &names[(seed >> 33) as usize % names.len()];
                 let n = ((seed >> 20) % 4) as u32;
                 let key = || Cow::Owned(tool.clone());
-                assert_eq!(counts.get(tool), reference.get(tool), "{tool}");
-                counts.set(tool, n, key);
+                assert_eq!(counts.get(env_names, tool), reference.get(tool), "{tool}");
+                counts.set(env_names, tool, n, key);
                 reference.set(tool, n, key);
                 for name in names {
-                    assert_eq!(counts.get(name), reference.get(name), "{name}");
+                    assert_eq!(counts.get(env_names, name), reference.get(name), "{name}");
                 }
-                assert_eq!(counts.to_map(), reference.to_map());
+                assert_eq!(counts.to_map(env_names), reference.to_map());
             }
         }
     }

@@ -634,7 +634,7 @@ impl ToolGate {
 
     /// How many calls of `tool` `run_id` has made through this gate.
     pub fn count(&self, run_id: &str, tool: &str) -> u32 {
-        self.counts.get(run_id).and_then(|c| c.get(tool)).unwrap_or(0)
+        self.counts.get(run_id).and_then(|c| c.get(self.registry.env().tool_names(), tool)).unwrap_or(0)
     }
 
     /// Sets the counters of `run_id` (used when a run resumes from a checkpoint).
@@ -643,16 +643,16 @@ impl ToolGate {
             return;
         }
         let names = self.registry.env().tool_names();
-        let of_run = self.counts.entry(run_id.into()).or_insert_with(|| RunCounts::over(names));
+        let of_run = self.counts.entry(run_id.into()).or_default();
         for (tool, n) in counts {
-            of_run
-                .set(tool, *n, || self.registry.name_of(tool).map_or_else(|| Cow::Owned(tool.clone()), Cow::Borrowed));
+            let key = || self.registry.name_of(tool).map_or_else(|| Cow::Owned(tool.clone()), Cow::Borrowed);
+            of_run.set(names, tool, *n, key);
         }
     }
 
     /// The counters of `run_id`, by tool.
     pub fn counts_of(&self, run_id: &str) -> BTreeMap<String, u32> {
-        self.counts.get(run_id).map(RunCounts::to_map).unwrap_or_default()
+        self.counts.get(run_id).map(|c| c.to_map(self.registry.env().tool_names())).unwrap_or_default()
     }
 
     fn record(&mut self, call: &ToolCall, run_id: &str, caller: &str, outcome: GateCode) {
@@ -931,12 +931,10 @@ impl ToolGate {
         }
         let of_run = match self.counts.get_mut(run_id) {
             Some(c) => c,
-            None => {
-                self.counts.entry(run_id.into()).or_insert_with(|| RunCounts::over(self.registry.env().tool_names()))
-            }
+            None => self.counts.entry(run_id.into()).or_default(),
         };
         let registry = &self.registry;
-        of_run.set(&call.name, used + 1, || {
+        of_run.set(registry.env().tool_names(), &call.name, used + 1, || {
             registry.name_of(&call.name).map_or_else(|| Cow::Owned(call.name.clone()), Cow::Borrowed)
         });
         if access == Access::Internal {
