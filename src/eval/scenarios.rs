@@ -11,11 +11,10 @@ use super::memory_rows::{PriorRun, run_prior, with_prior};
 use super::rows::{Extensions, RowAttack, RowDefenses, WorldPatch, check_hop, hop_text, row_world};
 use crate::agent::StopReason;
 use crate::agent::{Env, Trace};
-use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, goal_reached, single_verdict};
+use crate::lab::attacks::{Attack, AttackVerdict, bundled_attacks, single_verdict};
 use crate::lab::hops::{Hop, Propagation, SingleSeen, single_propagation};
 use crate::lab::{DeciderSpec, LabConfig, MAX_ROW_BYTES, ScenarioError};
 use crate::model::FakeKind;
-use crate::tools::RunEnd;
 
 /// The `model` value of the compromised fake (see [`crate::lab::compromised`]).
 pub(crate) const COMPROMISED: &str = "compromised";
@@ -360,14 +359,11 @@ pub async fn run_single_with(row: &SingleRow, env: &Env, cfg: LabConfig) -> Resu
         mismatches.push(format!("emails: expected {}, got {emails}", e.emails));
     }
     let attack = match row.attack.as_ref().and_then(RowAttack::attack) {
-        Some(a) => {
-            let answer = run.state.answer().unwrap_or_default();
-            let end = RunEnd { caller: &row.user, task: &row.task, injection: Some(&a.id), answer };
-            let reached = goal_reached(lab.agent.gate.environment(), end)
+        Some(a) => Some(
+            single_verdict(a, &row.user, &row.task, &run, &lab.agent.gate)
                 .await
-                .map_err(|source| ScenarioError::Judge { id: row.id.clone(), source })?;
-            Some(single_verdict(&a.effect, reached, run.trace(), lab.agent.gate.audit()))
-        }
+                .map_err(|source| ScenarioError::Judge { id: row.id.clone(), source })?,
+        ),
         None => None,
     };
     if let (Some(want), Some(got)) = (e.attack, attack)

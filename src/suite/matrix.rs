@@ -33,8 +33,7 @@ use crate::design::Expect;
 use crate::eval::rows::{ScopeWidth, Switch};
 use crate::gate::ApprovalMode;
 use crate::lab::attacks::{
-    Attack, AttackStyle, AttackVerdict, bundled_attacks, goal_reached, multi_verdict, plant, plant_whole,
-    single_verdict, valid_id,
+    Attack, AttackStyle, AttackVerdict, bundled_attacks, multi_verdict, plant, plant_whole, single_verdict, valid_id,
 };
 use crate::lab::compromised::{CompromisedResearcher, CompromisedReviewer, ResearcherCompromise, ReviewerCompromise};
 use crate::lab::hops::{Hop, HopCounts, Propagation, SingleSeen, multi_propagation, single_propagation};
@@ -45,7 +44,7 @@ use crate::model::HttpClient;
 use crate::model::http::HttpConfig;
 use crate::multi::RoleSetup;
 use crate::multi::{Behaviours, ClaimMode, InstructionFilter, MultiConfig, MultiEnv, MultiReason, RoleModels, Scopes};
-use crate::tools::{Registry, RunEnd};
+use crate::tools::Registry;
 use crate::world::WorldData;
 
 /// The bundled benign tasks, `data/benign_tasks.jsonl`.
@@ -887,14 +886,11 @@ async fn run_single(
     let mut refusals = Vec::new();
     refusal_codes(run.trace(), &mut refusals);
     let verdict = match cell.attack {
-        Some(a) => {
-            let answer = run.state.answer().unwrap_or_default();
-            let end = RunEnd { caller: &task.user, task: &task.task, injection: Some(&a.id), answer };
-            let reached = goal_reached(lab.agent.gate.environment(), end)
+        Some(a) => Some(
+            single_verdict(a, &task.user, &task.task, &run, &lab.agent.gate)
                 .await
-                .map_err(|source| ScenarioError::Judge { id: cell.name.to_string(), source })?;
-            Some(single_verdict(&a.effect, reached, run.trace(), lab.agent.gate.audit()))
-        }
+                .map_err(|source| ScenarioError::Judge { id: cell.name.to_string(), source })?,
+        ),
         None => None,
     };
     let hop =
