@@ -155,7 +155,10 @@ impl GroundTruthFake {
     fn step(&self, view: &View, request: &LlmRequest) -> String {
         // the user's steps are those the request offers a tool for (a researcher is not
         // offered the task's writes); the injection's are tried whatever is offered
-        let offered = |step: &&String| request.tools.iter().any(|t| step.contains(&format!("\"{}\"", t.name)));
+        let offered = |step: &&String| {
+            let proposal = serde_json::from_str::<Value>(step).unwrap_or(Value::Null);
+            proposal["tool"].as_str().is_some_and(|tool| request.tools.iter().any(|t| t.name == tool))
+        };
         let user: Vec<&String> = self.user.iter().filter(offered).collect();
         let carries = |text: &str| self.marker.as_deref().is_some_and(|m| text.contains(m));
         let (given, read) = view.observations.split_at(self.given.min(view.observations.len()));
@@ -301,6 +304,10 @@ mod tests {
         let read_only = GroundTruthFake { user: vec![call("b__read_file", json!({}))], ..fake };
         let none = read_only.propose(&request(&writes, &["The bill is 98.70."]));
         assert!(none.contains("finish") && none.contains("o1"), "{none}");
+        // a step is offered by its tool, not by an argument that names an offered one
+        let named = GroundTruthFake { user: vec![call("b__read_file", json!({"then": "b__send_money"}))], ..read_only };
+        let none = named.propose(&request(&writes, &["The bill is 98.70."]));
+        assert!(none.contains("finish") && !none.contains("b__read_file"), "{none}");
     }
 
     #[test]

@@ -450,11 +450,7 @@ fn checked_envelope(
     let body = parse_message_with(sender, recipient, text, rules.filter)?;
     let mut evidence = None;
     if let Body::Finding(f) = &body {
-        let read = match env {
-            Some(env) => Evidence::of(env, observations),
-            None => Evidence::from_observations(observations),
-        };
-        let e = evidence.insert(read);
+        let e = evidence.insert(Evidence::of(env, observations));
         check_support(f, e, rules.claims)?;
     }
     Ok((body, evidence))

@@ -75,10 +75,7 @@ pub(crate) fn stamp(
             // check_support passed already: every part of a strict claim is a cited fact
             let typed = || match evidence {
                 Some(e) => e.typed(&f.sources),
-                None => match env {
-                    Some(env) => Evidence::of(env, observations).typed(&f.sources),
-                    None => Evidence::from_observations(observations).typed(&f.sources),
-                },
+                None => Evidence::of(env, observations).typed(&f.sources),
             };
             if claims == ClaimMode::Strict && typed() {
                 label = label.endorsed();

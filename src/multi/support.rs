@@ -97,14 +97,17 @@ pub(crate) struct Evidence {
 
 impl Evidence {
     /// Rebuilds facts from observations, reading each successful one as `env` says
-    /// ([`Environment::fact`]). Anything that gives no fact yields nothing, so a claim
-    /// resting on it is unsupported (fail closed).
-    pub(crate) fn of(env: &dyn Environment, observations: &[Observation]) -> Self {
-        Self::read(observations, |tool, text| env.fact(tool, text))
+    /// ([`Environment::fact`]; the help desk's, rolegate's default, when `None`). Anything
+    /// that gives no fact yields nothing, so a claim resting on it is unsupported (fail
+    /// closed).
+    pub(crate) fn of(env: Option<&dyn Environment>, observations: &[Observation]) -> Self {
+        match env {
+            Some(env) => Self::read(observations, |tool, text| env.fact(tool, text)),
+            None => Self::from_observations(observations),
+        }
     }
 
-    /// [`Evidence::of`] the help desk, rolegate's default environment (what a check with no
-    /// environment named reads, as the bundled rows and fakes do).
+    /// [`Evidence::of`] the help desk (what the bundled rows and fakes read).
     pub(crate) fn from_observations(observations: &[Observation]) -> Self {
         Self::read(observations, helpdesk_fact)
     }

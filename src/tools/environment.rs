@@ -462,7 +462,7 @@ mod tests {
         World::new(Arc::new(WorldData::bundled().unwrap()))
     }
 
-    fn tokio_test_block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
     }
 
@@ -488,7 +488,7 @@ mod tests {
         desk.outbox.send("kwame@example.com", "s", "b", "k1");
         let end = |caller| RunEnd { caller, task: "reply", injection: None, answer: "" };
         let judged = |desk: &World, caller| {
-            let state = tokio_test_block_on(desk.judge(end(caller))).unwrap().unwrap();
+            let state = block_on(desk.judge(end(caller))).unwrap().unwrap();
             (state.utility, state.attacker_goal)
         };
         assert_eq!(judged(&desk, "kwame"), (None, Some(false)), "mail to the caller's own address");
@@ -516,7 +516,7 @@ mod tests {
         assert_eq!(desk.fact("get_ticket", r#"{"id":602,"status":"open"}"#), None, "not a text id");
         assert_eq!(desk.fact("get_ticket", "error not_found: no ticket T-603"), None);
         // escaped text is read unescaped
-        let escaped = desk.fact("get_ticket", r#"{"id":"T-6","status":"on_hold"}"#).unwrap();
+        let escaped = desk.fact("get_ticket", r#"{"id":"T\u002d6","status":"on\u005fhold"}"#).unwrap();
         assert_eq!(escaped.text(), "T-6 status is on_hold");
         assert_eq!(NoTools.fact("get_ticket", ticket), None, "an environment without records has no facts");
         // a reviewer re-reads a cited document, not a ticket
