@@ -37,7 +37,41 @@ fn notes(variant: &str) -> ServerSpec {
         args: vec![script.display().to_string()],
         env: BTreeMap::from([("NOTES_VARIANT".to_string(), variant.to_string())]),
         start_timeout_ms: 30_000,
+        ..ServerSpec::default()
     }
+}
+
+/// The notes server of `variant` started over streamable HTTP on a free loopback port, and
+/// the spec that reaches it. Ready once its web server says it runs; the child is killed
+/// when the returned handle drops.
+async fn notes_over_http(variant: &str) -> (tokio::process::Child, ServerSpec) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/notes_server.py");
+    let mut child = tokio::process::Command::new(python())
+        .arg(script)
+        .env("NOTES_VARIANT", variant)
+        .env("NOTES_HTTP_PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let up = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("Uvicorn running on") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(up, Ok(true), "the notes server did not come up on port {port}");
+    // the server's log is drained, so a full pipe never stalls it
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    (child, ServerSpec { url: Some(url), start_timeout_ms: 30_000, ..ServerSpec::default() })
 }
 
 fn servers(variant: &str) -> McpServers {
@@ -241,4 +275,38 @@ async fn mcp_tools_a_call_past_the_gates_timeout_is_cancelled_at_the_server() {
         }
     }
     assert_eq!(cancelled, 1);
+}
+
+#[tokio::test]
+#[ignore = "needs a Python with mcp: bridge/agentdojo/install.sh; .ci/run runs it"]
+async fn mcp_tools_a_server_over_streamable_http_is_pinned_scoped_and_parked_as_one_on_stdio() {
+    let pins = reviewed_pins().await;
+    let (_server, spec) = notes_over_http("plain").await;
+    // the same definitions give the same digests, whatever carries them
+    let listed = McpServer::inspect("notes", &spec).await.unwrap();
+    let over_http: BTreeMap<String, String> = listed.into_iter().map(|t| (t.name, t.digest)).collect();
+    assert_eq!(over_http, pins);
+    let servers = McpServers { servers: BTreeMap::from([("notes".to_string(), spec)]) };
+    let mut g = gate(policy(&pins, &["notes__read_note", "notes__add_note"]));
+    g.connect_mcp(&servers).await.unwrap();
+    let out = g.run_async(&call("notes__read_note", json!({"note_id": "n1"})), CX()).await;
+    let GateOutcome::Ok(data) = &out else { panic!("{out:?}") };
+    assert_eq!(data.value()["text"], "Standup moved to 10:00.");
+    assert_eq!(g.taint().label().integrity, Integrity::Untrusted);
+    // a tool the policy does not name is not there; a write parks
+    assert_eq!(g.run_async(&call("notes__delete_all", json!({})), CX()).await.code(), GateCode::NotAllowed);
+    let parked = g.run_async(&call("notes__add_note", json!({"text": "Buy milk."})), CX()).await;
+    assert!(matches!(parked, GateOutcome::NeedsApproval { .. }), "{parked:?}");
+    let audit: Vec<&str> = g.audit().iter().map(|e| e.outcome.as_str()).collect();
+    assert_eq!(audit, ["ok", "not_allowed", "needs_approval"]);
+}
+
+#[tokio::test]
+#[ignore = "needs a Python with mcp: bridge/agentdojo/install.sh; .ci/run runs it"]
+async fn mcp_tools_a_changed_tool_over_streamable_http_refuses_the_server_by_name() {
+    let pins = reviewed_pins().await;
+    let (_server, spec) = notes_over_http("rug").await;
+    let servers = McpServers { servers: BTreeMap::from([("notes".to_string(), spec)]) };
+    let err = gate(policy(&pins, &["notes__read_note"])).connect_mcp(&servers).await.unwrap_err();
+    assert_eq!(err.code(), "mcp_tool_changed", "{err}");
 }

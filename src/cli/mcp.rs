@@ -21,7 +21,7 @@ pub(crate) struct McpListArgs {
     json: bool,
 }
 
-/// Starts each server, lists its tools and stops it. Exit 0 when every tool is usable,
+/// Starts (or reaches) each server, lists its tools and lets it go. Exit 0 when every tool is usable,
 /// 1 when any has a problem, 2 for a bad file or a server that cannot be listed.
 pub(crate) async fn list(args: &McpListArgs) -> u8 {
     let text = match std::fs::read_to_string(&args.servers) {

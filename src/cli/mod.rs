@@ -401,7 +401,7 @@ impl Exporters {
 /// `rolegate mcp …`.
 #[derive(clap::Subcommand, Debug)]
 pub enum McpCommand {
-    /// Start each server, list its tools (name, digest, problems) and stop it; exit 1 when
+    /// Start (or reach) each server, list its tools (name, digest, problems) and let it go; exit 1 when
     /// a tool has a problem (a poisoned description, a schema that cannot be checked).
     List(mcp::McpListArgs),
 }

@@ -249,7 +249,14 @@ impl Bridge {
         if let Some(i) = injection {
             args.extend(["--injection-task".into(), i.into(), "--attack".into(), self.attack.clone()]);
         }
-        ServerSpec { command: self.python.display().to_string(), args, env: BTreeMap::new(), start_timeout_ms: 60_000 }
+        ServerSpec {
+            command: self.python.display().to_string(),
+            args,
+            env: BTreeMap::new(),
+            url: None,
+            token_env: None,
+            start_timeout_ms: 60_000,
+        }
     }
 
     /// Grades the state a run left behind, with the run's final answer.

@@ -1,5 +1,6 @@
 """A small notes server for rolegate's MCP tests, written with FastMCP from the `mcp`
-package on PyPI and run on stdio by the tests.
+package on PyPI and run on stdio by the tests (over streamable HTTP on 127.0.0.1 when
+NOTES_HTTP_PORT names a port).
 
 NOTES_VARIANT picks how it behaves:
   plain      three tools: read_note (reads), add_note (writes), delete_all (writes)
@@ -80,4 +81,10 @@ if VARIANT == "slow":
 
 
 if __name__ == "__main__":
-    app.run("stdio")
+    port = os.environ.get("NOTES_HTTP_PORT")
+    if port:
+        app.settings.host = "127.0.0.1"
+        app.settings.port = int(port)
+        app.run("streamable-http")
+    else:
+        app.run("stdio")

@@ -1,7 +1,8 @@
 //! Tools served by MCP servers, put behind a gate like any built-in tool.
 //!
-//! A server is a child process speaking MCP on stdio, started with the official Rust SDK
-//! (`rmcp`). Everything it says is untrusted input, its tool list included:
+//! A server is a child process speaking MCP on stdio, or a running server reached over
+//! streamable HTTP (plain `http`, for loopback or a network one trusts), both through the
+//! official Rust SDK (`rmcp`). Everything it says is untrusted input, its tool list included:
 //! - **a tool is used only when the policy names it** (`<server>__<tool>` in a task), and
 //!   only when the policy pins its definition by digest ([`digest`]: SHA-256 over its
 //!   name, description, input schema and annotations). A named tool without a pin is
@@ -32,7 +33,8 @@ use rmcp::model::{
     ClientRequest, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -71,15 +73,21 @@ impl McpServers {
         if let Some(bad) = servers.servers.keys().find(|n| !good_server_name(n)) {
             return Err(McpError::BadConfig(format!("server name {bad:?}: must be [a-z][a-z0-9_]* without `__`")));
         }
+        for (name, spec) in &servers.servers {
+            spec.check().map_err(|why| McpError::BadConfig(format!("server {name}: {why}")))?;
+        }
         Ok(servers)
     }
 }
 
-/// How to start one server on stdio.
+/// How to reach one server: a program rolegate starts and speaks to on stdio (`command`,
+/// `args`, `env`), or a server already running that speaks streamable HTTP (`url`, and
+/// `token_env` when it wants a bearer token). One or the other, never both.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSpec {
-    /// The program.
+    /// The program (stdio).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub command: String,
     /// Its arguments.
     #[serde(default)]
@@ -87,9 +95,56 @@ pub struct ServerSpec {
     /// Variables added to its environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The server's MCP endpoint (streamable HTTP), `http://host:port/path`. Plain HTTP
+    /// only: TLS is not built in, so a server elsewhere is reached through a tunnel or a
+    /// proxy on loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The environment variable holding the bearer token `url` wants, if any (the token
+    /// itself never sits in the file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
     /// Most time for starting, the handshake and each listing of tools, in milliseconds.
     #[serde(default = "default_start_ms")]
     pub start_timeout_ms: u64,
+}
+
+impl ServerSpec {
+    /// Why this spec cannot reach a server, if it cannot: neither or both of `command` and
+    /// `url`, a URL that is not `http://host…` (or carries a user name or password), a
+    /// token variable without a URL or with a bad name.
+    ///
+    /// # Errors
+    /// The reason, in words.
+    pub fn check(&self) -> Result<(), String> {
+        let Some(url) = &self.url else {
+            if self.command.is_empty() {
+                return Err("needs a `command` (stdio) or a `url` (streamable HTTP)".into());
+            }
+            return match self.token_env {
+                Some(_) => Err("`token_env` goes with a `url`".into()),
+                None => Ok(()),
+            };
+        };
+        if !self.command.is_empty() || !self.args.is_empty() || !self.env.is_empty() {
+            return Err("a server is started (`command`, `args`, `env`) or reached (`url`), not both".into());
+        }
+        let parsed = reqwest::Url::parse(url).map_err(|e| format!("url {url:?}: {e}"))?;
+        if parsed.scheme() != "http" || parsed.host_str().is_none_or(str::is_empty) {
+            return Err(format!("url {url:?}: must be http://host[:port]/path (TLS is not built in)"));
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(format!("url {url:?}: no user name or password in it (name a `token_env`)"));
+        }
+        let good_var = |v: &str| {
+            v.bytes().next().is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+                && v.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        };
+        match &self.token_env {
+            Some(var) if !good_var(var) => Err(format!("token_env {var:?}: must be [A-Z_][A-Z0-9_]*")),
+            _ => Ok(()),
+        }
+    }
 }
 
 fn default_start_ms() -> u64 {
@@ -564,20 +619,36 @@ fn listed(server: &str, tool: &rmcp::model::Tool, siblings: &[&str]) -> Listed {
     }
 }
 
-/// Starts the child process, shakes hands and lists its tools, each step in time.
+/// Starts the child process (or reaches the HTTP endpoint), shakes hands and lists its
+/// tools, each step in time.
 async fn start(
     name: &str,
     spec: &ServerSpec,
 ) -> Result<(RunningService<RoleClient, Watch>, Vec<rmcp::model::Tool>), McpError> {
     let unavailable = |message: String| McpError::Unavailable { server: name.to_string(), message };
+    spec.check().map_err(|why| McpError::BadConfig(format!("server {name}: {why}")))?;
     let limit = Duration::from_millis(spec.start_timeout_ms);
-    let mut command = tokio::process::Command::new(&spec.command);
-    command.args(&spec.args).envs(&spec.env).kill_on_drop(true);
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| unavailable(format!("cannot start {:?}: {e}", spec.command)))?;
-    let service = match tokio::time::timeout(limit, Watch::default().serve(transport)).await {
+    let handshake = match &spec.url {
+        Some(url) => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(var) = &spec.token_env {
+                let token = std::env::var(var).map_err(|_| unavailable(format!("token_env {var} is not set")))?;
+                config = config.auth_header(token);
+            }
+            let transport = StreamableHttpClientTransport::from_config(config);
+            tokio::time::timeout(limit, Watch::default().serve(transport)).await
+        }
+        None => {
+            let mut command = tokio::process::Command::new(&spec.command);
+            command.args(&spec.args).envs(&spec.env).kill_on_drop(true);
+            let (transport, _stderr) = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| unavailable(format!("cannot start {:?}: {e}", spec.command)))?;
+            tokio::time::timeout(limit, Watch::default().serve(transport)).await
+        }
+    };
+    let service = match handshake {
         Ok(Ok(service)) => service,
         Ok(Err(e)) => return Err(unavailable(format!("handshake failed: {e}"))),
         Err(_) => return Err(unavailable(format!("no handshake within {} ms", spec.start_timeout_ms))),
@@ -635,5 +706,51 @@ mod tests {
         assert!(McpServers::from_json(r#"{"servers": {"a__b": {"command": "x"}}}"#).is_err());
         assert!(McpServers::from_json(r#"{"servers": {"notes": {"command": "x", "cwd": "/"}}}"#).is_err());
         assert!(McpServers::from_json(r#"{"servers": {"notes": {"command": "x"}}}"#).is_ok());
+    }
+
+    #[test]
+    fn a_server_is_started_on_stdio_or_reached_over_http_never_both_and_never_with_a_secret_in_the_file() {
+        let read = |spec: &str| McpServers::from_json(&format!(r#"{{"servers": {{"notes": {spec}}}}}"#));
+        for good in [
+            r#"{"command": "x"}"#,
+            r#"{"url": "http://127.0.0.1:8000/mcp"}"#,
+            r#"{"url": "http://notes.internal/mcp", "token_env": "NOTES_TOKEN", "start_timeout_ms": 5000}"#,
+        ] {
+            assert!(read(good).is_ok(), "{good}: {:?}", read(good));
+        }
+        for (bad, why) in [
+            (r#"{}"#, "needs a `command`"),
+            (r#"{"args": ["x"]}"#, "needs a `command`"),
+            (r#"{"command": "x", "url": "http://127.0.0.1/mcp"}"#, "not both"),
+            (r#"{"url": "http://127.0.0.1/mcp", "env": {"A": "b"}}"#, "not both"),
+            (r#"{"url": "https://notes.example/mcp"}"#, "TLS is not built in"),
+            (r#"{"url": "ftp://127.0.0.1/mcp"}"#, "must be http://"),
+            (r#"{"url": "127.0.0.1:8000/mcp"}"#, "url"),
+            (r#"{"url": "http://ana:pw@127.0.0.1/mcp"}"#, "no user name or password"),
+            (r#"{"command": "x", "token_env": "NOTES_TOKEN"}"#, "goes with a `url`"),
+            (r#"{"url": "http://127.0.0.1/mcp", "token_env": "notes-token"}"#, "[A-Z_]"),
+            (r#"{"url": "http://127.0.0.1/mcp", "headers": {"a": "b"}}"#, "unknown field"),
+        ] {
+            let err = read(bad).unwrap_err();
+            assert_eq!(err.code(), "mcp_bad_config");
+            assert!(err.to_string().contains(why), "{bad}: {err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_spec_built_in_code_is_checked_too_and_a_missing_token_is_named_before_any_connection() {
+        let both =
+            ServerSpec { command: "x".into(), url: Some("http://127.0.0.1/mcp".into()), ..ServerSpec::default() };
+        let err = McpServer::inspect("notes", &both).await.unwrap_err();
+        assert_eq!(err.code(), "mcp_bad_config", "{err}");
+        let var = "ROLEGATE_TEST_MCP_TOKEN_NEVER_SET";
+        let spec = ServerSpec {
+            url: Some("http://127.0.0.1:9/mcp".into()),
+            token_env: Some(var.into()),
+            ..ServerSpec::default()
+        };
+        let err = McpServer::inspect("notes", &spec).await.unwrap_err();
+        assert_eq!(err.code(), "mcp_unavailable");
+        assert!(err.to_string().contains(&format!("token_env {var} is not set")), "{err}");
     }
 }
