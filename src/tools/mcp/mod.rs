@@ -112,11 +112,9 @@ pub struct ServerSpec {
 impl ServerSpec {
     /// Why this spec cannot reach a server, if it cannot: neither or both of `command` and
     /// `url`, a URL that is not `http://host…` (or carries a user name or password), a
-    /// token variable without a URL or with a bad name.
-    ///
-    /// # Errors
-    /// The reason, in words.
-    pub fn check(&self) -> Result<(), String> {
+    /// token variable without a URL or with a bad name. Callers name the server in the
+    /// [`McpError::BadConfig`] they make of it.
+    fn check(&self) -> Result<(), String> {
         let Some(url) = &self.url else {
             if self.command.is_empty() {
                 return Err("needs a `command` (stdio) or a `url` (streamable HTTP)".into());
