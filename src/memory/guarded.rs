@@ -3,8 +3,9 @@
 //!
 //! The `remember` tool has a single argument, `from_observation`. The note's key and text
 //! are built in code from that observation (the environment's [`Environment::fact`]: in
-//! the help desk, a ticket's id and status, nothing else), then pass the [`SessionMemory`] write rules and a per-run write budget. A
-//! model-written memory is therefore a pointer, never a sentence the model authored.
+//! the help desk, a ticket's id and status, nothing else), then pass the [`SessionMemory`]
+//! write rules and a per-run write budget. A model-written memory is therefore a pointer,
+//! never a sentence the model authored.
 
 use crate::codes::codes;
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 use super::session::{Note, SessionMemory, WriteCode};
 use crate::gate::Observation;
 use crate::gate::{GateCode, InternalEffects, InternalFailure};
-use crate::tools::{Environment, RecordFact, ToolArgs, helpdesk_fact};
+use crate::tools::{Environment, ToolArgs, fact_in};
 
 codes! {
     /// The outcome of a `remember` request. The first rule that fails decides.
@@ -147,10 +148,7 @@ impl GuardedMemory {
         if !obs.ok {
             return (RememberCode::FailedObservation, None);
         }
-        let fact: Option<RecordFact> = match env {
-            Some(env) => env.fact(&obs.tool, &obs.text),
-            None => helpdesk_fact(&obs.tool, &obs.text),
-        };
+        let fact = fact_in(env, &obs.tool, &obs.text);
         let Some((key, text)) = fact.and_then(|f| Some((f.memory_key()?, f.text().to_string()))) else {
             return (RememberCode::NoFact, None);
         };

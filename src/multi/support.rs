@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::envelope::{Finding, RejectCode};
 use crate::gate::Observation;
-use crate::tools::{Environment, FactKind, RecordFact, helpdesk_fact};
+use crate::tools::{Environment, FactKind, fact_in};
 
 codes! {
     /// How much a finding's claim must be backed.
@@ -101,18 +101,6 @@ impl Evidence {
     /// that gives no fact yields nothing, so a claim resting on it is unsupported (fail
     /// closed).
     pub(crate) fn of(env: Option<&dyn Environment>, observations: &[Observation]) -> Self {
-        match env {
-            Some(env) => Self::read(observations, |tool, text| env.fact(tool, text)),
-            None => Self::from_observations(observations),
-        }
-    }
-
-    /// [`Evidence::of`] the help desk (what the bundled rows and fakes read).
-    pub(crate) fn from_observations(observations: &[Observation]) -> Self {
-        Self::read(observations, helpdesk_fact)
-    }
-
-    fn read(observations: &[Observation], fact: impl Fn(&str, &str) -> Option<RecordFact>) -> Self {
         let facts = observations
             .iter()
             .filter(|o| o.ok)
@@ -121,7 +109,7 @@ impl Evidence {
                     let (text, source_len) = (o.id.clone(), o.id.len());
                     return Some(Fact { text, source_len, typing: Typing::Known(false), claimable: false });
                 }
-                let fact = fact(&o.tool, &o.text)?;
+                let fact = fact_in(env, &o.tool, &o.text)?;
                 let plain_id = super::labels::plain_id(fact.record());
                 let typing = match fact.kind() {
                     FactKind::State => Typing::Known(plain_id && super::labels::status_word(fact.value())),
@@ -133,6 +121,11 @@ impl Evidence {
             })
             .collect();
         Self { facts }
+    }
+
+    /// [`Evidence::of`] the help desk (what the bundled rows and fakes read).
+    pub(crate) fn from_observations(observations: &[Observation]) -> Self {
+        Self::of(None, observations)
     }
 
     /// True when `source` is something the researcher read.

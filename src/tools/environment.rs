@@ -246,6 +246,15 @@ pub(crate) fn helpdesk_fact(tool: &str, text: &str) -> Option<RecordFact> {
     }
 }
 
+/// The fact a result of `tool` (its text) states, as `env` reads it, or as the help desk
+/// does when no environment is named (rolegate's default, what the bundled rows read).
+pub(crate) fn fact_in(env: Option<&dyn Environment>, tool: &str, text: &str) -> Option<RecordFact> {
+    match env {
+        Some(env) => env.fact(tool, text),
+        None => helpdesk_fact(tool, text),
+    }
+}
+
 /// A ticket id, as the help desk writes them.
 static TICKET: LazyLock<Regex> = LazyLock::new(|| {
     #[allow(clippy::expect_used)] // literal pattern
