@@ -28,7 +28,7 @@ use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::Text;
 use crate::model::blocks::{push_block, push_block_from};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError, answer_or_cancelled};
-use crate::tools::{ToolCall, ToolSpec, fingerprint};
+use crate::tools::{ToolCall, ToolData, ToolSpec, fingerprint};
 
 /// Errors that end a run without a state (the run could not be carried out at all).
 #[derive(Debug, thiserror::Error)]
@@ -659,10 +659,17 @@ impl Agent {
 
     /// Keeps the fact of the run's newest observation (the result of `tool`, `data`), as the
     /// gate's environment reads it from the whole result.
-    fn remember(&mut self, tool: &str, data: &Value, observations: &[Observation], step: u32, progress: &mut Progress) {
+    fn remember(
+        &mut self,
+        tool: &str,
+        data: &ToolData,
+        observations: &[Observation],
+        step: u32,
+        progress: &mut Progress,
+    ) {
         let obs_id = observations.last().map_or("", |o| o.id.as_str());
         let Some(memory) = self.memory.as_mut() else { return };
-        let fact = self.gate.environment().fact(tool, &data.to_string());
+        let fact = self.gate.environment().fact(tool, data.text());
         if let Some((key, fact)) = fact.and_then(|f| Some((f.memory_key()?, f))) {
             let code = memory.write_observed(&key, fact.text(), &format!("tool:{tool}:{obs_id}"), None, observations);
             progress.trace.add_known(step, TraceKind::Memory, code.as_str(), &[]);

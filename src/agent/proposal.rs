@@ -111,14 +111,14 @@ struct Raw {
 /// `{"action": "finish", "answer": …, "sources": […]}`.
 #[derive(Debug, Serialize)]
 #[serde(tag = "action", rename_all = "lowercase")]
-pub(crate) enum ProposalText<'a> {
-    /// Run `tool` with `arguments`.
-    Call { tool: &'a str, arguments: &'a Value },
+pub(crate) enum ProposalText<'a, A: Serialize = Value> {
+    /// Run `tool` with `arguments` (anything written as a JSON object).
+    Call { tool: &'a str, arguments: &'a A },
     /// Finish with `answer`, citing `sources`.
     Finish { answer: &'a str, sources: Vec<&'a str> },
 }
 
-impl ProposalText<'_> {
+impl<A: Serialize> ProposalText<'_, A> {
     /// The compact JSON text.
     pub(crate) fn to_text(&self) -> String {
         // strings and JSON values always serialise

@@ -278,15 +278,17 @@ fn call(tool: &str, arguments: serde_json::Value) -> String {
     ProposalText::Call { tool, arguments: &arguments }.to_text()
 }
 
-/// A proposal to call `tool` with one string argument.
+/// A proposal to call `tool` with one string argument (a map of one entry: no `Value`
+/// is built for it).
 fn call_one(tool: &str, key: &str, value: &str) -> String {
-    call(tool, json!({ key: value }))
+    ProposalText::Call { tool, arguments: &std::collections::BTreeMap::from([(key, value)]) }.to_text()
 }
 
 /// The proposal to finish with `answer`, citing every successful observation.
 fn finish_text(answer: &str, observations: &[Observation]) -> String {
     let sources = observations.iter().filter(|o| o.ok).map(|o| o.id.as_str()).collect();
-    ProposalText::Finish { answer, sources }.to_text()
+    let finish: ProposalText<'_> = ProposalText::Finish { answer, sources };
+    finish.to_text()
 }
 
 impl FakeResearcher {
