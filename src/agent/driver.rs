@@ -28,7 +28,7 @@ use crate::memory::{GuardedMemory, MemoryEffects, SessionMemory};
 use crate::model::Text;
 use crate::model::blocks::{push_block, push_block_from};
 use crate::model::{LlmRequest, LlmResponse, Message, ModelError, answer_or_cancelled};
-use crate::tools::{ToolCall, ToolData, ToolSpec, fingerprint};
+use crate::tools::{ToolCall, ToolSpec, fingerprint};
 
 /// Errors that end a run without a state (the run could not be carried out at all).
 #[derive(Debug, thiserror::Error)]
@@ -490,7 +490,7 @@ impl Agent {
                     Ok(()) => Ok(Step::End(state.into_finished(answer, sources)?)),
                     // only reachable when checks are off: the state itself refuses
                     Err(_) => {
-                        let s = state.into_observed(false, "rejected", "rejected: unsupported_finish")?;
+                        let s = state.into_observed(false, "rejected", "rejected: unsupported_finish", None)?;
                         self.after_bad(s, progress, false)
                     }
                 }
@@ -503,7 +503,7 @@ impl Agent {
                     Ok(check) => check.as_str(),
                     Err(parse) => parse.as_str(),
                 };
-                let s = state.into_observed(false, "rejected", &format!("rejected: {rejected}"))?;
+                let s = state.into_observed(false, "rejected", &format!("rejected: {rejected}"), None)?;
                 self.after_bad(s, progress, false)
             }
         }
@@ -639,10 +639,11 @@ impl Agent {
             }
             outcome => {
                 let (ok, text) = outcome.observation();
-                let s = state.into_observed(ok, name, &text)?;
-                if let (GateOutcome::Ok(data), Some(_)) = (&outcome, &self.memory) {
+                let fact = outcome.fact(self.gate.environment(), name);
+                let s = state.into_observed(ok, name, &text, fact)?;
+                if let (true, Some(_)) = (ok, &self.memory) {
                     let name = name.to_owned();
-                    self.remember(&name, data, s.observations(), step, progress);
+                    self.remember(&name, s.observations(), step, progress);
                 }
                 self.after_bad(s, progress, ok)
             }
@@ -657,21 +658,14 @@ impl Agent {
         Ok(Step::Continue(state))
     }
 
-    /// Keeps the fact of the run's newest observation (the result of `tool`, `data`), as the
-    /// gate's environment reads it from the whole result.
-    fn remember(
-        &mut self,
-        tool: &str,
-        data: &ToolData,
-        observations: &[Observation],
-        step: u32,
-        progress: &mut Progress,
-    ) {
-        let obs_id = observations.last().map_or("", |o| o.id.as_str());
+    /// Keeps the fact of the run's newest observation (the result of `tool`), the one the
+    /// gate's environment read in the whole result.
+    fn remember(&mut self, tool: &str, observations: &[Observation], step: u32, progress: &mut Progress) {
+        let Some(newest) = observations.last() else { return };
         let Some(memory) = self.memory.as_mut() else { return };
-        let fact = self.gate.environment().fact(tool, data.text());
-        if let Some((key, fact)) = fact.and_then(|f| Some((f.memory_key()?, f))) {
-            let code = memory.write_observed(&key, fact.text(), &format!("tool:{tool}:{obs_id}"), None, observations);
+        if let Some((key, fact)) = newest.fact.as_ref().and_then(|f| Some((f.memory_key()?, f))) {
+            let source = format!("tool:{tool}:{}", newest.id);
+            let code = memory.write_observed(&key, fact.text(), &source, None, observations);
             progress.trace.add_known(step, TraceKind::Memory, code.as_str(), &[]);
         }
     }

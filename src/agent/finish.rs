@@ -63,7 +63,7 @@ mod tests {
     use super::*;
 
     fn obs(id: &str, tool: &str, ok: bool, text: &str) -> Observation {
-        Observation { id: id.into(), step: 1, tool: tool.into(), ok, text: text.into() }
+        Observation::new(id, 1, tool, ok, text.into())
     }
 
     #[test]

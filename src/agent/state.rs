@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 use crate::gate::Observation;
 use crate::security::clip;
+use crate::tools::RecordFact;
 
 /// Most characters of a goal, unless a run sets its own limit
 /// ([`AgentState::new_with_goal_chars`]).
@@ -623,6 +624,7 @@ impl AgentState {
             tool: CompactString::from(clip(tool, 40)),
             ok,
             text: clip(text, self.observation_chars).to_string(),
+            fact: None,
         }
     }
 
@@ -631,14 +633,33 @@ impl AgentState {
     /// # Errors
     /// [`StateError::BadTransition`] unless running.
     pub fn observe(&self, ok: bool, tool: &str, text: &str) -> Result<(Self, Observation), StateError> {
-        let obs = self.observation(ok, tool, text);
+        self.observe_with_fact(ok, tool, text, None)
+    }
+
+    /// As [`AgentState::observe`], the observation with `fact`, what the environment read
+    /// in the whole result.
+    pub(crate) fn observe_with_fact(
+        &self,
+        ok: bool,
+        tool: &str,
+        text: &str,
+        fact: Option<RecordFact>,
+    ) -> Result<(Self, Observation), StateError> {
+        let obs = self.observation(ok, tool, text).with_fact(fact);
         let step = self.step;
         Ok((self.clone().moved(Status::Running, step, Some(obs.clone()))?, obs))
     }
 
-    /// As [`AgentState::observe`], taking the state; the observation is its last.
-    pub(crate) fn into_observed(self, ok: bool, tool: &str, text: &str) -> Result<Self, StateError> {
-        let obs = self.observation(ok, tool, text);
+    /// As [`AgentState::observe`], taking the state; the observation is its last, with
+    /// `fact`, what the environment read in the whole result.
+    pub(crate) fn into_observed(
+        self,
+        ok: bool,
+        tool: &str,
+        text: &str,
+        fact: Option<RecordFact>,
+    ) -> Result<Self, StateError> {
+        let obs = self.observation(ok, tool, text).with_fact(fact);
         let step = self.step;
         self.moved(Status::Running, step, Some(obs))
     }
@@ -745,7 +766,7 @@ mod tests {
         }
         let mut raw = RawState::from(AgentState::new("r1", "kwame", "triage", "Check T-601.").unwrap());
         raw.step = 1;
-        raw.observations.push(Observation { id: "o+1".into(), step: 1, tool: "t".into(), ok: true, text: "x".into() });
+        raw.observations.push(Observation::new("o+1", 1, "t", true, "x".into()));
         assert!(AgentState::try_from(raw).is_err());
         assert!(!longer_than(&"é".repeat(MAX_GOAL_CHARS), MAX_GOAL_CHARS));
         assert!(longer_than(&"é".repeat(MAX_GOAL_CHARS + 1), MAX_GOAL_CHARS));
@@ -856,8 +877,8 @@ mod tests {
     #[test]
     fn may_finish_answers_as_the_move_to_done_for_every_state_answer_and_sources() {
         let start = AgentState::new("r1", "kwame", "triage", "Check T-601.").unwrap().into_next_step().unwrap();
-        let one = start.clone().into_observed(true, "get_ticket", "T-601 is open").unwrap();
-        let two = one.clone().into_next_step().unwrap().into_observed(false, "rejected", "rejected: x").unwrap();
+        let one = start.clone().into_observed(true, "get_ticket", "T-601 is open", None).unwrap();
+        let two = one.clone().into_next_step().unwrap().into_observed(false, "rejected", "rejected: x", None).unwrap();
         let states = [
             start.clone(),
             one.clone(),

@@ -226,8 +226,8 @@ fn m01_texts(env: &MultiEnv) -> Result<(Texts, Vec<Observation>), BenchError> {
     let ticket = read(ToolArgs::GetTicket(GetTicketArgs { ticket_id: "T-601".into() }))?;
     let doc = read(ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: "kc-returns-v3".into() }))?;
     let observations = vec![
-        Observation { id: "o1".into(), step: 1, tool: "get_ticket".into(), ok: true, text: ticket },
-        Observation { id: "o2".into(), step: 2, tool: "lookup_document".into(), ok: true, text: doc },
+        Observation::new("o1", 1, "get_ticket", true, ticket),
+        Observation::new("o2", 2, "lookup_document", true, doc),
     ];
     let finding = crate::multi::Evidence::from_observations(&observations);
     let texts = vec![

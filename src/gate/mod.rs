@@ -32,12 +32,12 @@ use std::time::Duration;
 
 use crate::future::BoxFuture;
 use crate::label::{IfcMode, Integrity, Label, Taint};
-use crate::tools::Environment;
 use crate::tools::mcp::{McpError, McpServer, McpServers};
 use crate::tools::{
     AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
     ToolSpec, concat_compact, fingerprint_inline,
 };
+use crate::tools::{Environment, RecordFact};
 use crate::unwind::CatchUnwind;
 use crate::world::World;
 use counts::RunCounts;
@@ -231,6 +231,15 @@ impl GateOutcome {
             Self::Refused { code, .. } => (*code).into(),
             Self::Failed { code, .. } => *code,
             Self::NeedsApproval { .. } => GateCode::NeedsApproval,
+        }
+    }
+
+    /// The fact `env` reads in the whole result of `tool` (before the observation's text is
+    /// clipped); `None` for a refusal, a failure or a parked call.
+    pub(crate) fn fact(&self, env: &dyn Environment, tool: &str) -> Option<RecordFact> {
+        match self {
+            Self::Ok(data) => env.fact(tool, data.text()),
+            _ => None,
         }
     }
 

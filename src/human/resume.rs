@@ -201,7 +201,8 @@ async fn continue_with(
     let running = state.resume()?;
     let (ok, text) = outcome.observation();
     progress.trace.add(step, TraceKind::Human, outcome.code(), tool);
-    let (running, _) = running.observe(ok, tool, &text)?;
+    let fact = outcome.fact(agent.gate().environment(), tool);
+    let (running, _) = running.observe_with_fact(ok, tool, &text, fact)?;
     agent.drive(running, progress).await
 }
 

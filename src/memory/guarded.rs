@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::session::{Note, SessionMemory, WriteCode};
 use crate::gate::Observation;
 use crate::gate::{GateCode, InternalEffects, InternalFailure};
-use crate::tools::{Environment, ToolArgs, fact_in};
+use crate::tools::{Environment, ToolArgs};
 
 codes! {
     /// The outcome of a `remember` request. The first rule that fails decides.
@@ -148,7 +148,7 @@ impl GuardedMemory {
         if !obs.ok {
             return (RememberCode::FailedObservation, None);
         }
-        let fact = fact_in(env, &obs.tool, &obs.text);
+        let fact = obs.fact_in(env);
         let Some((key, text)) = fact.and_then(|f| Some((f.memory_key()?, f.text().to_string()))) else {
             return (RememberCode::NoFact, None);
         };

@@ -308,8 +308,8 @@ impl SessionMemory {
     }
 
     /// Writes the facts the loop keeps from `observations` (in the help desk, ticket id and
-    /// status of each successful ticket read), read by `env` as the loop read them when
-    /// they were made. A process that resumes a run from a checkpoint uses it: session
+    /// status of each successful ticket read): the fact each kept from its whole result, or
+    /// for one restored without it, the one `env` reads in its text. A process that resumes a run from a checkpoint uses it: session
     /// memory lives beside a checkpoint, not in it. Returns how many notes were written.
     pub fn restore_facts(
         &mut self,
@@ -318,7 +318,7 @@ impl SessionMemory {
     ) -> usize {
         let mut written = 0;
         for o in observations.iter().filter(|o| o.ok) {
-            let Some(fact) = env.fact(&o.tool, &o.text) else { continue };
+            let Some(fact) = o.fact_in(Some(env)) else { continue };
             if let Some(key) = fact.memory_key() {
                 let source = format!("tool:{}:{}", o.tool, o.id);
                 if self.write_observed(&key, fact.text(), &source, None, observations) == WriteCode::Ok {

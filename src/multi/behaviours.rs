@@ -454,7 +454,7 @@ mod tests {
     use crate::model::blocks::push_block;
 
     fn obs(id: &str, tool: &str, ok: bool, text: String) -> Observation {
-        Observation { id: id.into(), step: 1, tool: tool.into(), ok, text }
+        Observation::new(id, 1, tool, ok, text)
     }
 
     #[tokio::test]

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::envelope::{Finding, RejectCode};
 use crate::gate::Observation;
-use crate::tools::{Environment, FactKind, fact_in};
+use crate::tools::{Environment, FactKind};
 
 codes! {
     /// How much a finding's claim must be backed.
@@ -96,8 +96,9 @@ pub(crate) struct Evidence {
 }
 
 impl Evidence {
-    /// Rebuilds facts from observations, reading each successful one as `env` says
-    /// ([`Environment::fact`]; the help desk's, rolegate's default, when `None`). Anything
+    /// Rebuilds facts from observations: the fact each read in its whole result, or for one
+    /// made without it, the one `env` reads in its text ([`Environment::fact`]; the help
+    /// desk's, rolegate's default, when `None`). Anything
     /// that gives no fact yields nothing, so a claim resting on it is unsupported (fail
     /// closed).
     pub(crate) fn of(env: Option<&dyn Environment>, observations: &[Observation]) -> Self {
@@ -109,7 +110,7 @@ impl Evidence {
                     let (text, source_len) = (o.id.clone(), o.id.len());
                     return Some(Fact { text, source_len, typing: Typing::Known(false), claimable: false });
                 }
-                let fact = fact_in(env, &o.tool, &o.text)?;
+                let fact = o.fact_in(env)?;
                 let plain_id = super::labels::plain_id(fact.record());
                 let typing = match fact.kind() {
                     FactKind::State => Typing::Known(plain_id && super::labels::status_word(fact.value())),
@@ -177,7 +178,7 @@ mod tests {
     use super::*;
 
     fn obs(id: &str, tool: &str, ok: bool, text: &str) -> Observation {
-        Observation { id: id.into(), step: 1, tool: tool.into(), ok, text: text.into() }
+        Observation::new(id, 1, tool, ok, text.into())
     }
 
     fn evidence() -> Evidence {

@@ -1024,7 +1024,7 @@ async fn act(
     // something to cite when the request asks for no change), and the label the
     // coordinator stamped on the finding joins its context's
     let state = agent.new_state(&run_id, &run.user.prompt).map_err(|e| failed(&e))?;
-    let state = state.into_observed(true, APPROVED_FINDING, claim).map_err(|e| failed(&e))?;
+    let state = state.into_observed(true, APPROVED_FINDING, claim, None).map_err(|e| failed(&e))?;
     agent.gate.absorb(label, APPROVED_FINDING);
     let outcome = agent.drive(state, crate::agent::Progress::new(&run_id)).await.map_err(|e| failed(&e))?;
     let (done, decisions) = if run.id.config == DojoConfig::Approval {

@@ -310,6 +310,7 @@ fn envelope(line: usize, l: EnvelopeLine) -> LineVerdict {
             tool: o.tool.into(),
             ok: o.ok,
             text: o.text,
+            fact: None,
         })
         .collect();
     let claims = if l.strict_claims { ClaimMode::Strict } else { ClaimMode::Free };

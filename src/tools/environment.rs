@@ -12,7 +12,7 @@
 
 use compact_str::CompactString;
 use regex::Regex;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -157,7 +157,8 @@ pub enum ClaimProblem {
 
 /// A fact one result establishes about one record ([`Environment::fact`]): the record's
 /// id and one value, never the record's free text: `T-601 status is open`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RecordFact {
     /// The whole fact (up to 24 bytes held inline, without an allocation).
     pub(crate) text: CompactString,
@@ -165,11 +166,12 @@ pub struct RecordFact {
     record_len: usize,
     value_at: usize,
     kind: FactKind,
-    kept_as: Option<&'static str>,
+    kept_as: Option<CompactString>,
 }
 
 /// What a [`RecordFact`] states of its record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FactKind {
     /// A state word (`open`): typed when it is lower-case letters and `_` only.
@@ -184,6 +186,7 @@ impl RecordFact {
     /// (`ticket-t-601`), or keeps nothing of it when that is `None`.
     pub fn new(record: &str, between: &str, value: &str, kind: FactKind, kept_as: Option<&'static str>) -> Self {
         let text = concat_compact(&[record, between, value]);
+        let kept_as = kept_as.map(CompactString::const_new);
         Self { text, record_len: record.len(), value_at: record.len() + between.len(), kind, kept_as }
     }
 
@@ -214,7 +217,7 @@ impl RecordFact {
 
     /// The key memory keeps it under, when it keeps it: `ticket-t-601`.
     pub fn memory_key(&self) -> Option<String> {
-        self.kept_as.map(|kind| format!("{kind}-{}", self.record().to_ascii_lowercase()))
+        self.kept_as.as_ref().map(|kind| format!("{kind}-{}", self.record().to_ascii_lowercase()))
     }
 }
 

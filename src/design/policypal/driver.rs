@@ -489,7 +489,8 @@ impl Pal {
         turns: &mut Turns,
     ) -> Result<Handled, AgentError> {
         let (ok, text) = outcome.observation();
-        let (state, obs) = state.observe(ok, &call.name, &text)?;
+        let fact = outcome.fact(self.gate.environment(), &call.name);
+        let (state, obs) = state.observe_with_fact(ok, &call.name, &text, fact)?;
         turns.earlier.insert(fingerprint(&call.name, &call.arguments), obs.id.to_string());
         turns.messages.push(Message::tool(call.id.clone(), block(&obs)));
         Ok(Handled { state, obs })
