@@ -133,13 +133,16 @@ pub struct JudgeError {
     pub message: String,
 }
 
-/// A successful result an answer cites: the tool that gave it and its text.
+/// A successful result an answer cites: the tool that gave it, its text and its fact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cited<'a> {
     /// The tool.
     pub tool: &'a str,
-    /// The result's text, as the run observed it.
+    /// The result's text, as the run observed it (clipped to the run's limit).
     pub text: &'a str,
+    /// The fact this environment read in the whole result when it came back, if any (see
+    /// [`Environment::fact`]); check an answer against it rather than the clipped text.
+    pub fact: Option<&'a RecordFact>,
 }
 
 /// What an answer can get wrong about an environment's records
@@ -321,12 +324,13 @@ impl Environment for World {
         if self.names_other_user(caller, answer) {
             return Some(ClaimProblem::OtherUser);
         }
-        // the tickets the cited reads saw, with their status (lower case)
+        // the tickets the cited reads saw, with their status (lower case): the fact each
+        // read kept from its whole result, or one made without it read in its text
         let read: BTreeMap<String, String> = cited
             .iter()
             .filter(|c| c.tool == "get_ticket")
-            .filter_map(|c| serde_json::from_str::<Seen<'_>>(c.text).ok())
-            .map(|t| (t.id.to_lowercase(), t.status.unwrap_or_default().to_lowercase()))
+            .filter_map(|c| c.fact.cloned().or_else(|| helpdesk_fact(c.tool, c.text)))
+            .map(|f| (f.record().to_lowercase(), f.value().to_lowercase()))
             .collect();
         if TICKET.find_iter(answer).any(|m| !read.contains_key(&m.as_str().to_lowercase())) {
             return Some(ClaimProblem::UnreadRecord);
