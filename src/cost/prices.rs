@@ -30,10 +30,10 @@ impl Price {
 
     /// The cost of a call, `None` when it does not fit a `Decimal`.
     pub fn checked_cost(&self, input_tokens: u64, output_tokens: u64) -> Option<Decimal> {
-        let k = Decimal::from(1000);
-        let input = self.input_per_1k.checked_mul(Decimal::from(input_tokens))?.checked_div(k)?;
-        let output = self.output_per_1k.checked_mul(Decimal::from(output_tokens))?.checked_div(k)?;
-        input.checked_add(output)
+        // a thousandth is exact in a decimal: the products are summed, then the point moves
+        let input = self.input_per_1k.checked_mul(Decimal::from(input_tokens))?;
+        let output = self.output_per_1k.checked_mul(Decimal::from(output_tokens))?;
+        Some(input.checked_add(output)?.checked_mul(Decimal::new(1, 3))?.normalize())
     }
 }
 
@@ -102,5 +102,44 @@ mod tests {
         let huge = Price { input_per_1k: Decimal::MAX, output_per_1k: Decimal::MAX };
         assert_eq!(huge.checked_cost(u64::MAX, u64::MAX), None);
         assert_eq!(huge.cost(u64::MAX, u64::MAX), Decimal::MAX);
+    }
+
+    /// The cost as it was worked before: each product divided by 1,000.
+    fn divided(p: &Price, input: u64, output: u64) -> Option<Decimal> {
+        let k = Decimal::from(1000);
+        let input = p.input_per_1k.checked_mul(Decimal::from(input))?.checked_div(k)?;
+        let output = p.output_per_1k.checked_mul(Decimal::from(output))?.checked_div(k)?;
+        input.checked_add(output)
+    }
+
+    #[test]
+    fn the_sum_moved_three_places_is_the_divided_cost_written_without_trailing_zeros() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let tokens = |r: u64| match r % 4 {
+            0 => r % 2_000,
+            1 => r % 1_000_000,
+            2 => r >> (r % 64),
+            _ => [0, 1, 999, 1_000, 1_001, u64::MAX][(r % 6) as usize],
+        };
+        for _ in 0..200_000 {
+            // prices of at most 25 places and up to the table's limit: every quotient exact
+            let price = |r: u64| Decimal::from_i128_with_scale(i128::from(r % 1_000_000_000_000), (r % 26) as u32);
+            let p = Price { input_per_1k: price(next()), output_per_1k: price(next()) };
+            if p.input_per_1k > MAX_PRICE_PER_1K || p.output_per_1k > MAX_PRICE_PER_1K {
+                continue;
+            }
+            let (input, output) = (tokens(next()), tokens(next()));
+            let (new, old) = (p.checked_cost(input, output), divided(&p, input, output));
+            assert_eq!(new, old, "{p:?} {input} {output}");
+            if let (Some(new), Some(old)) = (new, old) {
+                assert_eq!(new.to_string(), old.normalize().to_string(), "{p:?} {input} {output}");
+            }
+        }
     }
 }
