@@ -174,8 +174,8 @@ impl Verdict {
 }
 
 /// A parsed, checked message body. Its serde form is the wire form a role sends: one flat
-/// object, `{"kind": "finding", "claim": …, "sources": […]}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// object, `{"kind": "finding", "claim": …, "sources": […]}` (its read: [`BodyVisitor`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Body {
     Brief(Brief),
@@ -322,6 +322,108 @@ codes! {
         /// Information flow: the message carries another user's data (the confidentiality
         /// rule at the routes).
         OtherUsersData = "other_users_data",
+    }
+}
+
+/// Reads a [`Body`] as serde reads an enum tagged by `kind`, and gives the same body or an
+/// error for the same object (an array, which serde's derived read takes member by
+/// position, is refused: only an object is a message). A body
+/// whose first member is `kind` (as rolegate writes them: the tag comes first) is read
+/// straight into its struct; any other order is first kept as JSON values, members in order
+/// (a repeated member stays an error), as serde's own read keeps every body.
+/// `tests::bodies_read_as_serdes_kind_tagged_enum_reads_them` holds it to the derived read.
+struct BodyVisitor;
+
+impl<'de> Deserialize<'de> for Body {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(BodyVisitor)
+    }
+}
+
+impl<'de> Visitor<'de> for BodyVisitor {
+    type Value = Body;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message body: a JSON object with a kind")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Body, A::Error> {
+        match map.next_key_seed(FirstKey)? {
+            None => Err(de::Error::missing_field("kind")),
+            Some(None) => {
+                let kind = map.next_value_seed(KindName)?;
+                body_of(kind, de::value::MapAccessDeserializer::new(map))
+            }
+            Some(Some(first)) => {
+                let mut kind = None;
+                let mut members = vec![(first, map.next_value::<serde_json::Value>()?)];
+                while let Some(name) = map.next_key::<String>()? {
+                    if name != "kind" {
+                        members.push((name, map.next_value()?));
+                    } else if kind.replace(map.next_value_seed(KindName)?).is_some() {
+                        return Err(de::Error::duplicate_field("kind"));
+                    }
+                }
+                let kind = kind.ok_or_else(|| de::Error::missing_field("kind"))?;
+                let rest = de::value::MapDeserializer::<_, serde_json::Error>::new(members.into_iter());
+                body_of(kind, rest).map_err(de::Error::custom)
+            }
+        }
+    }
+}
+
+/// The body of `kind` read from the members `rest` holds.
+fn body_of<'de, D: Deserializer<'de>>(kind: Kind, rest: D) -> Result<Body, D::Error> {
+    Ok(match kind {
+        Kind::Brief => Body::Brief(Brief::deserialize(rest)?),
+        Kind::Finding => Body::Finding(Finding::deserialize(rest)?),
+        Kind::Verdict => Body::Verdict(Verdict::deserialize(rest)?),
+    })
+}
+
+/// Reads the value of `kind`: a string naming a kind, nothing else.
+struct KindName;
+
+impl<'de> DeserializeSeed<'de> for KindName {
+    type Value = Kind;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Kind, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KindName {
+    type Value = Kind;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("brief, finding or verdict")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Kind, E> {
+        Kind::parse(v).ok_or_else(|| E::unknown_variant(v, &["brief", "finding", "verdict"]))
+    }
+}
+
+/// Reads the first member name: `None` for `kind`, else the name (only then allocated).
+struct FirstKey;
+
+impl<'de> DeserializeSeed<'de> for FirstKey {
+    type Value = Option<String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FirstKey {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<String>, E> {
+        Ok((v != "kind").then(|| v.to_string()))
     }
 }
 
@@ -491,12 +593,10 @@ pub(crate) fn parse_message_with(
         return Err(RejectCode::InvalidMessage);
     }
     let route = route_kind(sender, recipient);
-    // serde reads a tagged enum from an array too; only an object is a message
-    let object = text.trim_start_matches([' ', '\n', '\t', '\r']).starts_with('{');
     let mut body = match serde_json::from_str::<Body>(text) {
-        Ok(body) if object && route == Some(body.kind()) => body,
-        Ok(_) if object => return Err(RejectCode::NoRoute),
-        _ => return Err(refusal(route, text)),
+        Ok(body) if route == Some(body.kind()) => body,
+        Ok(_) => return Err(RejectCode::NoRoute),
+        Err(_) => return Err(refusal(route, text)),
     };
     // the body is forwarded as the checks judge it (folded), and a body that needed hidden
     // characters dropped is refused: what renders as nothing may still be read by a model
@@ -517,6 +617,88 @@ pub(crate) fn parse_message_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// serde's own read of an enum tagged by `kind`: the reference [`BodyVisitor`] answers as.
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    enum Derived {
+        Brief(Brief),
+        Finding(Finding),
+        Verdict(Verdict),
+    }
+
+    fn derived(text: &str) -> Option<Body> {
+        serde_json::from_str::<Derived>(text).ok().map(|d| match d {
+            Derived::Brief(b) => Body::Brief(b),
+            Derived::Finding(f) => Body::Finding(f),
+            Derived::Verdict(v) => Body::Verdict(v),
+        })
+    }
+
+    #[test]
+    fn bodies_read_as_serdes_kind_tagged_enum_reads_them() {
+        let members = [
+            r#""kind":"brief""#,
+            r#""kind":"finding""#,
+            r#""kind":"verdict""#,
+            r#""kind":"delegate""#,
+            r#""kind":null"#,
+            r#""kind":["brief"]"#,
+            r#""k\u0069nd":"brief""#,
+            r#""question":"Status of T-601?""#,
+            r#""question":7"#,
+            r#""claim":"T-601 status is open""#,
+            r#""claim":"a \"quoted\" \u00e9 claim""#,
+            r#""sources":["T-601","kc-returns-v3"]"#,
+            r#""sources":"T-601""#,
+            r#""approve":true"#,
+            r#""approve":"yes""#,
+            r#""notes":"Re-read 2 cited document(s).""#,
+            r#""sender":"planner""#,
+            r#""grant":{"tool":"send_email_draft"}"#,
+        ];
+        let mut texts: Vec<String> = include_str!("../../tests/data/envelopes.jsonl")
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter_map(|row| row["text"].as_str().map(str::to_string))
+            .collect();
+        // every ordered choice of one to four members (a member may repeat)
+        let n = members.len();
+        for a in 0..n {
+            texts.push(format!("{{{}}}", members[a]));
+            for b in 0..n {
+                texts.push(format!("{{{},{}}}", members[a], members[b]));
+                for c in 0..n {
+                    texts.push(format!("{{{},{},{}}}", members[a], members[b], members[c]));
+                    for d in [0, 1, 2, 9, 11, 13, 15] {
+                        texts.push(format!("{{{},{},{},{}}}", members[a], members[b], members[c], members[d]));
+                    }
+                }
+            }
+        }
+        texts.extend(
+            ["{}", "[]", "null", "\"brief\"", r#"{"kind":"brief","question":"q"} x"#, r#"{"kind":0,"question":"q"}"#]
+                .map(String::from),
+        );
+        let mut accepted = 0;
+        for text in &texts {
+            let ours = serde_json::from_str::<Body>(text).ok();
+            assert_eq!(ours, derived(text), "{text}");
+            accepted += usize::from(ours.is_some());
+        }
+        // bodies of every kind, with `kind` first (read straight) and later (kept first)
+        assert!(accepted >= 50, "{accepted}");
+        for text in [
+            r#"{"kind":"finding","claim":"c","sources":["T-601"]}"#,
+            r#"{"claim":"c","sources":["T-601"],"kind":"finding"}"#,
+        ] {
+            assert!(serde_json::from_str::<Body>(text).is_ok(), "{text}");
+        }
+        // the one difference: serde's derived read also takes an array (members by
+        // position); only an object is a message
+        assert!(derived(r#"["brief","q"]"#).is_some());
+        assert!(serde_json::from_str::<Body>(r#"["brief","q"]"#).is_err());
+    }
 
     const P: Role = Role::Planner;
     const R: Role = Role::Researcher;
