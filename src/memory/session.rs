@@ -309,8 +309,9 @@ impl SessionMemory {
 
     /// Writes the facts the loop keeps from `observations` (in the help desk, ticket id and
     /// status of each successful ticket read): the fact each kept from its whole result, or
-    /// for one restored without it, the one `env` reads in its text. A process that resumes a run from a checkpoint uses it: session
-    /// memory lives beside a checkpoint, not in it. Returns how many notes were written.
+    /// for one restored without it, the one `env` reads in its text. A process that resumes
+    /// a run from a checkpoint uses it: session memory lives beside a checkpoint, not in it.
+    /// Returns how many notes were written.
     pub fn restore_facts(
         &mut self,
         env: &dyn crate::tools::Environment,
