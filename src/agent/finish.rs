@@ -10,7 +10,7 @@
 
 use crate::gate::Observation;
 use crate::security::{fold, is_instruction_like};
-use crate::tools::{Cited, ClaimProblem, Environment};
+use crate::tools::{Cited, ClaimProblem, Environment, RecordFact};
 
 /// Why an answer is refused when read, or `None` when it may be given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,11 +45,14 @@ pub(crate) fn answer_problem(
     if crate::security::has_hidden(answer) {
         return Some(AnswerProblem::HiddenText);
     }
-    let cited: Vec<Cited<'_>> = observations
+    // each cited read with its fact, as claim support reads it (`Observation::fact_in`)
+    let read: Vec<(&Observation, Option<RecordFact>)> = observations
         .iter()
         .filter(|o| o.ok && sources.iter().any(|s| *s == o.id))
-        .map(|o| Cited { tool: &o.tool, text: &o.text, fact: o.fact.as_ref() })
+        .map(|o| (o, o.fact_in(Some(env))))
         .collect();
+    let cited: Vec<Cited<'_>> =
+        read.iter().map(|(o, fact)| Cited { tool: &o.tool, text: &o.text, fact: fact.as_ref() }).collect();
     env.claim_problem(user, &text, &cited).map(|p| match p {
         ClaimProblem::OtherUser => AnswerProblem::OtherUser,
         ClaimProblem::UnreadRecord => AnswerProblem::UnreadTicket,

@@ -4,7 +4,7 @@
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
-use crate::tools::{Environment, RecordFact, fact_in};
+use crate::tools::{Environment, RecordFact, helpdesk_fact};
 
 /// What came back from a tool or a check. Its text is untrusted data.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,9 +53,10 @@ impl Observation {
     /// back, else the one `env` (the help desk when `None`) reads in its text. Claim support
     /// and memory ask here, so a result longer than its clipped text keeps its fact.
     pub(crate) fn fact_in(&self, env: Option<&dyn Environment>) -> Option<RecordFact> {
-        match &self.fact {
-            Some(fact) => Some(fact.clone()),
-            None => fact_in(env, &self.tool, &self.text),
+        match (&self.fact, env) {
+            (Some(fact), _) => Some(fact.clone()),
+            (None, Some(env)) => env.fact(&self.tool, &self.text),
+            (None, None) => helpdesk_fact(&self.tool, &self.text),
         }
     }
 }

@@ -351,7 +351,7 @@ impl<'de> Visitor<'de> for BodyVisitor {
         match map.next_key_seed(FirstKey)? {
             None => Err(de::Error::missing_field("kind")),
             Some(None) => {
-                let kind = map.next_value_seed(KindName)?;
+                let kind = named(map.next_value_seed(KindSeed)?)?;
                 body_of(kind, de::value::MapAccessDeserializer::new(map))
             }
             Some(Some(first)) => {
@@ -360,7 +360,7 @@ impl<'de> Visitor<'de> for BodyVisitor {
                 while let Some(name) = map.next_key::<String>()? {
                     if name != "kind" {
                         members.push((name, map.next_value()?));
-                    } else if kind.replace(map.next_value_seed(KindName)?).is_some() {
+                    } else if kind.replace(named(map.next_value_seed(KindSeed)?)?).is_some() {
                         return Err(de::Error::duplicate_field("kind"));
                     }
                 }
@@ -372,6 +372,15 @@ impl<'de> Visitor<'de> for BodyVisitor {
     }
 }
 
+/// The kind a `kind` member names; any other value (an unknown name, a number, an
+/// object) is no kind.
+fn named<E: de::Error>(field: KindField) -> Result<Kind, E> {
+    match field {
+        KindField::Known(kind) => Ok(kind),
+        _ => Err(E::custom("kind is not brief, finding or verdict")),
+    }
+}
+
 /// The body of `kind` read from the members `rest` holds.
 fn body_of<'de, D: Deserializer<'de>>(kind: Kind, rest: D) -> Result<Body, D::Error> {
     Ok(match kind {
@@ -379,29 +388,6 @@ fn body_of<'de, D: Deserializer<'de>>(kind: Kind, rest: D) -> Result<Body, D::Er
         Kind::Finding => Body::Finding(Finding::deserialize(rest)?),
         Kind::Verdict => Body::Verdict(Verdict::deserialize(rest)?),
     })
-}
-
-/// Reads the value of `kind`: a string naming a kind, nothing else.
-struct KindName;
-
-impl<'de> DeserializeSeed<'de> for KindName {
-    type Value = Kind;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Kind, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KindName {
-    type Value = Kind;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("brief, finding or verdict")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Kind, E> {
-        Kind::parse(v).ok_or_else(|| E::unknown_variant(v, &["brief", "finding", "verdict"]))
-    }
 }
 
 /// Reads the first member name: `None` for `kind`, else the name (only then allocated).

@@ -98,9 +98,8 @@ pub(crate) struct Evidence {
 impl Evidence {
     /// Rebuilds facts from observations: the fact each read in its whole result, or for one
     /// made without it, the one `env` reads in its text ([`Environment::fact`]; the help
-    /// desk's, rolegate's default, when `None`). Anything
-    /// that gives no fact yields nothing, so a claim resting on it is unsupported (fail
-    /// closed).
+    /// desk's, rolegate's default, when `None`). Anything that gives no fact yields
+    /// nothing, so a claim resting on it is unsupported (fail closed).
     pub(crate) fn of(env: Option<&dyn Environment>, observations: &[Observation]) -> Self {
         let facts = observations
             .iter()

@@ -304,14 +304,7 @@ fn envelope(line: usize, l: EnvelopeLine) -> LineVerdict {
         .observations
         .into_iter()
         .enumerate()
-        .map(|(i, o)| Observation {
-            id: compact_str::format_compact!("o{}", i + 1),
-            step: 1,
-            tool: o.tool.into(),
-            ok: o.ok,
-            text: o.text,
-            fact: None,
-        })
+        .map(|(i, o)| Observation::new(&format!("o{}", i + 1), 1, &o.tool, o.ok, o.text))
         .collect();
     let claims = if l.strict_claims { ClaimMode::Strict } else { ClaimMode::Free };
     let rules = IntakeRules { claims, ..IntakeRules::default() };

@@ -140,8 +140,9 @@ pub struct Cited<'a> {
     pub tool: &'a str,
     /// The result's text, as the run observed it (clipped to the run's limit).
     pub text: &'a str,
-    /// The fact this environment read in the whole result when it came back, if any (see
-    /// [`Environment::fact`]); check an answer against it rather than the clipped text.
+    /// The fact the result states (see [`Environment::fact`]): the one read in the whole
+    /// result when it came back, or for a result kept without one, the one read in its
+    /// text. Check an answer against it rather than against the clipped text.
     pub fact: Option<&'a RecordFact>,
 }
 
@@ -252,15 +253,6 @@ pub(crate) fn helpdesk_fact(tool: &str, text: &str) -> Option<RecordFact> {
     }
 }
 
-/// The fact a result of `tool` (its text) states, as `env` reads it, or as the help desk
-/// does when no environment is named (rolegate's default, what the bundled rows read).
-pub(crate) fn fact_in(env: Option<&dyn Environment>, tool: &str, text: &str) -> Option<RecordFact> {
-    match env {
-        Some(env) => env.fact(tool, text),
-        None => helpdesk_fact(tool, text),
-    }
-}
-
 /// A ticket id, as the help desk writes them.
 static TICKET: LazyLock<Regex> = LazyLock::new(|| {
     #[allow(clippy::expect_used)] // literal pattern
@@ -324,12 +316,11 @@ impl Environment for World {
         if self.names_other_user(caller, answer) {
             return Some(ClaimProblem::OtherUser);
         }
-        // the tickets the cited reads saw, with their status (lower case): the fact each
-        // read kept from its whole result, or one made without it read in its text
+        // the tickets the cited reads saw, with their status (lower case)
         let read: BTreeMap<String, String> = cited
             .iter()
             .filter(|c| c.tool == "get_ticket")
-            .filter_map(|c| c.fact.cloned().or_else(|| helpdesk_fact(c.tool, c.text)))
+            .filter_map(|c| c.fact)
             .map(|f| (f.record().to_lowercase(), f.value().to_lowercase()))
             .collect();
         if TICKET.find_iter(answer).any(|m| !read.contains_key(&m.as_str().to_lowercase())) {

@@ -38,7 +38,7 @@ pub(crate) use environment::helpdesk_label;
 pub use environment::{
     Cited, ClaimProblem, Environment, FactKind, FinalState, JudgeError, NoTools, RecordFact, RunEnd,
 };
-pub(crate) use environment::{fact_in, helpdesk_confidentiality};
+pub(crate) use environment::{helpdesk_confidentiality, helpdesk_fact};
 pub(crate) use search::search;
 
 /// A proposed or executed tool call.
