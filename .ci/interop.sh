@@ -15,13 +15,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${ROLEGATE_BIN:-target/release/rolegate}
-if [ ! -x "$BIN" ]; then
-  cargo build --release --quiet
-fi
 PINS=(fakellm==0.3.5 llmock==0.2.2)
 # shellcheck source=.ci/common.sh
 source .ci/common.sh
 ci_venv "${INTEROP_VENV:-target/interop-venv}" "${PINS[@]}"
+# CI_INSTALL_ONLY=1: only make the venv (.ci/run does it in the background)
+if [ "${CI_INSTALL_ONLY:-0}" = 1 ]; then
+  exit 0
+fi
+if [ ! -x "$BIN" ]; then
+  cargo build --release --quiet
+fi
 ci_scratch interop
 
 wait_for() { # URL NAME LOG

@@ -24,9 +24,9 @@ PIN=arize-phoenix==20.26.1
 source .ci/common.sh
 ci_venv "${OTEL_VENV:-target/otel-venv}" "$PIN"
 installed=$(date +%s)
-# OTEL_INSTALL_ONLY=1: only make the venv (.ci/run does it in the background while it
+# CI_INSTALL_ONLY=1: only make the venv (.ci/run does it in the background while it
 # builds and tests, then runs this script again for the check)
-if [ "${OTEL_INSTALL_ONLY:-0}" = 1 ]; then
+if [ "${CI_INSTALL_ONLY:-0}" = 1 ]; then
   echo "otel: $PIN installed in $((installed - started)) s"
   exit 0
 fi

