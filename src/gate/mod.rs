@@ -34,7 +34,7 @@ use crate::future::BoxFuture;
 use crate::label::{IfcMode, Integrity, Label, Taint};
 use crate::tools::mcp::{McpError, McpServer, McpServers};
 use crate::tools::{
-    AddToolError, ArgError, Output, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
+    AddToolError, ArgError, Started, Tool, ToolArgs, ToolCall, ToolData, ToolFailure, ToolFailureCode, ToolSet,
     ToolSpec, concat_compact, fingerprint_inline,
 };
 use crate::tools::{Environment, RecordFact};
@@ -234,11 +234,14 @@ impl GateOutcome {
         }
     }
 
-    /// The fact `env` reads in the whole result of `tool` (before the observation's text is
-    /// clipped); `None` for a refusal, a failure or a parked call.
+    /// The fact the whole result of `tool` states (before the observation's text is
+    /// clipped): the one a help-desk record states with it, else the one `env` reads in its
+    /// text; `None` for a refusal, a failure or a parked call.
     pub(crate) fn fact(&self, env: &dyn Environment, tool: &str) -> Option<RecordFact> {
         match self {
-            Self::Ok(data) => env.fact(tool, data.text()),
+            // a record the help desk answered with states its fact (the same rule, read
+            // from the record's members); any other result's is read in its text
+            Self::Ok(data) => data.stated_fact().cloned().or_else(|| env.fact(tool, data.text())),
             _ => None,
         }
     }
@@ -874,7 +877,7 @@ impl ToolGate {
     fn start_parked(&self, pa: &PendingAction) -> Result<GateOutcome, BoxFuture<'static, Result<Value, ToolFailure>>> {
         match self.registry.validate(&pa.call.name, &pa.call.arguments) {
             Ok(args) => match self.start(&pa.call.name, &pa.caller, &args) {
-                Started::Done(result) => Ok(outcome_of(result.map(Output::into_data))),
+                Started::Done(result) => Ok(outcome_of(result.map(|o| o.into_data(&pa.call.name)))),
                 Started::Waiting(answer) => Err(answer),
             },
             Err(e) => Ok(GateOutcome::Refused { code: Refusal::InvalidArguments, message: e.to_string() }),
@@ -989,7 +992,7 @@ impl ToolGate {
                 let label = self.registry.env().result_label(&call.name, caller, &output).map(|(label, id)| {
                     (label, self.taint.source().is_none().then(|| concat_compact(&[call.name.as_str(), ":", id])))
                 });
-                let data = output.into_data();
+                let data = output.into_data(&call.name);
                 if let Some((label, source)) = label {
                     self.taint.absorb(label, source.as_deref().unwrap_or(&call.name));
                 }

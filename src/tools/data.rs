@@ -15,6 +15,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
+use crate::tools::{RecordFact, helpdesk_fact_of};
 use crate::world::{RecordIndex, WorldData};
 
 /// A successful tool result: the compact JSON text a run observes of it, and the JSON
@@ -27,6 +28,10 @@ pub struct ToolData {
     text: Text,
     /// The value, kept when the result was built as one, else parsed from `text` once.
     value: OnceLock<Value>,
+    /// The fact the help desk stated with a record it answered with, read from the
+    /// record's members ([`Record::fact`]): the one its text states, without reading the
+    /// text again.
+    stated: Option<Box<RecordFact>>,
 }
 
 impl ToolData {
@@ -43,6 +48,12 @@ impl ToolData {
         self.value.get_or_init(|| serde_json::from_str(self.text()).unwrap_or(Value::Null))
     }
 
+    /// The fact the tool stated with this result, when it answered with one of the help
+    /// desk's records; `None` for any other result (its fact is read in its text).
+    pub(crate) fn stated_fact(&self) -> Option<&RecordFact> {
+        self.stated.as_deref()
+    }
+
     /// The result as an owned JSON value.
     pub fn into_value(self) -> Value {
         match self.value.into_inner() {
@@ -56,7 +67,7 @@ impl From<Value> for ToolData {
     fn from(value: Value) -> Self {
         // serialising a `Value` cannot fail; `Display` writes the same compact text
         let text = serde_json::to_string(&value).unwrap_or_else(|_| value.to_string());
-        Self { text: Text::Written(text), value: OnceLock::from(value) }
+        Self { text: Text::Written(text), value: OnceLock::from(value), stated: None }
     }
 }
 
@@ -130,6 +141,16 @@ impl<'w> Record<'w> {
         Self { source: record.map(|r| (world, r)), ..self }
     }
 
+    /// The fact this record states as the answer of `tool`, by the help desk's one rule
+    /// ([`helpdesk_fact_of`]) read from its members; `None` for a record that is not one of
+    /// a world's (its fact, if any, is read in its text).
+    /// `tests::a_record_states_the_fact_its_text_states` holds it to the rule read from the
+    /// text.
+    pub(crate) fn fact(&self, tool: &str) -> Option<RecordFact> {
+        self.source?;
+        helpdesk_fact_of(tool, self.get("id")?, self.get("status"), self.get("title"))
+    }
+
     /// Member names and values, in key order.
     pub(crate) fn members(&self) -> &[(&'static str, &'w str)] {
         &self.members[..self.len]
@@ -195,15 +216,15 @@ impl Output<'_> {
         }
     }
 
-    /// The result as the data a gate outcome holds.
-    pub(crate) fn into_data(self) -> ToolData {
+    /// The result of `tool` as the data a gate outcome holds.
+    pub(crate) fn into_data(self, tool: &str) -> ToolData {
         match self {
             Self::Record(r) => {
                 let text = match r.source {
                     Some((_, record)) => Text::Kept(record.text(|| r.to_text())),
                     None => Text::Written(r.to_text()),
                 };
-                ToolData { text, value: OnceLock::new() }
+                ToolData { text, value: OnceLock::new(), stated: r.fact(tool).map(Box::new) }
             }
             Self::Value(v) => ToolData::from(v),
         }
@@ -256,7 +277,7 @@ mod tests {
                 let old = json!({"id": a, "status": b, "subject": a, "text": b});
                 assert_eq!(record.to_text(), serde_json::to_string(&old).unwrap(), "{a:?} {b:?}");
                 assert_eq!(record.to_value(), old);
-                let data = Output::Record(record).into_data();
+                let data = Output::Record(record).into_data("get_ticket");
                 assert_eq!(data.value(), &old, "the text parses back to the value");
                 assert_eq!(data, ToolData::from(old.clone()));
                 assert_eq!(data.into_value(), old);
@@ -282,20 +303,33 @@ mod tests {
             };
             data.tickets_mut().insert(id, ticket);
             let doc = format!("weird-{i}");
-            data.documents_mut().insert(doc.clone(), Document { id: doc, title: text.clone(), text });
+            data.documents_mut().insert(doc.clone(), Document { id: doc, title: text.clone(), text: text.clone() });
+            // ids that need escapes too (the tools look a record up as given)
+            let odd = format!("{text}#{i}");
+            let ticket = Ticket {
+                id: odd.clone(),
+                owner: owner.clone(),
+                status: "open".into(),
+                subject: String::new(),
+                text: text.clone(),
+            };
+            data.tickets_mut().insert(odd.clone(), ticket);
+            data.documents_mut().insert(odd.clone(), Document { id: odd, title: "t".into(), text });
         }
         let world = World::new(Arc::new(data));
         let mut checked = 0;
         for t in world.data.tickets().values() {
             for caller in world.data.users().keys() {
                 let args = ToolArgs::GetTicket(GetTicketArgs { ticket_id: t.id.as_str().into() });
-                let run = Registry.run(&world, caller, &args).map(Output::into_data);
+                let run = Registry.run(&world, caller, &args).map(|o| o.into_data("get_ticket"));
                 if t.owner != *caller {
                     assert!(run.is_err());
                     continue;
                 }
                 let old = json!({"id": t.id, "status": t.status, "subject": t.subject, "text": t.text});
-                assert_eq!(run.unwrap().text(), serde_json::to_string(&old).unwrap());
+                let run = run.unwrap();
+                assert_eq!(run.text(), serde_json::to_string(&old).unwrap());
+                assert_states_what_its_text_states(&run, "get_ticket");
                 assert_eq!(Registry.execute(&world, caller, &args).unwrap(), old);
                 checked += 1;
             }
@@ -303,23 +337,56 @@ mod tests {
         for d in world.data.documents().values() {
             let args = ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: d.id.as_str().into() });
             let old = json!({"id": d.id, "title": d.title, "text": d.text});
-            let run = Registry.run(&world, "kwame", &args).map(Output::into_data).unwrap();
+            let run = Registry.run(&world, "kwame", &args).map(|o| o.into_data("lookup_document")).unwrap();
             assert_eq!(run.text(), serde_json::to_string(&old).unwrap());
+            assert_states_what_its_text_states(&run, "lookup_document");
             assert_eq!(Registry.execute(&world, "kwame", &args).unwrap(), old);
             checked += 1;
         }
         assert!(checked > 2 * corpus().len());
     }
 
+    /// The fact a record states with its result is the one the help desk reads in the
+    /// result's text, and one is stated.
+    fn assert_states_what_its_text_states(data: &ToolData, tool: &str) {
+        let read = crate::tools::helpdesk_fact(tool, data.text());
+        assert!(read.is_some(), "{}", data.text());
+        assert_eq!(data.stated_fact(), read.as_ref(), "{}", data.text());
+    }
+
+    #[test]
+    fn a_record_states_the_fact_its_text_states() {
+        let texts = corpus();
+        let world = WorldData::bundled().unwrap();
+        let index = world.index();
+        for a in &texts {
+            for b in texts.iter().step_by(5) {
+                let ticket = Record::new([("id", a.as_str()), ("status", b), ("subject", a), ("text", b)]);
+                let doc = Record::new([("id", b.as_str()), ("text", a), ("title", a)]);
+                let no_status = Record::new([("id", a.as_str()), ("subject", a), ("text", b)]);
+                for record in [ticket, doc, no_status] {
+                    let of_world = record.of(&world, index.ticket("T-601"));
+                    for tool in ["get_ticket", "lookup_document", "search_documents"] {
+                        let text = record.to_text();
+                        assert_eq!(of_world.fact(tool), crate::tools::helpdesk_fact(tool, &text), "{tool} {text}");
+                        // a record that is no world's states nothing: its text is read
+                        assert_eq!(record.fact(tool), None);
+                        assert_eq!(Output::Record(record).into_data(tool).stated_fact(), None);
+                    }
+                }
+            }
+        }
+    }
+
     fn ticket(world: &World, id: &str) -> ToolData {
         let owner = world.data.tickets()[id].owner.clone();
         let args = ToolArgs::GetTicket(GetTicketArgs { ticket_id: id.into() });
-        Registry.run(world, &owner, &args).map(Output::into_data).unwrap()
+        Registry.run(world, &owner, &args).map(|o| o.into_data("get_ticket")).unwrap()
     }
 
     fn document(world: &World, id: &str) -> ToolData {
         let args = ToolArgs::LookupDocument(LookupDocumentArgs { doc_id: id.into() });
-        Registry.run(world, "kwame", &args).map(Output::into_data).unwrap()
+        Registry.run(world, "kwame", &args).map(|o| o.into_data("lookup_document")).unwrap()
     }
 
     #[test]

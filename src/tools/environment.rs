@@ -242,13 +242,18 @@ struct Seen<'a> {
 /// (not kept); nothing else gives one, and neither carries the record's free text.
 pub(crate) fn helpdesk_fact(tool: &str, text: &str) -> Option<RecordFact> {
     let seen: Seen<'_> = serde_json::from_str(text).ok()?;
-    match (tool, seen.status, seen.title) {
+    helpdesk_fact_of(tool, &seen.id, seen.status.as_deref(), seen.title.as_deref())
+}
+
+/// [`helpdesk_fact`] of a result whose members `id`, `status` and `title` are these: the one
+/// rule, for a result read back from its text and for a record the help desk answers with
+/// ([`super::Record::fact`]).
+pub(crate) fn helpdesk_fact_of(tool: &str, id: &str, status: Option<&str>, title: Option<&str>) -> Option<RecordFact> {
+    match (tool, status, title) {
         ("get_ticket", Some(status), _) => {
-            Some(RecordFact::new(&seen.id, " status is ", &status, FactKind::State, Some("ticket")))
+            Some(RecordFact::new(id, " status is ", status, FactKind::State, Some("ticket")))
         }
-        ("lookup_document", _, Some(title)) => {
-            Some(RecordFact::new(&seen.id, " is titled ", &title, FactKind::Title, None))
-        }
+        ("lookup_document", _, Some(title)) => Some(RecordFact::new(id, " is titled ", title, FactKind::Title, None)),
         _ => None,
     }
 }

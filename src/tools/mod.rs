@@ -38,7 +38,7 @@ pub(crate) use environment::helpdesk_label;
 pub use environment::{
     Cited, ClaimProblem, Environment, FactKind, FinalState, JudgeError, NoTools, RecordFact, RunEnd,
 };
-pub(crate) use environment::{helpdesk_confidentiality, helpdesk_fact};
+pub(crate) use environment::{helpdesk_confidentiality, helpdesk_fact, helpdesk_fact_of};
 pub(crate) use search::search;
 
 /// A proposed or executed tool call.
