@@ -366,8 +366,8 @@ mod tests {
                 let no_status = Record::new([("id", a.as_str()), ("subject", a), ("text", b)]);
                 for record in [ticket, doc, no_status] {
                     let of_world = record.of(&world, index.ticket("T-601"));
+                    let text = record.to_text();
                     for tool in ["get_ticket", "lookup_document", "search_documents"] {
-                        let text = record.to_text();
                         assert_eq!(of_world.fact(tool), crate::tools::helpdesk_fact(tool, &text), "{tool} {text}");
                         // a record that is no world's states nothing: its text is read
                         assert_eq!(record.fact(tool), None);
