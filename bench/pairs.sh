@@ -10,9 +10,10 @@
 # researcher, alternating, and the floor's own. Prints every raw round, the medians and each
 # build's ratio to the floor.
 # The floor is built from ../shared/bench-peers/limit into WORK (as side_by_side.sh does).
-# PIN=1 runs everything on one CPU with one runtime thread (taskset, TOKIO_WORKER_THREADS=1,
-# the floor's current-thread runtime): not the figure the budget names, but one a busy
-# neighbour moves far less, since a round no longer depends on two cores being free at once.
+# PIN=1 runs each in-flight round on one CPU with one runtime thread (taskset,
+# TOKIO_WORKER_THREADS=1, the floor's current-thread runtime): not the figure the budget
+# names, but one a busy neighbour moves far less, since a round no longer needs two cores
+# free at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD=${1:?usage: bench/pairs.sh OLD_BINARY NEW_BINARY}
