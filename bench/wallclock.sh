@@ -55,16 +55,23 @@ runs = float(n) + 2000 + 2 * max(float(inflight), 1000)
 per_round = 1e6 / float(freq) / runs
 per_run = per_round / float(rounds)
 
-def load(paths):
+def load(path):
+    """Samples by function of one round (user and kernel functions alike)."""
     out = {}
-    for path in paths:
-        for line in open(path):
-            count, name = line.rstrip("\n").split("\t", 1)
-            name = re.sub(r"^\[[.k]\] ", "", name.strip())
-            out[name] = out.get(name, 0) + int(count)
+    for line in open(path):
+        count, name = line.rstrip("\n").split("\t", 1)
+        name = re.sub(r"^\[[.k]\] ", "", name.strip())
+        out[name] = out.get(name, 0) + int(count)
     return out
 
-# the first kind whose pattern a function's name matches; kernel time is its own kind
+def added(tables):
+    out = {}
+    for table in tables:
+        for name, count in table.items():
+            out[name] = out.get(name, 0) + count
+    return out
+
+# the first kind whose pattern a function's name matches ("other" when none does)
 KINDS = [
     ("regex scans", r"regex|CachedSet"),
     ("JSON (serde and readers)", r"serde|json|JsonReader|push_str_literal|parse_message|format_escaped|itoa|ryu"),
@@ -88,13 +95,14 @@ def kind(name):
             return k
     return "other"
 
-rounds_of = lambda side: [f"{prefix}.{side}.{r}" for r in range(1, int(rounds) + 1)]
-old, new = load(rounds_of("old")), load(rounds_of("new"))
-each = lambda side: [sum(load([p]).values()) * per_round for p in rounds_of(side)]
+old_rounds = [load(f"{prefix}.old.{r}") for r in range(1, int(rounds) + 1)]
+new_rounds = [load(f"{prefix}.new.{r}") for r in range(1, int(rounds) + 1)]
+old, new = added(old_rounds), added(new_rounds)
+each = lambda tables: ", ".join(f"{sum(t.values()) * per_round:.2f}" for t in tables)
 t_old, t_new = sum(old.values()) * per_run, sum(new.values()) * per_run
 print(f"CPU time per run ({int(rounds)} rounds of {int(n):,} runs, {int(float(freq)):,} samples/s), us:")
-print(f"  old {t_old:6.2f}  rounds {', '.join(f'{t:.2f}' for t in each('old'))}  {old_bin}")
-print(f"  new {t_new:6.2f}  rounds {', '.join(f'{t:.2f}' for t in each('new'))}  {new_bin}")
+print(f"  old {t_old:6.2f}  rounds {each(old_rounds)}  {old_bin}")
+print(f"  new {t_new:6.2f}  rounds {each(new_rounds)}  {new_bin}")
 print(f"  old/new {t_old / t_new:.3f}")
 by_kind = {}
 for table, side in ((old, 0), (new, 1)):
